@@ -1,0 +1,27 @@
+"""The `estimator-dist` command: `estimator-dist launch ...` and friends."""
+
+import sys
+
+_COMMANDS = {
+    "launch": ("estimator_dist.launch", "Start a local multi-process job."),
+}
+
+
+def _usage():
+  lines = ["usage: estimator-dist COMMAND [flags] [-- program args]", "", "commands:"]
+  lines += [f"  {name:10s} {text}" for name, (_, text) in _COMMANDS.items()]
+  return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+  argv = list(sys.argv if argv is None else argv)
+  if len(argv) < 2 or argv[1] not in _COMMANDS:
+    sys.stderr.write(_usage())
+    return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
+  module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
+  sys.argv = [f"estimator-dist {argv[1]}"] + argv[2:]
+  return module.run()
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,152 @@
+"""The `distributed` decorator: a single-machine model_fn, made right for any backend.
+
+The decorated model_fn body stays as a single-machine user wrote it. At each call the
+decorator asks the active strategy adapter how many synchronous replicas make one
+update, scales `params[lr_param]` by the chosen rule with linear warmup from the base
+rate (Goyal et al., 2017), lets the adapter all-reduce gradients while the TRAIN graph
+is built, and adds the adapter's training hooks.
+"""
+
+import functools
+import math
+
+import tensorflow as tf
+from absl import logging
+from tensorflow_estimator.python.estimator import util as estimator_util
+
+from estimator_dist.strategies import base
+
+LR_SCALINGS = ("linear", "sqrt", "none")
+_MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
+_OPTIONS_ATTR = "_estimator_dist_options"
+_logged = set()
+
+
+def scale_factor(scaling: str, replicas: int) -> float:
+  """How much the learning rate grows with `replicas` synchronous replicas."""
+  if scaling == "linear":
+    return float(replicas)
+  if scaling == "sqrt":
+    return math.sqrt(replicas)
+  if scaling == "none":
+    return 1.0
+  raise ValueError(f"lr_scaling ({scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
+
+
+def learning_rate_at(step, base_rate, scaled_rate, warmup_steps):
+  """The rate at `step`: linear from `base_rate` at 0 to `scaled_rate` at `warmup_steps`.
+
+  Works on Python numbers and on tensors.
+  """
+  if warmup_steps <= 0:
+    return scaled_rate
+  if isinstance(step, (int, float)):
+    progress = min(float(step), warmup_steps) / warmup_steps
+  else:
+    progress = tf.minimum(tf.cast(step, tf.float32), float(warmup_steps)) / warmup_steps
+  return base_rate + (scaled_rate - base_rate) * progress
+
+
+def is_distributed(model_fn) -> bool:
+  return hasattr(model_fn, _OPTIONS_ATTR)
+
+
+def check_model_fn(model_fn):
+  """Raises at once for a model_fn that Estimator would reject."""
+  if not callable(model_fn):
+    raise TypeError(f"model_fn must be a function, got {model_fn!r}.")
+  name = getattr(model_fn, "__name__", repr(model_fn))
+  args = [a for a in estimator_util.fn_args(model_fn) if a != "self"]
+  unknown = [a for a in args if a not in _MODEL_FN_ARGS]
+  if unknown:
+    raise ValueError(
+        f"model_fn {name} takes {unknown}, which Estimator cannot pass. A model_fn takes "
+        f"(features, labels, mode, params, config) or a subset including features; pass "
+        f"other values through params or functools.partial.")
+  if "features" not in args:
+    raise ValueError(
+        f"model_fn {name} takes {args} but no `features`; Estimator requires it. Rename "
+        f"the first argument to `features`.")
+
+
+def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="learning_rate"):
+  """Makes a single-machine `model_fn` train correctly under every strategy.
+
+  Args:
+    model_fn: the Estimator model_fn; use bare (`@distributed`) or with options.
+    lr_scaling: "linear", "sqrt" or "none"; by default linear for synchronous
+      strategies and none for asynchronous parameter servers.
+    warmup_steps: steps over which the rate rises linearly from the base rate to
+      the scaled rate.
+    lr_param: the key of `params` that holds the base learning rate.
+  """
+  if lr_scaling is not None and lr_scaling not in LR_SCALINGS:
+    raise ValueError(f"lr_scaling ({lr_scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
+  if not isinstance(warmup_steps, int) or warmup_steps < 0:
+    raise ValueError(f"warmup_steps ({warmup_steps!r}) must be a non-negative integer.")
+  if model_fn is None:
+    return functools.partial(distributed, lr_scaling=lr_scaling,
+                             warmup_steps=warmup_steps, lr_param=lr_param)
+  check_model_fn(model_fn)
+  args = set(estimator_util.fn_args(model_fn))
+  name = getattr(model_fn, "__name__", "model_fn")
+
+  def distributed_model_fn(features, labels, mode, params, config):
+    adapter = base.current_adapter() or _single_process()
+    params = _scaled_params(dict(params or {}), adapter, mode, name, "params" in args)
+    values = {"features": features, "labels": labels, "mode": mode, "params": params,
+              "config": config}
+    call = functools.partial(model_fn, **{k: v for k, v in values.items() if k in args})
+    if mode != tf.estimator.ModeKeys.TRAIN:
+      return call()
+    with adapter.gradient_context():
+      spec = call()
+    adapter.check_train_spec(spec)
+    hooks = adapter.training_hooks()
+    if hooks:
+      spec = spec._replace(training_hooks=tuple(spec.training_hooks) + tuple(hooks))
+    return spec
+
+  def _scaled_params(params, adapter, mode, name, takes_params):
+    scaling = lr_scaling or adapter.default_lr_scaling
+    factor = scale_factor(scaling, adapter.num_replicas)
+    if not takes_params or lr_param not in params:
+      if factor != 1.0:
+        raise ValueError(
+            f"model_fn {name} trains on {adapter.num_replicas} replicas with {scaling} "
+            f"learning-rate scaling, but params has no '{lr_param}' to scale. Read the rate "
+            f"from params['{lr_param}'] (or name its key with lr_param=...), or decorate "
+            f"with lr_scaling='none' to keep the rate unscaled on purpose.")
+      return params
+    base_rate = float(params[lr_param])
+    scaled_rate = base_rate * factor
+    adapter.learning_rate = (base_rate, scaled_rate)
+    _log_once(adapter, base_rate, factor, scaling, scaled_rate, warmup_steps)
+    if mode == tf.estimator.ModeKeys.TRAIN and warmup_steps > 0 and factor != 1.0:
+      step = tf.compat.v1.train.get_or_create_global_step()
+      params[lr_param] = learning_rate_at(step, base_rate, scaled_rate, warmup_steps)
+    else:
+      params[lr_param] = scaled_rate
+    return params
+
+  distributed_model_fn.__name__ = name
+  distributed_model_fn.__doc__ = model_fn.__doc__
+  setattr(distributed_model_fn, _OPTIONS_ATTR,
+          dict(model_fn=model_fn, lr_scaling=lr_scaling, warmup_steps=warmup_steps,
+               lr_param=lr_param))
+  return distributed_model_fn
+
+
+def _single_process():
+  return base.LocalAdapter(task=base.cluster_lib.LOCAL_TASK)
+
+
+def _log_once(adapter, base_rate, factor, scaling, scaled_rate, warmup_steps):
+  key = (id(adapter), base_rate, scaled_rate)
+  if key in _logged:
+    return
+  _logged.add(key)
+  warmup = (f", warming up linearly from {base_rate:g} over {warmup_steps} steps"
+            if warmup_steps and factor != 1.0 else "")
+  logging.info("estimator_dist: learning rate %g x %g (%s scaling, %d replicas) = %g%s",
+               base_rate, factor, scaling, adapter.num_replicas, scaled_rate, warmup)

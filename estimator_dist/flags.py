@@ -1,0 +1,111 @@
+"""absl flags for programs: `define_flags()` and `options_from_flags()`.
+
+Library code takes keyword arguments; only programs define flags, through these.
+"""
+
+from absl import flags
+
+from estimator_dist import decorator
+from estimator_dist.strategies import factory
+from estimator_dist.strategies import horovod as horovod_options
+from estimator_dist.strategies import multi_worker
+
+# flag name -> (strategy, adapter option) for the backend options.
+_STRATEGY_FLAGS = {
+    "num_devices": ("mirrored", "num_devices"),
+    "communication": ("multi_worker", "communication"),
+    "collective_timeout_secs": ("multi_worker", "collective_timeout_secs"),
+    "hvd_compression": ("horovod", "compression"),
+    "hvd_reduction": ("horovod", "reduction"),
+    "backward_passes_per_step": ("horovod", "backward_passes_per_step"),
+    "gradient_predivide_factor": ("horovod", "gradient_predivide_factor"),
+}
+
+
+def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
+                 learning_rate=1e-3, train_steps=1000):
+  """Defines the training flags on `flag_values`, with the program's defaults."""
+  f = flag_values
+  flags.DEFINE_enum("strategy", strategy, factory.STRATEGIES + tuple(factory.ALIASES),
+                    "Distribution strategy.", flag_values=f)
+  flags.DEFINE_string("model_dir", None, "Checkpoint directory shared by all tasks.",
+                      flag_values=f)
+  flags.DEFINE_integer("train_steps", train_steps, "Global step to train to.", lower_bound=1,
+                       flag_values=f)
+  flags.DEFINE_integer("eval_steps", None, "Eval batches; default the whole eval set.",
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_integer("batch_size", batch_size, "Batch size per worker (per replica).",
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_float("learning_rate", learning_rate, "Single-worker learning rate.",
+                     lower_bound=0.0, flag_values=f)
+  flags.DEFINE_enum("lr_scaling", None, decorator.LR_SCALINGS,
+                    "Learning-rate scaling with replicas (default: linear if synchronous, "
+                    "none for parameter_server).", flag_values=f)
+  flags.DEFINE_integer("warmup_steps", None, "Steps of linear warmup to the scaled rate.",
+                       lower_bound=0, flag_values=f)
+  flags.DEFINE_integer("save_checkpoints_steps", None, "Checkpoint interval in steps.",
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_integer("eval_throttle_secs", 60, "Least seconds between evaluations.",
+                       lower_bound=0, flag_values=f)
+  flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.", flag_values=f)
+  flags.DEFINE_integer("intra_op_threads", 0, "TensorFlow intra-op threads (0: TF default).",
+                       lower_bound=0, flag_values=f)
+  flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow inter-op threads (0: TF default).",
+                       lower_bound=0, flag_values=f)
+  flags.DEFINE_integer("num_devices", None, "mirrored: replicas on this machine.",
+                       lower_bound=1, flag_values=f)
+  flags.DEFINE_enum("communication", "auto", tuple(multi_worker.COMMUNICATIONS),
+                    "multi_worker: collective implementation.", flag_values=f)
+  flags.DEFINE_float("collective_timeout_secs", None,
+                     "multi_worker: seconds before a collective op fails.", flag_values=f)
+  flags.DEFINE_enum("hvd_compression", "none", horovod_options.COMPRESSIONS,
+                    "horovod: gradient compression.", flag_values=f)
+  flags.DEFINE_enum("hvd_reduction", "average", horovod_options.REDUCTIONS,
+                    "horovod: how gradients are combined.", flag_values=f)
+  flags.DEFINE_integer("backward_passes_per_step", 1,
+                       "horovod: micro-batches accumulated per all-reduce.", lower_bound=1,
+                       flag_values=f)
+  flags.DEFINE_float("gradient_predivide_factor", 1.0,
+                     "horovod: divide gradients by this before the sum, the rest after.",
+                     flag_values=f)
+
+  def _warmup_within_training(v):
+    return v["warmup_steps"] is None or v["warmup_steps"] < v["train_steps"]
+  flags.register_multi_flags_validator(
+      ["warmup_steps", "train_steps"], _warmup_within_training,
+      "--warmup_steps must be smaller than --train_steps.", flag_values=f)
+
+  for name, (owner, _) in _STRATEGY_FLAGS.items():
+    default = f[name].default
+
+    def _only_for(v, name=name, owner=owner, default=default):
+      return v[name] == default or factory.ALIASES.get(v["strategy"], v["strategy"]) == owner
+    flags.register_multi_flags_validator(
+        [name, "strategy"], _only_for,
+        f"--{name} applies only to --strategy={owner}; drop it or change --strategy.",
+        flag_values=f)
+
+  def _predivide_needs_average(v):
+    return v["gradient_predivide_factor"] == 1.0 or v["hvd_reduction"] == "average"
+  flags.register_multi_flags_validator(
+      ["gradient_predivide_factor", "hvd_reduction"], _predivide_needs_average,
+      "--gradient_predivide_factor needs --hvd_reduction=average.", flag_values=f)
+
+
+def options_from_flags(flag_values=flags.FLAGS):
+  """The keyword arguments of `train_and_evaluate` that the flags set."""
+  f = flag_values
+  if not f.model_dir:
+    raise flags.ValidationError("--model_dir is required: a directory all tasks can reach.")
+  strategy = factory.ALIASES.get(f.strategy, f.strategy)
+  strategy_options = {"intra_op_threads": f.intra_op_threads,
+                      "inter_op_threads": f.inter_op_threads}
+  for name, (owner, option) in _STRATEGY_FLAGS.items():
+    if owner == strategy and f[name].value is not None:
+      strategy_options[option] = f[name].value
+  return dict(strategy=strategy, model_dir=f.model_dir, train_steps=f.train_steps,
+              eval_steps=f.eval_steps, batch_size=f.batch_size, learning_rate=f.learning_rate,
+              lr_scaling=f.lr_scaling, warmup_steps=f.warmup_steps,
+              save_checkpoints_steps=f.save_checkpoints_steps,
+              eval_throttle_secs=f.eval_throttle_secs, random_seed=f.random_seed,
+              strategy_options=strategy_options)

@@ -1,0 +1,249 @@
+"""Starts a training program as a local multi-process cluster.
+
+  python -m estimator_dist.launch --strategy=parameter_server --num_workers=2 \\
+      --num_ps=1 --evaluator -- python -m model_zoo.mnist_cnn --train_steps=300
+
+For tf.distribute strategies every task is a process with its own TF_CONFIG on free
+ports of 127.0.0.1; for Horovod the program runs under `horovodrun --gloo`. Output
+lines are prefixed with the task (`[worker:1]`). When a task fails the others are
+stopped and the launcher exits with that task's code; Ctrl-C stops everything.
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from absl import app
+from absl import flags
+
+from estimator_dist import cluster as cluster_lib
+from estimator_dist.strategies import factory
+
+_HOROVOD_LINE = re.compile(r"^\[(\d+)\]<std(?:out|err)>:(.*)$")
+
+
+def define_flags():
+  flags.DEFINE_enum("strategy", "multi_worker", factory.STRATEGIES + tuple(factory.ALIASES),
+                    "Distribution strategy; passed to the program as --strategy.")
+  flags.DEFINE_integer("num_workers", 2, "Training processes (mirrored: replicas).",
+                       lower_bound=1)
+  flags.DEFINE_integer("num_ps", None, "parameter_server: ps tasks (default 1).", lower_bound=0)
+  flags.DEFINE_bool("evaluator", False, "multi_worker, parameter_server: add an evaluator.")
+  flags.DEFINE_string("model_dir", None, "Passed to the program as --model_dir unless its "
+                      "arguments have one (default: a new temporary directory).")
+  flags.DEFINE_string("host", "127.0.0.1", "Address the tasks bind to.")
+  flags.DEFINE_integer("shutdown_timeout_secs", 300,
+                       "After training ends, seconds ps and evaluator tasks get to exit.",
+                       lower_bound=1)
+
+
+def free_ports(count, host="127.0.0.1"):
+  """`count` distinct ports free on `host` (held open together while chosen)."""
+  sockets = []
+  try:
+    for _ in range(count):
+      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      s.bind((host, 0))
+      sockets.append(s)
+    return [s.getsockname()[1] for s in sockets]
+  finally:
+    for s in sockets:
+      s.close()
+
+
+def local_cluster(strategy, num_workers, num_ps=0, evaluator=False, host="127.0.0.1"):
+  """The cluster of a local tf.distribute job: chief, workers, ps and evaluator."""
+  roles = [("chief", 1), ("worker", num_workers - 1), ("ps", num_ps),
+           ("evaluator", 1 if evaluator else 0)]
+  ports = iter(free_ports(sum(n for _, n in roles), host))
+  return {role: tuple(f"{host}:{next(ports)}" for _ in range(n)) for role, n in roles if n}
+
+
+def check_topology(strategy, num_workers, num_ps, evaluator):
+  """Raises ValueError for a launch that the strategy cannot run."""
+  if strategy == "parameter_server" and num_ps == 0:
+    raise ValueError("--strategy=parameter_server needs --num_ps of at least 1.")
+  if strategy != "parameter_server" and num_ps:
+    raise ValueError(f"--num_ps={num_ps} applies only to --strategy=parameter_server.")
+  if evaluator and strategy not in ("multi_worker", "parameter_server"):
+    raise ValueError(f"--evaluator applies to multi_worker and parameter_server, not {strategy}.")
+  if strategy == "local" and num_workers != 1:
+    raise ValueError("--strategy=local trains in one process; use --num_workers=1.")
+
+
+class Task:
+  """One child process; its output is copied line by line with a prefix."""
+
+  def __init__(self, name, command, env, out):
+    self.name = name
+    self.process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+    self._thread = threading.Thread(target=self._copy, args=(out,), daemon=True)
+    self._thread.start()
+
+  def _copy(self, out):
+    for raw in iter(self.process.stdout.readline, b""):
+      line = raw.decode("utf-8", "replace").rstrip("\n")
+      match = _HOROVOD_LINE.match(line)
+      prefix = f"[worker:{match.group(1)}]" if match else f"[{self.name}]"
+      out.write(f"{prefix} {match.group(2) if match else line}\n")
+      out.flush()
+
+  def stop(self, grace_secs=10):
+    """SIGTERM to the task's process group, SIGKILL after `grace_secs`."""
+    for sig, wait in ((signal.SIGTERM, grace_secs), (signal.SIGKILL, 5)):
+      if self.process.poll() is not None:
+        break
+      try:
+        os.killpg(self.process.pid, sig)
+      except ProcessLookupError:
+        break
+      try:
+        self.process.wait(wait)
+      except subprocess.TimeoutExpired:
+        pass
+    try:  # Anything left in the group (Horovod's workers, say) goes too.
+      os.killpg(self.process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+      pass
+    self._thread.join(5)
+
+
+def _die_with_parent():
+  """Linux: the child gets SIGKILL if the launcher dies without cleaning up."""
+  try:
+    import ctypes  # pylint: disable=g-import-not-at-top
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  except OSError:
+    pass
+
+
+def _exit_code(returncode):
+  return 128 - returncode if returncode < 0 else returncode
+
+
+class Launcher:
+  """Starts the tasks, watches them, and stops them all on failure or signal."""
+
+  def __init__(self, out=sys.stdout):
+    self.out = out
+    self.tasks = []
+
+  def log(self, message):
+    self.out.write(f"[launch] {message}\n")
+    self.out.flush()
+
+  def start(self, name, command, env):
+    self.tasks.append(Task(name, command, env, self.out))
+
+  def stop_all(self):
+    for task in self.tasks:
+      task.stop()
+
+  def wait(self, training, shutdown_timeout_secs):
+    """Waits for the `training` tasks; returns the exit code of the job."""
+    deadline = None
+    while True:
+      for task in self.tasks:
+        code = task.process.poll()
+        if code not in (None, 0):
+          self.log(f"{task.name} exited with code {code}; stopping the other tasks")
+          self.stop_all()
+          return _exit_code(code)
+      running = [t for t in self.tasks if t.process.poll() is None]
+      if not running:
+        return 0
+      if not any(t.name in training for t in running):
+        deadline = deadline or time.monotonic() + shutdown_timeout_secs
+        if time.monotonic() > deadline:
+          names = ", ".join(t.name for t in running)
+          self.log(f"training ended but {names} did not exit within "
+                   f"{shutdown_timeout_secs}s; stopping them")
+          self.stop_all()
+          return 1
+      time.sleep(0.2)
+
+
+def _child_env(**extra):
+  env = dict(os.environ)
+  env.pop("TF_CONFIG", None)
+  env["PYTHONUNBUFFERED"] = "1"
+  env.update({k: v for k, v in extra.items() if v is not None})
+  return env
+
+
+def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_dir=None,
+           host="127.0.0.1", shutdown_timeout_secs=300, out=sys.stdout):
+  """Runs `command` as a local job; returns its exit code."""
+  strategy = factory.ALIASES.get(strategy, strategy)
+  if num_ps is None:
+    num_ps = 1 if strategy == "parameter_server" else 0
+  check_topology(strategy, num_workers, num_ps, evaluator)
+  if not command:
+    raise ValueError("give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
+  command = list(command) + [f"--strategy={strategy}"]
+  if not any(a.startswith("--model_dir") for a in command):
+    model_dir = model_dir or tempfile.mkdtemp(prefix="estimator_dist_")
+    command.append(f"--model_dir={model_dir}")
+  launcher = Launcher(out)
+  launcher.log(f"strategy={strategy} workers={num_workers} model_dir={model_dir}")
+
+  def on_signal(signum, _):
+    launcher.log(f"signal {signum}: stopping all tasks")
+    launcher.stop_all()
+    sys.exit(128 + signum)
+  previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+  try:
+    if strategy == "horovod":
+      hosts = f"{host}:{num_workers}"
+      horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+      launcher.start("horovodrun", [horovodrun, "--gloo", "-np", str(num_workers), "-H", hosts,
+                                    "--network-interface", "lo", *command], _child_env())
+      training = {"horovodrun"}
+    elif strategy in ("local", "mirrored"):
+      devices = str(num_workers) if strategy == "mirrored" else None
+      launcher.start("chief:0", command, _child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
+      training = {"chief:0"}
+    else:
+      cluster = local_cluster(strategy, num_workers, num_ps, evaluator, host)
+      training = set()
+      for role, addresses in cluster.items():
+        for index in range(len(addresses)):
+          name = f"{role}:{index}"
+          if role in cluster_lib.TRAINING_ROLES:
+            training.add(name)
+          launcher.start(name, command,
+                         _child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
+    code = launcher.wait(training, shutdown_timeout_secs)
+    launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
+    return code
+  finally:
+    launcher.stop_all()
+    for s, handler in previous.items():
+      signal.signal(s, handler)
+
+
+def main(argv):
+  f = flags.FLAGS
+  try:
+    return launch(argv[1:], f.strategy, f.num_workers, f.num_ps, f.evaluator, f.model_dir,
+                  f.host, f.shutdown_timeout_secs)
+  except ValueError as e:
+    sys.stderr.write(f"estimator_dist.launch: {e}\n")
+    return 2
+
+
+def run():
+  define_flags()
+  app.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,154 @@
+"""The adapter interface every backend implements, and the local (single-process) one."""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+from absl import logging
+
+from estimator_dist import cluster as cluster_lib
+from estimator_dist import inputs
+
+_ACTIVE = threading.local()
+
+
+def current_adapter():
+  """The adapter whose model_fn is being built on this thread (None outside one)."""
+  return getattr(_ACTIVE, "adapter", None)
+
+
+@contextlib.contextmanager
+def _active(adapter):
+  previous, _ACTIVE.adapter = current_adapter(), adapter
+  try:
+    yield
+  finally:
+    _ACTIVE.adapter = previous
+
+
+class StrategyAdapter:
+  """What a backend needs around an Estimator.
+
+  An adapter knows this process's task, builds the RunConfig, wraps the model_fn
+  and input_fn, supplies training hooks, and runs this task's part of
+  `train_and_evaluate`. Subclasses override the hooks below; the defaults are
+  those of one local process.
+  """
+  name = "local"
+  synchronous = True
+  # Roles the strategy accepts in a cluster description, and whether it needs ps.
+  allowed_roles = ()
+  needs_ps = False
+
+  def __init__(self, task=None, intra_op_threads=0, inter_op_threads=0):
+    self.task = task if task is not None else self._task_from_environment()
+    self.intra_op_threads = intra_op_threads
+    self.inter_op_threads = inter_op_threads
+    self._validate_task()
+
+  # -- the task -------------------------------------------------------------------------
+  def _task_from_environment(self):
+    return cluster_lib.from_environment()
+
+  def _validate_task(self):
+    cluster = self.task.cluster
+    if not cluster:
+      if self.needs_ps:
+        raise cluster_lib.ClusterConfigError(
+            f"strategy '{self.name}' needs ps tasks, but TF_CONFIG has no cluster. Start it with "
+            f"`python -m estimator_dist.launch --strategy={self.name} --num_workers=2 --num_ps=1 "
+            f"-- python train.py`, or set TF_CONFIG with 'chief', 'worker' and 'ps' tasks.")
+      return
+    for role in cluster:
+      if role not in self.allowed_roles:
+        raise cluster_lib.ClusterConfigError(
+            f"TF_CONFIG has '{role}' tasks, which strategy '{self.name}' does not use "
+            f"(it takes {', '.join(self.allowed_roles) or 'no cluster'}). Remove them from "
+            f"TF_CONFIG or pick a strategy that uses them.")
+    if self.needs_ps and not cluster.get("ps"):
+      raise cluster_lib.ClusterConfigError(
+          f"strategy '{self.name}' needs at least one 'ps' task, but TF_CONFIG's cluster has "
+          f"{sorted(cluster)}. Add \"ps\": [\"host:port\"] to the cluster (launcher: --num_ps=1).")
+
+  @property
+  def num_replicas(self) -> int:
+    """Replicas whose gradients make up one update (the learning-rate scaling factor)."""
+    return 1
+
+  @property
+  def default_lr_scaling(self) -> str:
+    return "linear" if self.synchronous else "none"
+
+  def describe(self) -> str:
+    return f"{self.name} strategy, {self.task.describe()}, {self.num_replicas} replica(s)"
+
+  # -- Estimator pieces -----------------------------------------------------------------
+  def session_config(self):
+    return tf.compat.v1.ConfigProto(
+        allow_soft_placement=True,
+        intra_op_parallelism_threads=self.intra_op_threads,
+        inter_op_parallelism_threads=self.inter_op_threads)
+
+  def distribute_strategy(self):
+    return None
+
+  def run_config(self, model_dir, **kwargs) -> tf.estimator.RunConfig:
+    kwargs.setdefault("session_config", self.session_config())
+    strategy = self.distribute_strategy()
+    if strategy is not None:
+      kwargs["train_distribute"] = strategy
+    return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
+
+  def wrap_model_fn(self, model_fn):
+    """The model_fn Estimator calls: decorated if it was not, with this adapter active."""
+    from estimator_dist import decorator  # decorator imports this module.
+    fn = model_fn if decorator.is_distributed(model_fn) else decorator.distributed(model_fn)
+
+    def model_fn_for_estimator(features, labels, mode, params, config):
+      with _active(self):
+        return fn(features, labels, mode, params, config)
+    return model_fn_for_estimator
+
+  def wrap_input_fn(self, input_fn):
+    """The input_fn Estimator calls: this worker's shard, repeated for training."""
+    return inputs.wrap_input_fn(input_fn, self.input_context)
+
+  def input_context(self, estimator_context):
+    """The tf.distribute.InputContext of this worker (None: one input pipeline)."""
+    return estimator_context
+
+  # -- while the model_fn builds its training graph ---------------------------------------
+  def gradient_context(self):
+    """Entered while the user's model_fn builds its TRAIN graph."""
+    return contextlib.nullcontext()
+
+  def check_train_spec(self, spec):
+    """Raises if the TRAIN EstimatorSpec cannot train correctly under this strategy."""
+
+  def training_hooks(self):
+    return []
+
+  # -- running ----------------------------------------------------------------------------
+  def train(self, estimator, train_spec, eval_spec):
+    """Runs this task's share of training. Returns eval metrics if it evaluated the end."""
+    if eval_spec is None:
+      estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
+                      hooks=train_spec.hooks)
+      return None
+    result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    return result[0] if result else None
+
+  def after_training(self):
+    """Called on every task when its training ends, before the chief's final evaluation."""
+
+
+class LocalAdapter(StrategyAdapter):
+  """One process, no distribution: the reference the others are measured against."""
+
+  def _validate_task(self):
+    if self.task.cluster:
+      raise cluster_lib.ClusterConfigError(
+          "strategy 'local' trains in one process, but TF_CONFIG describes a cluster "
+          f"{sorted(self.task.cluster)}. Unset TF_CONFIG, or pick multi_worker or "
+          "parameter_server for a cluster.")
+    logging.log_first_n(logging.INFO, "estimator_dist: %s", 1, self.describe())

@@ -1,0 +1,164 @@
+"""`horovod`: one process per replica, gradients all-reduced by Horovod (Gloo or MPI).
+
+The user's model_fn builds any tf.compat.v1.train.Optimizer and calls `minimize` (or
+`compute_gradients` and `apply_gradients`). While the TRAIN graph is built, those two
+methods of the Optimizer base class are routed through a Horovod DistributedOptimizer
+made for that optimizer, so its gradients are all-reduced with the options chosen here.
+Rank 0 restores, broadcasts, checkpoints, writes summaries and logs; the other ranks
+read the same model_dir (so all agree where training stands) and write nothing.
+"""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+from absl import logging
+
+from estimator_dist import cluster as cluster_lib
+from estimator_dist.strategies import base
+
+REDUCTIONS = ("average", "sum", "adasum")
+COMPRESSIONS = ("none", "fp16")
+_Optimizer = tf.compat.v1.train.Optimizer
+_ORIGINAL = {"compute_gradients": _Optimizer.compute_gradients,
+             "apply_gradients": _Optimizer.apply_gradients}
+_inside = threading.local()
+
+
+def _import_horovod():
+  try:
+    import horovod.tensorflow as hvd  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    raise ImportError(
+        f"strategy 'horovod' needs Horovod 0.28.1 built for this TensorFlow ({e}). Run "
+        f"`make setup` (it builds Horovod with Gloo), or pick another strategy.") from None
+  return hvd
+
+
+class HorovodAdapter(base.StrategyAdapter):
+  """Synchronous data parallelism with Horovod's all-reduce."""
+  name = "horovod"
+
+  def __init__(self, task=None, compression="none", reduction="average",
+               backward_passes_per_step=1, gradient_predivide_factor=1.0, **options):
+    if compression not in COMPRESSIONS:
+      raise ValueError(f"compression ({compression!r}) must be one of {', '.join(COMPRESSIONS)}.")
+    if reduction not in REDUCTIONS:
+      raise ValueError(f"reduction ({reduction!r}) must be one of {', '.join(REDUCTIONS)}.")
+    if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
+      raise ValueError(f"backward_passes_per_step ({backward_passes_per_step!r}) must be a "
+                       f"positive integer.")
+    if gradient_predivide_factor <= 0:
+      raise ValueError(f"gradient_predivide_factor ({gradient_predivide_factor}) must be > 0.")
+    if gradient_predivide_factor != 1.0 and reduction != "average":
+      raise ValueError(f"gradient_predivide_factor ({gradient_predivide_factor}) works only "
+                       f"with reduction='average', not {reduction!r}.")
+    self.hvd = _import_horovod()
+    self.hvd.init()
+    self.compression = compression
+    self.reduction = reduction
+    self.backward_passes_per_step = backward_passes_per_step
+    self.gradient_predivide_factor = gradient_predivide_factor
+    self._allreduced = 0
+    # Horovod's own wrappers are left alone: they already all-reduce.
+    self._hvd_optimizers = (self.hvd._DistributedOptimizer, self.hvd._DistributedAdasumOptimizer)  # pylint: disable=protected-access
+    super().__init__(task, **options)
+    if not self.task.is_chief:
+      logging.set_verbosity(logging.WARNING)
+      tf.get_logger().setLevel("WARNING")
+
+  def _task_from_environment(self):
+    hvd = self.hvd
+    return cluster_lib.TaskInfo(
+        role="chief" if hvd.rank() == 0 else "worker", index=hvd.rank(), rank=hvd.rank(),
+        size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size(),
+        source="horovod")
+
+  def _validate_task(self):
+    if cluster_lib.from_environment().cluster:
+      raise cluster_lib.ClusterConfigError(
+          "strategy 'horovod' takes its ranks from horovodrun, but TF_CONFIG describes a "
+          "cluster too, which would make Estimator wait for it. Unset TF_CONFIG for Horovod "
+          "runs (`python -m estimator_dist.launch --strategy=horovod` does).")
+
+  @property
+  def num_replicas(self):
+    return self.task.size
+
+  def session_config(self):
+    config = super().session_config()
+    if tf.config.list_physical_devices("GPU"):
+      config.gpu_options.visible_device_list = str(self.task.local_rank)
+      config.gpu_options.allow_growth = True
+    return config
+
+  def run_config(self, model_dir, **kwargs):
+    if not self.task.is_chief:
+      kwargs.update(save_checkpoints_steps=None, save_checkpoints_secs=None,
+                    save_summary_steps=None, log_step_count_steps=None)
+    return super().run_config(model_dir, **kwargs)
+
+  def input_context(self, estimator_context):
+    return tf.distribute.InputContext(num_input_pipelines=self.task.size,
+                                      input_pipeline_id=self.task.rank,
+                                      num_replicas_in_sync=self.task.size)
+
+  # -- gradients ------------------------------------------------------------------------
+  def _distributed_optimizer(self, optimizer):
+    wrapped = optimizer.__dict__.get("_estimator_dist_horovod")
+    if wrapped is None:
+      hvd = self.hvd
+      wrapped = hvd.DistributedOptimizer(
+          optimizer,
+          compression=hvd.Compression.fp16 if self.compression == "fp16" else hvd.Compression.none,
+          op={"average": hvd.Average, "sum": hvd.Sum, "adasum": hvd.Adasum}[self.reduction],
+          backward_passes_per_step=self.backward_passes_per_step,
+          gradient_predivide_factor=self.gradient_predivide_factor)
+      optimizer.__dict__["_estimator_dist_horovod"] = wrapped
+    return wrapped
+
+  def _route(self, method):
+    original = _ORIGINAL[method]
+
+    def routed(optimizer, *args, **kwargs):
+      if getattr(_inside, "active", False) or isinstance(optimizer, self._hvd_optimizers):
+        return original(optimizer, *args, **kwargs)
+      _inside.active = True
+      try:
+        if method == "compute_gradients":
+          self._allreduced += 1
+        return getattr(self._distributed_optimizer(optimizer), method)(*args, **kwargs)
+      finally:
+        _inside.active = False
+    return routed
+
+  @contextlib.contextmanager
+  def gradient_context(self):
+    self._allreduced = 0
+    for method in _ORIGINAL:
+      setattr(_Optimizer, method, self._route(method))
+    try:
+      yield
+    finally:
+      for method, original in _ORIGINAL.items():
+        setattr(_Optimizer, method, original)
+
+  def check_train_spec(self, spec):
+    if self.task.size > 1 and not self._allreduced:
+      raise ValueError(
+          "under strategy 'horovod' the model_fn built its train_op without a "
+          "tf.compat.v1.train.Optimizer, so no gradient would be all-reduced and the ranks "
+          "would drift apart. Build the train_op with a tf.compat.v1.train optimizer's "
+          "minimize() or compute_gradients()/apply_gradients().")
+
+  def training_hooks(self):
+    return [self.hvd.BroadcastGlobalVariablesHook(0)]
+
+  # -- running ----------------------------------------------------------------------------
+  def train(self, estimator, train_spec, eval_spec):
+    # tf.estimator.train_and_evaluate would evaluate on rank 0 in the middle of training
+    # and restart sessions unevenly across ranks; every rank trains, the chief evaluates
+    # once training has ended on all ranks.
+    estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks)
+    return None
+

@@ -1,0 +1,61 @@
+"""`mirrored`: tf.distribute.MirroredStrategy over the devices of one machine."""
+
+import os
+
+import tensorflow as tf
+
+from estimator_dist import cluster as cluster_lib
+from estimator_dist.strategies import base
+
+
+def _cpu_devices(count):
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+  except RuntimeError as e:
+    raise RuntimeError(
+        f"mirrored: cannot split the CPU into {count} replicas because TensorFlow is already "
+        f"initialized ({e}). Create the strategy (estimator_dist.create_strategy or "
+        f"train_and_evaluate) before running any TensorFlow op.") from None
+  return [f"/cpu:{i}" for i in range(count)]
+
+
+class MirroredAdapter(base.StrategyAdapter):
+  """Synchronous replicas on the local GPUs, or on logical CPU devices without GPUs."""
+  name = "mirrored"
+
+  def __init__(self, task=None, num_devices=None, **options):
+    super().__init__(task, **options)
+    if num_devices is None:
+      num_devices = int(os.environ.get(cluster_lib.NUM_DEVICES_ENV, "0")) or None
+    if num_devices is not None and num_devices < 1:
+      raise ValueError(f"num_devices ({num_devices}) must be a positive integer.")
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+      if num_devices and num_devices > len(gpus):
+        raise ValueError(f"num_devices ({num_devices}) is more than the {len(gpus)} GPUs here.")
+      devices = [f"/gpu:{i}" for i in range(num_devices or len(gpus))]
+    else:
+      devices = _cpu_devices(num_devices or 1)
+    self.devices = devices
+    self._strategy = tf.distribute.MirroredStrategy(devices=devices)
+
+  def _validate_task(self):
+    if self.task.cluster:
+      raise cluster_lib.ClusterConfigError(
+          f"strategy 'mirrored' trains in one process, but TF_CONFIG describes a cluster "
+          f"{sorted(self.task.cluster)}. Unset TF_CONFIG, or use --strategy=multi_worker to "
+          f"train on several machines.")
+
+  @property
+  def num_replicas(self):
+    return self._strategy.num_replicas_in_sync
+
+  def distribute_strategy(self):
+    return self._strategy
+
+  def session_config(self):
+    config = super().session_config()
+    config.device_count["CPU"] = sum(d.startswith("/cpu") for d in self.devices) or 1
+    return config

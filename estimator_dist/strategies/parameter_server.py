@@ -1,0 +1,94 @@
+"""`parameter_server`: asynchronous training with compat.v1 ParameterServerStrategy.
+
+Tasks: one chief, workers, one or more ps and an optional evaluator. The ps tasks serve
+variables until every training task has finished, then exit by themselves: each chief
+and worker enqueues a token into a queue that lives on every ps when its training ends,
+and a ps exits once it has dequeued one token per training task.
+"""
+
+import tensorflow as tf
+from absl import logging
+
+from estimator_dist.strategies import base
+
+_DONE_QUEUE = "estimator_dist_training_done_{}"
+
+
+def _done_queue(ps_index):
+  with tf.device(f"/job:ps/task:{ps_index}"):
+    return tf.queue.FIFOQueue(capacity=1024, dtypes=[tf.int32], shapes=[[]],
+                              shared_name=_DONE_QUEUE.format(ps_index),
+                              name=f"training_done_{ps_index}")
+
+
+def _only(device, timeout_secs=None):
+  """A session config that waits for no task but `device` (and at most `timeout_secs`)."""
+  return tf.compat.v1.ConfigProto(device_filters=[device],
+                                  operation_timeout_in_ms=int((timeout_secs or 0) * 1000))
+
+
+class ParameterServerAdapter(base.StrategyAdapter):
+  """Variables on ps tasks; chief and workers update them asynchronously."""
+  name = "parameter_server"
+  synchronous = False
+  allowed_roles = ("chief", "worker", "ps", "evaluator")
+  needs_ps = True
+
+  def __init__(self, task=None, ps_done_timeout_secs=None, **options):
+    super().__init__(task, **options)
+    self.ps_done_timeout_secs = ps_done_timeout_secs
+    self._strategy = None
+    if self.task.is_training:
+      self._strategy = tf.compat.v1.distribute.experimental.ParameterServerStrategy()
+
+  @property
+  def num_replicas(self):
+    return max(self.task.size, 1)
+
+  def distribute_strategy(self):
+    return self._strategy
+
+  def session_config(self):
+    # RunConfig's between-graph defaults: talk only to the ps tasks and to yourself.
+    config = super().session_config()
+    if self.task.is_training:
+      config.device_filters.extend(["/job:ps", f"/job:{self.task.role}/task:{self.task.index}"])
+    return config
+
+  def train(self, estimator, train_spec, eval_spec):
+    if self.task.role == "ps":
+      self._serve()
+      return None
+    return super().train(estimator, train_spec, eval_spec)
+
+  def _serve(self):
+    """Serves this ps task until every chief and worker has signalled the end."""
+    task = self.task
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec({r: list(a) for r, a in task.cluster.items() if r != "evaluator"}),
+        job_name="ps", task_index=task.index, protocol="grpc")
+    logging.info("estimator_dist: ps:%d serving at %s until %d training task(s) finish",
+                 task.index, task.cluster["ps"][task.index], task.size)
+    with tf.Graph().as_default():
+      done = _done_queue(task.index).dequeue_many(task.size)
+      with tf.compat.v1.Session(server.target, config=_only(f"/job:ps/task:{task.index}")) as session:
+        options = None
+        if self.ps_done_timeout_secs:
+          options = tf.compat.v1.RunOptions(timeout_in_ms=int(self.ps_done_timeout_secs * 1000))
+        session.run(done, options=options)
+    logging.info("estimator_dist: ps:%d: all training tasks finished; exiting", task.index)
+
+  def after_training(self):
+    """Tells every ps that this training task is done."""
+    if not self.task.is_training:
+      return
+    for i, address in enumerate(self.task.cluster["ps"]):
+      with tf.Graph().as_default():
+        enqueue = _done_queue(i).enqueue([self.task.rank])
+        config = _only(f"/job:ps/task:{i}", timeout_secs=60)
+        try:
+          with tf.compat.v1.Session(f"grpc://{address}", config=config) as session:
+            session.run(enqueue)
+        except tf.errors.OpError as e:
+          logging.warning("estimator_dist: could not tell ps:%d at %s that training ended "
+                          "(%s); it exits when its job is stopped.", i, address, e.message)

@@ -1,0 +1,83 @@
+"""Data for the model zoo: scikit-learn digits, a Keras-format MNIST .npz, or synthetic.
+
+Loading uses numpy only (no TensorFlow op runs before the strategy is created).
+"""
+
+import numpy as np
+import tensorflow as tf
+from absl import flags
+
+EVAL_FRACTION = 0.2
+
+
+def define_flags():
+  flags.DEFINE_string("data_path", None,
+                      "A Keras-format MNIST .npz (x_train, y_train, x_test, y_test); "
+                      "default: scikit-learn's digits.")
+  flags.DEFINE_bool("synthetic", False, "Random images and labels (for speed tests).")
+  flags.DEFINE_integer("synthetic_examples", 2048, "Examples in the synthetic set.",
+                       lower_bound=1)
+
+
+def _digits():
+  from sklearn.datasets import load_digits  # pylint: disable=g-import-not-at-top
+  digits = load_digits()
+  x = digits.images.astype(np.float32) / 16.0
+  y = digits.target.astype(np.int32)
+  order = np.random.RandomState(0).permutation(len(y))
+  x, y = x[order], y[order]
+  split = int(len(y) * (1 - EVAL_FRACTION))
+  return (x[:split], y[:split]), (x[split:], y[split:])
+
+
+def _npz(path):
+  try:
+    with np.load(path) as f:
+      train = (f["x_train"].astype(np.float32) / 255.0, f["y_train"].astype(np.int32))
+      test = (f["x_test"].astype(np.float32) / 255.0, f["y_test"].astype(np.int32))
+  except (OSError, KeyError, ValueError) as e:
+    raise ValueError(f"--data_path={path} is not a Keras-format MNIST .npz with x_train, "
+                     f"y_train, x_test and y_test ({e}).") from None
+  return train, test
+
+
+def _synthetic(n, shape):
+  rng = np.random.RandomState(0)
+  x = rng.rand(n, *shape).astype(np.float32)
+  y = rng.randint(0, 10, size=n).astype(np.int32)
+  split = int(n * (1 - EVAL_FRACTION))
+  return (x[:split], y[:split]), (x[split:], y[split:])
+
+
+def to_28x28(images):
+  """8x8 digits to 28x28 MNIST-like images: each pixel 3x3, then a 2-pixel border."""
+  if images.shape[1:] == (28, 28):
+    return images
+  big = np.kron(images, np.ones((1, 3, 3), dtype=images.dtype))
+  return np.pad(big, ((0, 0), (2, 2), (2, 2)))
+
+
+def load(data_path=None, synthetic=False, synthetic_examples=2048, image_size=None):
+  """((x_train, y_train), (x_eval, y_eval)); images resized to image_size x image_size."""
+  if synthetic:
+    shape = (image_size, image_size) if image_size else (8, 8)
+    return _synthetic(synthetic_examples, shape)
+  train, test = _npz(data_path) if data_path else _digits()
+  if image_size == 28:
+    train, test = (to_28x28(train[0]), train[1]), (to_28x28(test[0]), test[1])
+  return train, test
+
+
+def load_from_flags(image_size=None):
+  f = flags.FLAGS
+  return load(f.data_path, f.synthetic, f.synthetic_examples, image_size)
+
+
+def input_fn(x, y, batch_size, shuffle):
+  """A single-machine input_fn over in-memory arrays."""
+  def fn():
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    if shuffle:
+      dataset = dataset.shuffle(len(y))
+    return dataset.batch(batch_size)
+  return fn

@@ -1,0 +1,42 @@
+"""The 2-layer CNN of Horovod's MNIST examples, as an Estimator model_fn and a program.
+
+  python -m model_zoo.mnist_cnn --model_dir=/tmp/cnn [--strategy=...] [--data_path=mnist.npz]
+"""
+
+import tensorflow as tf
+from absl import app
+from absl import flags
+
+import estimator_dist as ed
+from model_zoo import data
+from model_zoo import heads
+
+
+@ed.distributed
+def model_fn(features, labels, mode, params):
+  """conv 5x5x32, pool, conv 5x5x64, pool, dense 1024 with dropout, 10 logits."""
+  layers = tf.compat.v1.layers
+  images = tf.reshape(features, [-1, 28, 28, 1])
+  net = layers.conv2d(images, 32, [5, 5], padding="same", activation=tf.nn.relu)
+  net = layers.max_pooling2d(net, [2, 2], 2)
+  net = layers.conv2d(net, 64, [5, 5], padding="same", activation=tf.nn.relu)
+  net = layers.max_pooling2d(net, [2, 2], 2)
+  net = tf.reshape(net, [-1, 7 * 7 * 64])
+  net = layers.dense(net, 1024, activation=tf.nn.relu)
+  net = layers.dropout(net, rate=0.4, training=mode == tf.estimator.ModeKeys.TRAIN)
+  logits = layers.dense(net, 10)
+  return heads.classifier_spec(logits, labels, mode, params)
+
+
+def main(_):
+  options = ed.options_from_flags()
+  (x_train, y_train), (x_eval, y_eval) = data.load_from_flags(image_size=28)
+  batch = options["batch_size"]
+  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, batch, shuffle=True),
+                        data.input_fn(x_eval, y_eval, 256, shuffle=False), **options)
+
+
+if __name__ == "__main__":
+  ed.define_flags(batch_size=32, learning_rate=0.01, train_steps=300)
+  data.define_flags()
+  app.run(main)

@@ -1,0 +1,39 @@
+"""A fully connected classifier on flat features, as an Estimator model_fn and a program.
+
+  python -m model_zoo.mnist_dnn --model_dir=/tmp/dnn [--strategy=...]
+"""
+
+import tensorflow as tf
+from absl import app
+from absl import flags
+
+import estimator_dist as ed
+from model_zoo import data
+from model_zoo import heads
+
+flags.DEFINE_list("hidden_units", ["256", "128"], "Units of each hidden layer.")
+
+
+@ed.distributed
+def model_fn(features, labels, mode, params):
+  net = tf.compat.v1.layers.flatten(features)
+  for units in params.get("hidden_units", (256, 128)):
+    net = tf.compat.v1.layers.dense(net, int(units), activation=tf.nn.relu)
+  logits = tf.compat.v1.layers.dense(net, 10)
+  return heads.classifier_spec(logits, labels, mode, params)
+
+
+def main(_):
+  options = ed.options_from_flags()
+  (x_train, y_train), (x_eval, y_eval) = data.load_from_flags()
+  batch = options["batch_size"]
+  params = {"hidden_units": [int(u) for u in flags.FLAGS.hidden_units]}
+  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, batch, shuffle=True),
+                        data.input_fn(x_eval, y_eval, 256, shuffle=False), params=params,
+                        **options)
+
+
+if __name__ == "__main__":
+  ed.define_flags(batch_size=32, learning_rate=0.05, train_steps=500)
+  data.define_flags()
+  app.run(main)

@@ -1,0 +1,26 @@
+"""Packaging for estimator_dist."""
+import setuptools
+
+setuptools.setup(
+    name="estimator_dist",
+    version="0.1.0",
+    description=("Train an existing tf.estimator model on many workers with one "
+                 "decorator and one flag."),
+    packages=setuptools.find_packages(include=["estimator_dist*", "model_zoo*"]),
+    python_requires=">=3.9,<3.12",
+    install_requires=[
+        "tensorflow-cpu==2.15.1",
+        "tensorflow-estimator==2.15.0",
+        "absl-py",
+        "numpy<2",
+        "scikit-learn",
+    ],
+    extras_require={
+        "horovod": ["horovod==0.28.1"],
+        "spark": ["pyspark>=3.5,<3.6", "pyarrow<19"],
+        "test": ["pytest", "pytest-timeout"],
+    },
+    entry_points={
+        "console_scripts": ["estimator-dist=estimator_dist.cli:main"],
+    },
+)
