@@ -5,6 +5,8 @@ import json
 import os
 from typing import Mapping, Optional, Tuple
 
+from estimator_dist import errors
+
 ROLES = ("chief", "worker", "ps", "evaluator")
 TRAINING_ROLES = ("chief", "worker")
 # Set by the launcher for `mirrored`: how many replicas a CPU-only machine splits into.
@@ -13,7 +15,7 @@ TF_CONFIG_EXAMPLE = ('{"cluster": {"chief": ["host0:2222"], "worker": ["host1:22
                      '"task": {"type": "worker", "index": 0}}')
 
 
-class ClusterConfigError(ValueError):
+class ClusterConfigError(errors.ConfigError):
   """A cluster description that cannot work; the message names the fix."""
 
 

@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow_estimator.python.estimator import util as estimator_util
 
+from estimator_dist import errors
 from estimator_dist.strategies import base
 
 LR_SCALINGS = ("linear", "sqrt", "none")
@@ -30,7 +31,7 @@ def scale_factor(scaling: str, replicas: int) -> float:
     return math.sqrt(replicas)
   if scaling == "none":
     return 1.0
-  raise ValueError(f"lr_scaling ({scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
+  raise errors.ConfigError(f"lr_scaling ({scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
 
 
 def learning_rate_at(step, base_rate, scaled_rate, warmup_steps):
@@ -54,17 +55,17 @@ def is_distributed(model_fn) -> bool:
 def check_model_fn(model_fn):
   """Raises at once for a model_fn that Estimator would reject."""
   if not callable(model_fn):
-    raise TypeError(f"model_fn must be a function, got {model_fn!r}.")
+    raise errors.ConfigError(f"model_fn must be a function, got {model_fn!r}.")
   name = getattr(model_fn, "__name__", repr(model_fn))
   args = [a for a in estimator_util.fn_args(model_fn) if a != "self"]
   unknown = [a for a in args if a not in _MODEL_FN_ARGS]
   if unknown:
-    raise ValueError(
+    raise errors.ConfigError(
         f"model_fn {name} takes {unknown}, which Estimator cannot pass. A model_fn takes "
         f"(features, labels, mode, params, config) or a subset including features; pass "
         f"other values through params or functools.partial.")
   if "features" not in args:
-    raise ValueError(
+    raise errors.ConfigError(
         f"model_fn {name} takes {args} but no `features`; Estimator requires it. Rename "
         f"the first argument to `features`.")
 
@@ -81,9 +82,9 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
     lr_param: the key of `params` that holds the base learning rate.
   """
   if lr_scaling is not None and lr_scaling not in LR_SCALINGS:
-    raise ValueError(f"lr_scaling ({lr_scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
+    raise errors.ConfigError(f"lr_scaling ({lr_scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
   if not isinstance(warmup_steps, int) or warmup_steps < 0:
-    raise ValueError(f"warmup_steps ({warmup_steps!r}) must be a non-negative integer.")
+    raise errors.ConfigError(f"warmup_steps ({warmup_steps!r}) must be a non-negative integer.")
   if model_fn is None:
     return functools.partial(distributed, lr_scaling=lr_scaling,
                              warmup_steps=warmup_steps, lr_param=lr_param)
@@ -112,7 +113,7 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
     factor = scale_factor(scaling, adapter.num_replicas)
     if not takes_params or lr_param not in params:
       if factor != 1.0:
-        raise ValueError(
+        raise errors.ConfigError(
             f"model_fn {name} trains on {adapter.num_replicas} replicas with {scaling} "
             f"learning-rate scaling, but params has no '{lr_param}' to scale. Read the rate "
             f"from params['{lr_param}'] (or name its key with lr_param=...), or decorate "

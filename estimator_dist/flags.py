@@ -3,9 +3,13 @@
 Library code takes keyword arguments; only programs define flags, through these.
 """
 
+import sys
+
+from absl import app
 from absl import flags
 
 from estimator_dist import decorator
+from estimator_dist import errors
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import horovod as horovod_options
 from estimator_dist.strategies import multi_worker
@@ -96,7 +100,7 @@ def options_from_flags(flag_values=flags.FLAGS):
   """The keyword arguments of `train_and_evaluate` that the flags set."""
   f = flag_values
   if not f.model_dir:
-    raise flags.ValidationError("--model_dir is required: a directory all tasks can reach.")
+    raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
   strategy = factory.ALIASES.get(f.strategy, f.strategy)
   strategy_options = {"intra_op_threads": f.intra_op_threads,
                       "inter_op_threads": f.inter_op_threads}
@@ -109,3 +113,15 @@ def options_from_flags(flag_values=flags.FLAGS):
               save_checkpoints_steps=f.save_checkpoints_steps,
               eval_throttle_secs=f.eval_throttle_secs, random_seed=f.random_seed,
               strategy_options=strategy_options)
+
+
+def run_program(main):
+  """absl's app.run(main); a configuration error ends the program with its message alone."""
+  def guarded(argv):
+    try:
+      return main(argv)
+    except errors.ConfigError as e:
+      sys.stderr.write(f"error: {e}\n")
+      sys.stderr.flush()
+      sys.exit(2)
+  app.run(guarded)

@@ -17,16 +17,18 @@ worker (under Horovod too) and is only repeated.
 import tensorflow as tf
 from tensorflow_estimator.python.estimator import util as estimator_util
 
+from estimator_dist import errors
+
 _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 
 
 def check_input_fn(input_fn, name="input_fn"):
   if not callable(input_fn):
-    raise TypeError(f"{name} must be a function returning a tf.data.Dataset, got {input_fn!r}.")
+    raise errors.ConfigError(f"{name} must be a function returning a tf.data.Dataset, got {input_fn!r}.")
   args = estimator_util.fn_args(input_fn)
   unknown = [a for a in args if a not in _INPUT_FN_ARGS]
   if unknown:
-    raise ValueError(
+    raise errors.ConfigError(
         f"{name} {getattr(input_fn, '__name__', input_fn)} takes {unknown}, which Estimator "
         f"cannot pass; an input_fn may take only {', '.join(_INPUT_FN_ARGS)}. Bind other "
         f"arguments with functools.partial.")
@@ -53,7 +55,7 @@ def wrap_input_fn(input_fn, input_context_for):
     if not isinstance(result, tf.data.Dataset):
       if context is None or context.num_input_pipelines == 1:
         return result
-      raise TypeError(
+      raise errors.ConfigError(
           f"input_fn returned {type(result).__name__}, which cannot be split among "
           f"{context.num_input_pipelines} workers. Return a tf.data.Dataset, or take an "
           f"`input_context` argument and shard the data yourself.")

@@ -22,7 +22,9 @@ import time
 from absl import app
 from absl import flags
 
+from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
+from estimator_dist import summary
 from estimator_dist.strategies import factory
 
 _HOROVOD_LINE = re.compile(r"^\[(\d+)\]<std(?:out|err)>:(.*)$")
@@ -68,13 +70,13 @@ def local_cluster(strategy, num_workers, num_ps=0, evaluator=False, host="127.0.
 def check_topology(strategy, num_workers, num_ps, evaluator):
   """Raises ValueError for a launch that the strategy cannot run."""
   if strategy == "parameter_server" and num_ps == 0:
-    raise ValueError("--strategy=parameter_server needs --num_ps of at least 1.")
+    raise errors.ConfigError("--strategy=parameter_server needs --num_ps of at least 1.")
   if strategy != "parameter_server" and num_ps:
-    raise ValueError(f"--num_ps={num_ps} applies only to --strategy=parameter_server.")
+    raise errors.ConfigError(f"--num_ps={num_ps} applies only to --strategy=parameter_server.")
   if evaluator and strategy not in ("multi_worker", "parameter_server"):
-    raise ValueError(f"--evaluator applies to multi_worker and parameter_server, not {strategy}.")
+    raise errors.ConfigError(f"--evaluator applies to multi_worker and parameter_server, not {strategy}.")
   if strategy == "local" and num_workers != 1:
-    raise ValueError("--strategy=local trains in one process; use --num_workers=1.")
+    raise errors.ConfigError("--strategy=local trains in one process; use --num_workers=1.")
 
 
 class Task:
@@ -82,6 +84,7 @@ class Task:
 
   def __init__(self, name, command, env, out):
     self.name = name
+    self.summaries = []
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
@@ -93,7 +96,11 @@ class Task:
       line = raw.decode("utf-8", "replace").rstrip("\n")
       match = _HOROVOD_LINE.match(line)
       prefix = f"[worker:{match.group(1)}]" if match else f"[{self.name}]"
-      out.write(f"{prefix} {match.group(2) if match else line}\n")
+      text = match.group(2) if match else line
+      fields = summary.parse_line(text)
+      if fields:
+        self.summaries.append(fields)
+      out.write(f"{prefix} {text}\n")
       out.flush()
 
   def stop(self, grace_secs=10):
@@ -187,7 +194,7 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
     num_ps = 1 if strategy == "parameter_server" else 0
   check_topology(strategy, num_workers, num_ps, evaluator)
   if not command:
-    raise ValueError("give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
+    raise errors.ConfigError("give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
   command = list(command) + [f"--strategy={strategy}"]
   if not any(a.startswith("--model_dir") for a in command):
     model_dir = model_dir or tempfile.mkdtemp(prefix="estimator_dist_")
@@ -223,6 +230,8 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
                          _child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
     code = launcher.wait(training, shutdown_timeout_secs)
     launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
+    for fields in (f for t in launcher.tasks for f in t.summaries):
+      launcher.log("summary\n" + summary.format_table(fields))
     return code
   finally:
     launcher.stop_all()
@@ -235,7 +244,7 @@ def main(argv):
   try:
     return launch(argv[1:], f.strategy, f.num_workers, f.num_ps, f.evaluator, f.model_dir,
                   f.host, f.shutdown_timeout_secs)
-  except ValueError as e:
+  except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.launch: {e}\n")
     return 2
 

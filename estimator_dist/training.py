@@ -7,8 +7,10 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import errors
 from estimator_dist import decorator
 from estimator_dist import inputs
+from estimator_dist import summary
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 
@@ -52,7 +54,7 @@ def _check_positive(name, value, allow_none=False):
   if value is None and allow_none:
     return
   if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-    raise ValueError(f"{name} ({value!r}) must be a positive integer.")
+    raise errors.ConfigError(f"{name} ({value!r}) must be a positive integer.")
 
 
 def _model_fn_and_params(model_fn_or_estimator, params):
@@ -117,7 +119,7 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
   _check_positive("batch_size", batch_size, allow_none=True)
   _check_positive("save_checkpoints_steps", save_checkpoints_steps, allow_none=True)
   if not model_dir:
-    raise ValueError("model_dir must name a directory that every task can reach.")
+    raise errors.ConfigError("model_dir must name a directory that every task can reach.")
   inputs.check_input_fn(train_input_fn, "train_input_fn")
   if eval_input_fn is not None:
     inputs.check_input_fn(eval_input_fn, "eval_input_fn")
@@ -176,5 +178,4 @@ def _print_summary(adapter, train_steps, examples_per_step, steps_per_sec, metri
   for key in ("accuracy", "loss"):
     if key in metrics:
       fields[f"eval_{key}"] = f"{float(metrics[key]):.4f}"
-  print("estimator_dist summary: " + " ".join(f"{k}={v}" for k, v in fields.items()),
-        flush=True)
+  print(summary.format_line(fields), flush=True)

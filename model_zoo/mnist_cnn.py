@@ -4,7 +4,6 @@
 """
 
 import tensorflow as tf
-from absl import app
 from absl import flags
 
 import estimator_dist as ed
@@ -39,4 +38,4 @@ def main(_):
 if __name__ == "__main__":
   ed.define_flags(batch_size=32, learning_rate=0.01, train_steps=300)
   data.define_flags()
-  app.run(main)
+  ed.run_program(main)

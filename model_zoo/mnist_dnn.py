@@ -4,7 +4,6 @@
 """
 
 import tensorflow as tf
-from absl import app
 from absl import flags
 
 import estimator_dist as ed
@@ -36,4 +35,4 @@ def main(_):
 if __name__ == "__main__":
   ed.define_flags(batch_size=32, learning_rate=0.05, train_steps=500)
   data.define_flags()
-  app.run(main)
+  ed.run_program(main)

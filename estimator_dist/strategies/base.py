@@ -4,7 +4,6 @@ import contextlib
 import threading
 
 import tensorflow as tf
-from absl import logging
 
 from estimator_dist import cluster as cluster_lib
 from estimator_dist import inputs
@@ -151,4 +150,3 @@ class LocalAdapter(StrategyAdapter):
           "strategy 'local' trains in one process, but TF_CONFIG describes a cluster "
           f"{sorted(self.task.cluster)}. Unset TF_CONFIG, or pick multi_worker or "
           "parameter_server for a cluster.")
-    logging.log_first_n(logging.INFO, "estimator_dist: %s", 1, self.describe())

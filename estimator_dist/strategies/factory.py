@@ -3,6 +3,8 @@
 import importlib
 import inspect
 
+from estimator_dist import errors
+
 # name -> (module, class); modules load on demand so Horovod is imported only when used.
 _ADAPTERS = {
     "local": ("estimator_dist.strategies.base", "LocalAdapter"),
@@ -18,7 +20,7 @@ STRATEGIES = tuple(_ADAPTERS)
 def adapter_class(name):
   key = ALIASES.get(name, name)
   if key not in _ADAPTERS:
-    raise ValueError(f"strategy ({name!r}) is not one of {', '.join(STRATEGIES + tuple(ALIASES))}. "
+    raise errors.ConfigError(f"strategy ({name!r}) is not one of {', '.join(STRATEGIES + tuple(ALIASES))}. "
                      f"Pick one, for example --strategy=multi_worker.")
   module, cls = _ADAPTERS[key]
   return getattr(importlib.import_module(module), cls)
@@ -27,7 +29,7 @@ def adapter_class(name):
 def option_names(name):
   """The keyword options the adapter of `name` takes."""
   names = set()
-  for cls in inspect.getmro(adapter_class(name)):
+  for cls in inspect.getmro(adapter_class(name))[:-1]:  # not object
     if "__init__" in vars(cls):
       names.update(p for p in inspect.signature(cls.__init__).parameters
                    if p not in ("self", "task", "options"))
@@ -43,6 +45,6 @@ def create_strategy(name, **options):
   cls = adapter_class(name)
   unknown = sorted(set(options) - option_names(name) - {"task"})
   if unknown:
-    raise ValueError(f"strategy {name!r} does not take option(s) {unknown}; it takes "
+    raise errors.ConfigError(f"strategy {name!r} does not take option(s) {unknown}; it takes "
                      f"{sorted(option_names(name))}.")
   return cls(**options)

@@ -14,6 +14,7 @@ import threading
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import base
 
@@ -42,16 +43,16 @@ class HorovodAdapter(base.StrategyAdapter):
   def __init__(self, task=None, compression="none", reduction="average",
                backward_passes_per_step=1, gradient_predivide_factor=1.0, **options):
     if compression not in COMPRESSIONS:
-      raise ValueError(f"compression ({compression!r}) must be one of {', '.join(COMPRESSIONS)}.")
+      raise errors.ConfigError(f"compression ({compression!r}) must be one of {', '.join(COMPRESSIONS)}.")
     if reduction not in REDUCTIONS:
-      raise ValueError(f"reduction ({reduction!r}) must be one of {', '.join(REDUCTIONS)}.")
+      raise errors.ConfigError(f"reduction ({reduction!r}) must be one of {', '.join(REDUCTIONS)}.")
     if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
-      raise ValueError(f"backward_passes_per_step ({backward_passes_per_step!r}) must be a "
+      raise errors.ConfigError(f"backward_passes_per_step ({backward_passes_per_step!r}) must be a "
                        f"positive integer.")
     if gradient_predivide_factor <= 0:
-      raise ValueError(f"gradient_predivide_factor ({gradient_predivide_factor}) must be > 0.")
+      raise errors.ConfigError(f"gradient_predivide_factor ({gradient_predivide_factor}) must be > 0.")
     if gradient_predivide_factor != 1.0 and reduction != "average":
-      raise ValueError(f"gradient_predivide_factor ({gradient_predivide_factor}) works only "
+      raise errors.ConfigError(f"gradient_predivide_factor ({gradient_predivide_factor}) works only "
                        f"with reduction='average', not {reduction!r}.")
     self.hvd = _import_horovod()
     self.hvd.init()
@@ -105,6 +106,7 @@ class HorovodAdapter(base.StrategyAdapter):
 
   # -- gradients ------------------------------------------------------------------------
   def _distributed_optimizer(self, optimizer):
+    """The Horovod DistributedOptimizer of `optimizer`, made once."""
     wrapped = optimizer.__dict__.get("_estimator_dist_horovod")
     if wrapped is None:
       hvd = self.hvd
@@ -117,35 +119,54 @@ class HorovodAdapter(base.StrategyAdapter):
       optimizer.__dict__["_estimator_dist_horovod"] = wrapped
     return wrapped
 
-  def _route(self, method):
+  def _routed(self, method):
+    """Optimizer.<method> routed through this optimizer's Horovod wrapper."""
     original = _ORIGINAL[method]
 
     def routed(optimizer, *args, **kwargs):
-      if getattr(_inside, "active", False) or isinstance(optimizer, self._hvd_optimizers):
+      if getattr(_inside, "active", False):
         return original(optimizer, *args, **kwargs)
-      _inside.active = True
-      try:
-        if method == "compute_gradients":
-          self._allreduced += 1
+      with self._inside_horovod(method):
         return getattr(self._distributed_optimizer(optimizer), method)(*args, **kwargs)
-      finally:
-        _inside.active = False
     return routed
+
+  def _guarded(self, method, original):
+    """A Horovod wrapper's own <method>: it all-reduces already, so nothing is routed inside."""
+    def guarded(optimizer, *args, **kwargs):
+      if getattr(_inside, "active", False):
+        return original(optimizer, *args, **kwargs)
+      with self._inside_horovod(method):
+        return original(optimizer, *args, **kwargs)
+    return guarded
+
+  @contextlib.contextmanager
+  def _inside_horovod(self, method):
+    _inside.active = True
+    if method == "compute_gradients":
+      self._allreduced += 1
+    try:
+      yield
+    finally:
+      _inside.active = False
 
   @contextlib.contextmanager
   def gradient_context(self):
     self._allreduced = 0
-    for method in _ORIGINAL:
-      setattr(_Optimizer, method, self._route(method))
+    patches = [(_Optimizer, m, self._routed(m)) for m in _ORIGINAL]
+    patches += [(cls, m, self._guarded(m, cls.__dict__[m]))
+                for cls in self._hvd_optimizers for m in _ORIGINAL]
+    saved = [(cls, m, cls.__dict__[m]) for cls, m, _ in patches]
+    for cls, method, patched in patches:
+      setattr(cls, method, patched)
     try:
       yield
     finally:
-      for method, original in _ORIGINAL.items():
-        setattr(_Optimizer, method, original)
+      for cls, method, original in saved:
+        setattr(cls, method, original)
 
   def check_train_spec(self, spec):
     if self.task.size > 1 and not self._allreduced:
-      raise ValueError(
+      raise errors.ConfigError(
           "under strategy 'horovod' the model_fn built its train_op without a "
           "tf.compat.v1.train.Optimizer, so no gradient would be all-reduced and the ranks "
           "would drift apart. Build the train_op with a tf.compat.v1.train optimizer's "

@@ -4,6 +4,7 @@ import os
 
 import tensorflow as tf
 
+from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import base
 
@@ -30,11 +31,11 @@ class MirroredAdapter(base.StrategyAdapter):
     if num_devices is None:
       num_devices = int(os.environ.get(cluster_lib.NUM_DEVICES_ENV, "0")) or None
     if num_devices is not None and num_devices < 1:
-      raise ValueError(f"num_devices ({num_devices}) must be a positive integer.")
+      raise errors.ConfigError(f"num_devices ({num_devices}) must be a positive integer.")
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
       if num_devices and num_devices > len(gpus):
-        raise ValueError(f"num_devices ({num_devices}) is more than the {len(gpus)} GPUs here.")
+        raise errors.ConfigError(f"num_devices ({num_devices}) is more than the {len(gpus)} GPUs here.")
       devices = [f"/gpu:{i}" for i in range(num_devices or len(gpus))]
     else:
       devices = _cpu_devices(num_devices or 1)

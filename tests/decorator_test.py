@@ -1,0 +1,182 @@
+"""The decorator: argument checks, the learning-rate rule and warmup, gradient all-reduce."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_dist as ed
+from estimator_dist import decorator
+from estimator_dist.strategies import base
+
+TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
+
+
+class Replicas(base.LocalAdapter):
+  """A local adapter that reports `n` replicas (synchronous or not)."""
+
+  def __init__(self, n, synchronous=True):
+    super().__init__(task=base.cluster_lib.LOCAL_TASK)
+    self.n, self.synchronous = n, synchronous
+
+  @property
+  def num_replicas(self):
+    return self.n
+
+
+def linear_model_fn(seen):
+  def model_fn(features, labels, mode, params):
+    seen["learning_rate"] = params["learning_rate"]
+    w = tf.compat.v1.get_variable("w", [3, 1])
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+    if mode != TRAIN:
+      return tf.estimator.EstimatorSpec(mode, loss=loss)
+    opt = tf.compat.v1.train.GradientDescentOptimizer(params["learning_rate"])
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=opt.minimize(loss, tf.compat.v1.train.get_global_step()))
+  return model_fn
+
+
+def build(model_fn, adapter, mode=TRAIN, params=None):
+  """Builds `model_fn` the way Estimator would, under `adapter`; returns (graph, spec)."""
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.compat.v1.train.get_or_create_global_step()
+    features, labels = tf.ones([4, 3]), tf.ones([4, 1])
+    spec = adapter.wrap_model_fn(model_fn)(features, labels, mode,
+                                           params or {"learning_rate": 0.1}, None)
+  return graph, spec
+
+
+@pytest.mark.parametrize("scaling,replicas,factor", [
+    ("linear", 4, 4.0), ("sqrt", 4, 2.0), ("none", 4, 1.0), ("linear", 1, 1.0)])
+def test_scale_factor(scaling, replicas, factor):
+  assert decorator.scale_factor(scaling, replicas) == factor
+
+
+@pytest.mark.parametrize("step,rate", [(0, 0.1), (25, 0.175), (50, 0.25), (100, 0.4),
+                                       (1000, 0.4)])
+def test_warmup_is_linear_from_base_to_scaled(step, rate):
+  assert decorator.learning_rate_at(step, 0.1, 0.4, 100) == pytest.approx(rate)
+  assert float(decorator.learning_rate_at(tf.constant(step), 0.1, 0.4, 100)) == (
+      pytest.approx(rate))
+
+
+@pytest.mark.parametrize("scaling,expected", [(None, 0.4), ("linear", 0.4), ("sqrt", 0.2),
+                                              ("none", 0.1)])
+def test_rate_is_scaled_by_synchronous_replicas(scaling, expected):
+  seen = {}
+  build(ed.distributed(linear_model_fn(seen), lr_scaling=scaling), Replicas(4))
+  assert seen["learning_rate"] == pytest.approx(expected)
+
+
+def test_asynchronous_strategy_keeps_the_rate_by_default():
+  seen = {}
+  build(ed.distributed(linear_model_fn(seen)), Replicas(4, synchronous=False))
+  assert seen["learning_rate"] == pytest.approx(0.1)
+
+
+def test_warmup_rate_follows_the_global_step():
+  seen = {}
+  graph, _ = build(ed.distributed(linear_model_fn(seen), warmup_steps=100), Replicas(4))
+  with graph.as_default(), tf.compat.v1.Session() as session:
+    session.run(tf.compat.v1.global_variables_initializer())
+    step = tf.compat.v1.train.get_global_step()
+    rates = []
+    for value in (0, 50, 100, 200):
+      step.load(value, session)
+      rates.append(session.run(seen["learning_rate"]))
+  np.testing.assert_allclose(rates, [0.1, 0.25, 0.4, 0.4], rtol=1e-6)
+
+
+def test_eval_gets_the_scaled_rate_as_a_number():
+  seen = {}
+  _, spec = build(ed.distributed(linear_model_fn(seen), warmup_steps=10), Replicas(2), EVAL)
+  assert seen["learning_rate"] == pytest.approx(0.2) and spec.mode == EVAL
+
+
+def test_missing_rate_is_an_error_not_a_silent_unscaled_rate():
+  def model_fn(features, labels, mode, params):
+    del params
+    return linear_model_fn({})(features, labels, mode, {"learning_rate": 0.1})
+  with pytest.raises(ed.ConfigError, match=r"params has no 'learning_rate' to scale"):
+    build(ed.distributed(model_fn), Replicas(2), params={"lr": 0.1})
+  build(ed.distributed(model_fn, lr_scaling="none"), Replicas(2), params={"lr": 0.1})
+  build(ed.distributed(model_fn), Replicas(1), params={"lr": 0.1})
+
+
+def test_lr_param_names_the_key():
+  seen = {}
+
+  def model_fn(features, labels, mode, params):
+    return linear_model_fn(seen)(features, labels, mode, {"learning_rate": params["base_lr"]})
+  build(ed.distributed(model_fn, lr_param="base_lr"), Replicas(3), params={"base_lr": 0.1})
+  assert seen["learning_rate"] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("signature,message", [
+    ("features, labels, mode, hparams", r"takes \['hparams'\], which Estimator cannot pass"),
+    ("labels, mode", r"no `features`; Estimator requires it"),
+])
+def test_model_fn_estimator_would_reject_fails_at_decoration(signature, message):
+  namespace = {}
+  exec(f"def model_fn({signature}):\n  pass", namespace)  # pylint: disable=exec-used
+  with pytest.raises(ed.ConfigError, match=message):
+    ed.distributed(namespace["model_fn"])
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"lr_scaling": "cubic"}, r"lr_scaling \('cubic'\) must be one of linear, sqrt, none"),
+    ({"warmup_steps": -1}, r"warmup_steps \(-1\) must be a non-negative integer"),
+])
+def test_bad_options_fail_at_decoration(options, message):
+  with pytest.raises(ed.ConfigError, match=message):
+    ed.distributed(**options)(linear_model_fn({}))
+
+
+def test_subset_signatures_are_accepted():
+  def model_fn(features, mode):
+    return linear_model_fn({})(features, tf.ones([4, 1]), mode, {"learning_rate": 0.1})
+  build(ed.distributed(model_fn, lr_scaling="none"), Replicas(1))
+
+
+def allreduce_ops(graph):
+  """Ops that Horovod's DistributedOptimizer builds for its all-reduce (folded at size 1)."""
+  return [op.name for op in graph.get_operations() if "_Allreduce" in op.name]
+
+
+def test_horovod_all_reduces_any_v1_optimizer_and_broadcasts():
+  adapter = ed.create_strategy("horovod")
+  graph, spec = build(ed.distributed(linear_model_fn({})), adapter)
+  assert allreduce_ops(graph)
+  assert all(name.startswith("DistributedGradientDescentOptimizer_Allreduce")
+             for name in allreduce_ops(graph))
+  assert any(type(h).__name__ == "BroadcastGlobalVariablesHook" for h in spec.training_hooks)
+  # The routing lives only while the model_fn builds its graph.
+  assert tf.compat.v1.train.Optimizer.compute_gradients is (
+      tf.compat.v1.train.Optimizer.__dict__["compute_gradients"])
+  assert "estimator_dist" not in tf.compat.v1.train.Optimizer.compute_gradients.__module__
+
+
+def test_horovod_does_not_wrap_an_optimizer_twice():
+  import horovod.tensorflow as hvd  # pylint: disable=g-import-not-at-top
+
+  def model_fn(features, labels, mode, params):
+    w = tf.compat.v1.get_variable("w", [3, 1])
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+    opt = hvd.DistributedOptimizer(tf.compat.v1.train.AdamOptimizer(params["learning_rate"]))
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=opt.minimize(loss, tf.compat.v1.train.get_global_step()))
+  graph, _ = build(ed.distributed(model_fn), ed.create_strategy("horovod"))
+  names = allreduce_ops(graph)
+  assert names and all(n.startswith("DistributedAdamOptimizer_Allreduce/") for n in names)
+
+
+def test_horovod_refuses_a_train_op_without_a_v1_optimizer():
+  adapter = ed.create_strategy("horovod", task=ed.TaskInfo("chief", 0, 0, 2))
+
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [3, 1])
+    loss = tf.reduce_mean(tf.matmul(features, w))
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.no_op())
+  with pytest.raises(ed.ConfigError, match="no gradient would be all-reduced"):
+    build(ed.distributed(model_fn, lr_scaling="none"), adapter)

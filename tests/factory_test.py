@@ -1,0 +1,89 @@
+"""The factory and each adapter's refusal of a cluster it cannot use."""
+
+import json
+
+import pytest
+
+import estimator_dist as ed
+from estimator_dist.strategies import factory
+
+CHIEF_WORKER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
+
+
+@pytest.fixture
+def tf_config(monkeypatch):
+  def set_cluster(cluster, role="chief"):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster,
+                                                "task": {"type": role, "index": 0}}))
+  monkeypatch.delenv("TF_CONFIG", raising=False)
+  return set_cluster
+
+
+def test_names():
+  assert ed.STRATEGIES == ("local", "mirrored", "multi_worker", "parameter_server", "horovod")
+  assert factory.adapter_class("collective_all_reduce") is factory.adapter_class("multi_worker")
+
+
+def test_local_adapter(tf_config):
+  adapter = ed.create_strategy("local")
+  assert (adapter.task.rank, adapter.task.size, adapter.task.is_chief) == (0, 1, True)
+  assert adapter.num_replicas == 1 and adapter.distribute_strategy() is None
+
+
+def test_horovod_adapter_knows_its_rank(tf_config):
+  adapter = ed.create_strategy("horovod", compression="fp16")
+  assert (adapter.task.rank, adapter.task.size, adapter.task.source) == (0, 1, "horovod")
+  assert adapter.run_config("/tmp/m").save_checkpoints_secs == 600
+
+
+def test_unknown_strategy():
+  with pytest.raises(ed.ConfigError, match=r"strategy \('ring'\) is not one of local, mirrored"):
+    ed.create_strategy("ring")
+
+
+def test_unknown_option_lists_the_known_ones():
+  with pytest.raises(ed.ConfigError, match=r"does not take option\(s\) \['fusion'\]; it takes "
+                     r"\['backward_passes_per_step', 'compression'"):
+    ed.create_strategy("horovod", fusion=64)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"reduction": "max"}, r"reduction \('max'\) must be one of average, sum, adasum"),
+    ({"compression": "int8"}, r"compression \('int8'\) must be one of none, fp16"),
+    ({"backward_passes_per_step": 0}, r"backward_passes_per_step \(0\) must be a positive"),
+    ({"reduction": "sum", "gradient_predivide_factor": 2.0}, "works only with reduction='average'"),
+])
+def test_bad_horovod_options(tf_config, options, message):
+  with pytest.raises(ed.ConfigError, match=message):
+    ed.create_strategy("horovod", **options)
+
+
+def test_parameter_server_without_cluster(tf_config):
+  with pytest.raises(ed.ClusterConfigError, match="needs ps tasks, but TF_CONFIG has no cluster"):
+    ed.create_strategy("parameter_server")
+
+
+def test_parameter_server_without_ps(tf_config):
+  tf_config(CHIEF_WORKER)
+  with pytest.raises(ed.ClusterConfigError, match=r"needs at least one 'ps' task, but TF_CONFIG's "
+                     r"cluster has \['chief', 'worker'\]"):
+    ed.create_strategy("parameter_server")
+
+
+def test_multi_worker_refuses_ps(tf_config):
+  tf_config(dict(CHIEF_WORKER, ps=["127.0.0.1:3"]))
+  with pytest.raises(ed.ClusterConfigError, match="has 'ps' tasks, which strategy 'multi_worker' "
+                     "does not use"):
+    ed.create_strategy("multi_worker")
+
+
+@pytest.mark.parametrize("name", ["local", "mirrored", "horovod"])
+def test_single_process_strategies_refuse_a_cluster(tf_config, name):
+  tf_config(CHIEF_WORKER)
+  with pytest.raises(ed.ClusterConfigError, match="TF_CONFIG"):
+    ed.create_strategy(name)
+
+
+def test_bad_multi_worker_communication(tf_config):
+  with pytest.raises(ed.ConfigError, match=r"communication \('mpi'\) must be one of auto, ring"):
+    ed.create_strategy("multi_worker", communication="mpi")

@@ -1,0 +1,83 @@
+"""Sharding: disjoint shards covering each batch once per epoch, and no worker runs dry."""
+
+import pytest
+import tensorflow as tf
+
+import estimator_dist as ed
+from estimator_dist import inputs
+
+TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
+
+
+def worker(input_fn, workers, index, mode=TRAIN):
+  context = tf.distribute.InputContext(workers, index, workers)
+  return inputs.wrap_input_fn(input_fn, lambda _: context)(mode, {}, None)
+
+
+def take(dataset, n):
+  return [int(x) for x in dataset.take(n)]
+
+
+def ten():
+  return tf.data.Dataset.range(10)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_shards_are_disjoint_and_cover_each_epoch(workers):
+  stream = list(range(10)) * 3
+  steps = 10 // workers + 1
+  for i in range(workers):
+    assert take(worker(ten, workers, i), steps) == stream[i::workers][:steps]
+  first_epoch = sorted(x for i in range(workers)
+                       for x in take(worker(ten, workers, i), steps)[:len(range(i, 10, workers))])
+  assert first_epoch == list(range(10))
+
+
+def test_uneven_shards_never_run_dry():
+  # 10 elements for 3 workers: 4, 3 and 3 per epoch; all keep going at the same pace.
+  for i in range(3):
+    assert len(take(worker(ten, 3, i), 50)) == 50
+
+
+def test_eval_input_is_neither_sharded_nor_repeated():
+  assert take(worker(ten, 3, 1, EVAL), 100) == list(range(10))
+
+
+def test_input_fn_with_input_context_shards_itself():
+  seen = []
+
+  def input_fn(input_context):
+    seen.append((input_context.num_input_pipelines, input_context.input_pipeline_id))
+    return tf.data.Dataset.range(10).shard(input_context.num_input_pipelines,
+                                           input_context.input_pipeline_id)
+  assert take(worker(input_fn, 2, 1), 6) == [1, 3, 5, 7, 9, 1]
+  assert seen == [(2, 1)]
+
+
+def test_unseeded_shuffle_is_the_same_on_every_worker_under_one_graph_seed():
+  def input_fn():
+    return tf.data.Dataset.range(10).shuffle(10).batch(1)
+  seen = []
+  for i in range(2):
+    with tf.Graph().as_default():
+      tf.compat.v1.set_random_seed(0)  # What Estimator does with RunConfig(tf_random_seed).
+      next_batch = tf.compat.v1.data.make_one_shot_iterator(worker(input_fn, 2, i)).get_next()
+      with tf.compat.v1.Session() as session:
+        seen += [int(session.run(next_batch)[0]) for _ in range(5)]
+  assert sorted(seen) == list(range(10))
+
+
+def test_features_and_labels_cannot_be_split():
+  def input_fn():
+    return tf.ones([4, 2]), tf.ones([4])
+  with pytest.raises(ed.ConfigError, match="cannot be split among 2 workers"):
+    worker(input_fn, 2, 0)
+  features, _ = worker(input_fn, 1, 0)
+  assert features.shape == (4, 2)
+
+
+def test_input_fn_with_arguments_estimator_cannot_pass():
+  def input_fn(batch_size):
+    return tf.data.Dataset.range(batch_size)
+  with pytest.raises(ed.ConfigError, match=r"takes \['batch_size'\], which Estimator cannot"):
+    inputs.wrap_input_fn(input_fn, lambda _: None)
