@@ -1,0 +1,73 @@
+"""Real multi-process training on 127.0.0.1 through the launcher, for every strategy."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from model_zoo import data
+from model_zoo import mnist_cnn
+from tests import conftest
+
+STRATEGIES = ["mirrored", "multi_worker", "parameter_server", "horovod"]
+# parameter_server runs chief + worker + ps + evaluator.
+LAUNCH_ARGS = {"parameter_server": ["--evaluator"]}
+PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=2"]}
+
+
+def train(strategy, program, *args):
+  code, output = conftest.launch(strategy, program, *args, *PROGRAM_ARGS.get(strategy, []),
+                                 launch_args=LAUNCH_ARGS.get(strategy, []))
+  assert code == 0, output[-5000:]
+  found = conftest.summaries(output)
+  assert len(found) == 1, output[-5000:]
+  assert found[0]["strategy"] == strategy
+  return found[0], output
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cnn_trains_on_digits_and_loads_into_a_plain_estimator(strategy, tmp_path):
+  result, _ = train(strategy, "model_zoo.mnist_cnn", f"--model_dir={tmp_path}",
+                    "--train_steps=200")
+  assert float(result["eval_accuracy"]) >= 0.90
+  assert (result["workers"], result["replicas"]) == (
+      ("1", "2") if strategy == "mirrored" else ("2", "2"))
+
+  # The checkpoint serves a plain, single-process Estimator.
+  _, (x_eval, y_eval) = data.load(image_size=28)
+  estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path),
+                                     params={"learning_rate": 0.01})
+  predicted = [p["classes"] for p in estimator.predict(
+      tf.compat.v1.estimator.inputs.numpy_input_fn(x_eval, shuffle=False))]
+  assert np.mean(np.array(predicted) == y_eval) >= 0.90
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_single_machine_model_fn_trains_unchanged(strategy):
+  result, _ = train(strategy, "tests.programs.plain_model")
+  assert float(result["eval_accuracy"]) >= 0.90
+
+
+def test_horovod_with_unequal_shards_completes_on_every_rank():
+  # 101 examples in batches of 10: rank 0 holds 6 batches an epoch, rank 1 holds 5.
+  _, output = train("horovod", "tests.programs.plain_model", "--examples=101",
+                    "--batch_size=10", "--train_steps=40")
+  assert sorted(line.split("]")[0] for line in output.splitlines()
+                if line.endswith("steps_run=40")) == ["[worker:0", "[worker:1"]
+
+
+@pytest.mark.parametrize("env,args,message", [
+    ('{"cluster": {"chief": ["127.0.0.1:1"]', ["--strategy=multi_worker"],
+     "error: TF_CONFIG is not valid JSON (Expecting ',' delimiter at character 37)"),
+    ('{"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, '
+     '"task": {"type": "chief", "index": 0}}', ["--strategy=parameter_server"],
+     "error: strategy 'parameter_server' needs at least one 'ps' task"),
+    (None, ["--strategy=spark"], "flag --strategy=spark: value should be one of <local|"),
+])
+def test_bad_input_ends_at_once_with_the_fix(env, args, message, tmp_path):
+  extra = {"TF_CONFIG": env} if env else {}
+  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.mnist_cnn",
+                               f"--model_dir={tmp_path}", *args],
+                              timeout=60, env=conftest.child_env(**extra))
+  assert code != 0
+  assert message in output
+  assert "Traceback" not in output

@@ -1,0 +1,110 @@
+"""The launcher: free ports, TF_CONFIG per task, prefixed output, and no orphans ever."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from estimator_dist import cluster
+from estimator_dist import launch
+from tests import conftest
+
+# A task that reports its TF_CONFIG, then fails if it is worker:0 (exit 3), ends if it
+# is the chief, or else sleeps until it is stopped.
+TASK = """
+import json, os, sys, time
+task = json.loads(os.environ["TF_CONFIG"])["task"] if "TF_CONFIG" in os.environ else None
+print("task", json.dumps(task), "argv", " ".join(sys.argv[1:]), flush=True)
+role = (task or {}).get("type")
+if role == os.environ.get("FAIL_ROLE"):
+    time.sleep(1)
+    sys.exit(3)
+if role == os.environ.get("END_ROLE"):
+    sys.exit(0)
+time.sleep(600)
+"""
+
+
+def run_launcher(*args, env=None, timeout=60):
+  return conftest.run([conftest.PYTHON, "-m", "estimator_dist.launch", *args, "--",
+                       conftest.PYTHON, "-c", TASK], env=conftest.child_env(**(env or {})),
+                      timeout=timeout)
+
+
+def test_local_cluster_has_distinct_loopback_ports():
+  spec = launch.local_cluster("parameter_server", 3, num_ps=2, evaluator=True)
+  addresses = [a for role in spec.values() for a in role]
+  assert {r: len(a) for r, a in spec.items()} == {"chief": 1, "worker": 2, "ps": 2, "evaluator": 1}
+  assert len(set(addresses)) == 6 and all(a.startswith("127.0.0.1:") for a in addresses)
+
+
+@pytest.mark.parametrize("args,message", [
+    (("parameter_server", 2, 0, False), "needs --num_ps of at least 1"),
+    (("multi_worker", 2, 1, False), "--num_ps=1 applies only to --strategy=parameter_server"),
+    (("horovod", 2, 0, True), "--evaluator applies to multi_worker and parameter_server"),
+    (("local", 2, 0, False), "use --num_workers=1"),
+])
+def test_topologies_that_cannot_work(args, message):
+  with pytest.raises(launch.errors.ConfigError, match=message):
+    launch.check_topology(*args)
+
+
+def test_every_task_gets_its_tf_config_and_prefix():
+  code, output = run_launcher("--strategy=parameter_server", "--num_workers=2",
+                              "--model_dir=/tmp/m", env={"FAIL_ROLE": "worker"})
+  assert code == 3, output
+  tasks = {}
+  for line in output.splitlines():
+    if " task " in line:
+      prefix, rest = line.split(" task ", 1)
+      tasks[prefix] = json.loads(rest.split(" argv ")[0])
+      assert rest.endswith("argv --strategy=parameter_server --model_dir=/tmp/m")
+  assert tasks == {"[chief:0]": {"type": "chief", "index": 0},
+                   "[worker:0]": {"type": "worker", "index": 0},
+                   "[ps:0]": {"type": "ps", "index": 0}}
+
+
+def test_a_failing_task_stops_the_others_and_gives_its_code():
+  start = time.monotonic()
+  code, output = run_launcher("--strategy=multi_worker", "--num_workers=3",
+                              env={"FAIL_ROLE": "worker"})
+  assert code == 3, output
+  assert "exited with code 3; stopping the other tasks" in output
+  assert time.monotonic() - start < 45
+
+
+def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
+  code, output = run_launcher("--strategy=parameter_server", "--num_workers=1",
+                              "--shutdown_timeout_secs=2", env={"END_ROLE": "chief"})
+  assert code == 1, output
+  assert "training ended but ps:0 did not exit within 2s; stopping them" in output
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_every_task(sig, code):
+  process = subprocess.Popen(
+      [conftest.PYTHON, "-m", "estimator_dist.launch", "--strategy=multi_worker",
+       "--num_workers=2", "--", conftest.PYTHON, "-c", TASK],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
+      env=conftest.child_env(), start_new_session=True)
+  started = 0
+  while started < 2:
+    line = process.stdout.readline()
+    assert line, "launcher ended before its tasks started"
+    started += " task " in line
+  os.kill(process.pid, sig)
+  try:
+    assert process.wait(30) == code
+  finally:
+    if process.poll() is None:
+      os.killpg(process.pid, signal.SIGKILL)
+    process.stdout.close()
+
+
+def test_tf_config_written_by_the_launcher_parses():
+  spec = launch.local_cluster("multi_worker", 2)
+  task = cluster.parse_tf_config(cluster.tf_config(spec, "worker", 0))
+  assert (task.rank, task.size) == (1, 2)
