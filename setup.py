@@ -18,7 +18,7 @@ setuptools.setup(
     extras_require={
         "horovod": ["horovod==0.28.1"],
         "spark": ["pyspark>=3.5,<3.6", "pyarrow<19"],
-        "test": ["pytest", "pytest-timeout"],
+        "test": ["pytest", "pytest-timeout", "psutil"],
     },
     entry_points={
         "console_scripts": ["estimator-dist=estimator_dist.cli:main"],

@@ -15,6 +15,7 @@ worker (under Horovod too) and is only repeated.
 """
 
 import tensorflow as tf
+from absl import logging
 from tensorflow_estimator.python.estimator import util as estimator_util
 
 from estimator_dist import errors
@@ -61,6 +62,8 @@ def wrap_input_fn(input_fn, input_context_for):
           f"`input_context` argument and shard the data yourself.")
     result = result.repeat()
     if context is not None and context.num_input_pipelines > 1 and "input_context" not in args:
+      logging.info("estimator_dist: training input is shard %d of %d",
+                   context.input_pipeline_id, context.num_input_pipelines)
       result = result.shard(context.num_input_pipelines, context.input_pipeline_id)
     return result
 

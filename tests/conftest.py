@@ -5,12 +5,17 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import psutil
 import pytest
 
 PYTHON = sys.executable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Every process a test starts inherits this variable, so a survivor is found even
+# after it has been orphaned and adopted by init.
+TOKEN_VAR = "ESTIMATOR_DIST_TEST_PROCESS"
+TOKEN = uuid.uuid4().hex
 
 
 def child_env(**extra):
@@ -19,6 +24,7 @@ def child_env(**extra):
   env["PYTHONWARNINGS"] = "ignore"
   env["TF_CPP_MIN_LOG_LEVEL"] = "1"
   env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+  env[TOKEN_VAR] = TOKEN
   env.update(extra)
   return env
 
@@ -52,17 +58,30 @@ def summaries(output):
   return [fields for fields in map(summary.parse_line, output.splitlines()) if fields]
 
 
+def our_processes():
+  found = []
+  for p in psutil.process_iter():
+    try:
+      if p.pid != os.getpid() and p.status() != psutil.STATUS_ZOMBIE and (
+          p.environ().get(TOKEN_VAR) == TOKEN):
+        found.append(p)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+      pass
+  return found
+
+
 @pytest.fixture(autouse=True)
 def no_process_left_behind():
-  """Fails a test that leaves a process of its own running."""
+  """Fails a test that leaves any process it started running, orphaned or not."""
   yield
   deadline = time.monotonic() + 10
-  while True:
-    left = [p for p in psutil.Process().children(recursive=True) if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
-    if not left or time.monotonic() > deadline:
-      break
+  while (left := our_processes()) and time.monotonic() < deadline:
     time.sleep(0.2)
+  names = []
   for p in left:
-    p.kill()
-  assert not left, f"processes left behind: {[' '.join(p.cmdline()) for p in left]}"
+    try:
+      names.append(" ".join(p.cmdline())[:200])
+      p.kill()
+    except psutil.NoSuchProcess:
+      pass
+  assert not names, f"processes left behind: {names}"

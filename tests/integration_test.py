@@ -41,10 +41,18 @@ def test_cnn_trains_on_digits_and_loads_into_a_plain_estimator(strategy, tmp_pat
   assert np.mean(np.array(predicted) == y_eval) >= 0.90
 
 
+# Which shards the logs show: mirrored has one pipeline; Horovod logs from rank 0 only.
+SHARDS_LOGGED = {"mirrored": [], "multi_worker": [0, 1], "parameter_server": [0, 1],
+                 "horovod": [0]}
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_single_machine_model_fn_trains_unchanged(strategy):
-  result, _ = train(strategy, "tests.programs.plain_model")
+  result, output = train(strategy, "tests.programs.plain_model")
   assert float(result["eval_accuracy"]) >= 0.90
+  logged = sorted(int(line.split("training input is shard ")[1].split()[0])
+                  for line in output.splitlines() if "training input is shard" in line)
+  assert logged == SHARDS_LOGGED[strategy], output[-3000:]
 
 
 def test_horovod_with_unequal_shards_completes_on_every_rank():

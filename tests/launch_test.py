@@ -83,10 +83,12 @@ def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
   assert "training ended but ps:0 did not exit within 2s; stopping them" in output
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_stops_every_task(sig, code):
+@pytest.mark.parametrize("strategy,sig,code", [
+    ("multi_worker", signal.SIGINT, 130), ("multi_worker", signal.SIGTERM, 143),
+    ("horovod", signal.SIGINT, 130)])
+def test_ctrl_c_stops_every_task(strategy, sig, code):
   process = subprocess.Popen(
-      [conftest.PYTHON, "-m", "estimator_dist.launch", "--strategy=multi_worker",
+      [conftest.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
        "--num_workers=2", "--", conftest.PYTHON, "-c", TASK],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
       env=conftest.child_env(), start_new_session=True)
@@ -108,3 +110,12 @@ def test_tf_config_written_by_the_launcher_parses():
   spec = launch.local_cluster("multi_worker", 2)
   task = cluster.parse_tf_config(cluster.tf_config(spec, "worker", 0))
   assert (task.rank, task.size) == (1, 2)
+
+
+def test_console_script():
+  script = os.path.join(os.path.dirname(conftest.PYTHON), "estimator-dist")
+  code, output = conftest.run([script, "launch", "--strategy=local", "--num_workers=1", "--",
+                               conftest.PYTHON, "-c", "print('hello')"], timeout=60)
+  assert code == 0 and "[chief:0] hello" in output, output
+  code, output = conftest.run([script, "frobnicate"], timeout=60)
+  assert code == 2 and "usage: estimator-dist COMMAND" in output

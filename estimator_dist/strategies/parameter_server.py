@@ -6,6 +6,8 @@ and worker enqueues a token into a queue that lives on every ps when its trainin
 and a ps exits once it has dequeued one token per training task.
 """
 
+import contextlib
+
 import tensorflow as tf
 from absl import logging
 
@@ -19,6 +21,22 @@ def _done_queue(ps_index):
     return tf.queue.FIFOQueue(capacity=1024, dtypes=[tf.int32], shapes=[[]],
                               shared_name=_DONE_QUEUE.format(ps_index),
                               name=f"training_done_{ps_index}")
+
+
+@contextlib.contextmanager
+def _ready_poll_every(secs):
+  """Non-chief tasks check every `secs` (not TF's 30 s) whether the chief has initialized."""
+  cls = tf.compat.v1.train.SessionManager
+  original = cls.__init__
+
+  def init(self, *args, **kwargs):
+    kwargs.setdefault("recovery_wait_secs", secs)
+    original(self, *args, **kwargs)
+  cls.__init__ = init
+  try:
+    yield
+  finally:
+    cls.__init__ = original
 
 
 def _only(device, timeout_secs=None):
@@ -59,7 +77,10 @@ class ParameterServerAdapter(base.StrategyAdapter):
     if self.task.role == "ps":
       self._serve()
       return None
-    return super().train(estimator, train_spec, eval_spec)
+    if self.task.is_chief:
+      return super().train(estimator, train_spec, eval_spec)
+    with _ready_poll_every(1):
+      return super().train(estimator, train_spec, eval_spec)
 
   def _serve(self):
     """Serves this ps task until every chief and worker has signalled the end."""
