@@ -12,7 +12,6 @@ import math
 
 import tensorflow as tf
 from absl import logging
-from tensorflow_estimator.python.estimator import util as estimator_util
 
 from estimator_dist import errors
 from estimator_dist.strategies import base
@@ -54,20 +53,13 @@ def is_distributed(model_fn) -> bool:
 
 def check_model_fn(model_fn):
   """Raises at once for a model_fn that Estimator would reject."""
-  if not callable(model_fn):
-    raise errors.ConfigError(f"model_fn must be a function, got {model_fn!r}.")
-  name = getattr(model_fn, "__name__", repr(model_fn))
-  args = [a for a in estimator_util.fn_args(model_fn) if a != "self"]
-  unknown = [a for a in args if a not in _MODEL_FN_ARGS]
-  if unknown:
-    raise errors.ConfigError(
-        f"model_fn {name} takes {unknown}, which Estimator cannot pass. A model_fn takes "
-        f"(features, labels, mode, params, config) or a subset including features; pass "
-        f"other values through params or functools.partial.")
+  args = errors.check_args(model_fn, "model_fn", _MODEL_FN_ARGS,
+                           "Pass other values through params or functools.partial.")
   if "features" not in args:
     raise errors.ConfigError(
-        f"model_fn {name} takes {args} but no `features`; Estimator requires it. Rename "
-        f"the first argument to `features`.")
+        f"model_fn {model_fn.__name__} takes {args} but no `features`; Estimator requires "
+        f"it. Rename the first argument to `features`.")
+  return args
 
 
 def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="learning_rate"):
@@ -88,8 +80,7 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
   if model_fn is None:
     return functools.partial(distributed, lr_scaling=lr_scaling,
                              warmup_steps=warmup_steps, lr_param=lr_param)
-  check_model_fn(model_fn)
-  args = set(estimator_util.fn_args(model_fn))
+  args = set(check_model_fn(model_fn))
   name = getattr(model_fn, "__name__", "model_fn")
 
   def distributed_model_fn(features, labels, mode, params, config):

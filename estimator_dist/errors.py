@@ -3,3 +3,17 @@
 
 class ConfigError(ValueError):
   """Bad input to estimator_dist: a flag, an option, TF_CONFIG, a model_fn or input_fn."""
+
+
+def check_args(fn, kind, allowed, fix):
+  """The argument names of `fn`; ConfigError if it is not callable or takes others."""
+  from tensorflow_estimator.python.estimator import util  # pylint: disable=g-import-not-at-top
+  if not callable(fn):
+    raise ConfigError(f"{kind} must be a function, got {fn!r}.")
+  args = [a for a in util.fn_args(fn) if a != "self"]
+  unknown = [a for a in args if a not in allowed]
+  if unknown:
+    raise ConfigError(
+        f"{kind} {getattr(fn, '__name__', fn)} takes {unknown}, which Estimator cannot pass; "
+        f"it may take only {', '.join(allowed)}. {fix}")
+  return args

@@ -3,6 +3,7 @@
 Library code takes keyword arguments; only programs define flags, through these.
 """
 
+import logging
 import sys
 
 from absl import app
@@ -118,6 +119,9 @@ def options_from_flags(flag_values=flags.FLAGS):
 def run_program(main):
   """absl's app.run(main); a configuration error ends the program with its message alone."""
   def guarded(argv):
+    # TensorFlow gave its logger a handler of its own when it was imported before absl set
+    # up logging; without it, TensorFlow's lines go through absl's handler, once each.
+    logging.getLogger("tensorflow").handlers.clear()
     try:
       return main(argv)
     except errors.ConfigError as e:

@@ -16,7 +16,6 @@ worker (under Horovod too) and is only repeated.
 
 import tensorflow as tf
 from absl import logging
-from tensorflow_estimator.python.estimator import util as estimator_util
 
 from estimator_dist import errors
 
@@ -24,15 +23,8 @@ _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 
 
 def check_input_fn(input_fn, name="input_fn"):
-  if not callable(input_fn):
-    raise errors.ConfigError(f"{name} must be a function returning a tf.data.Dataset, got {input_fn!r}.")
-  args = estimator_util.fn_args(input_fn)
-  unknown = [a for a in args if a not in _INPUT_FN_ARGS]
-  if unknown:
-    raise errors.ConfigError(
-        f"{name} {getattr(input_fn, '__name__', input_fn)} takes {unknown}, which Estimator "
-        f"cannot pass; an input_fn may take only {', '.join(_INPUT_FN_ARGS)}. Bind other "
-        f"arguments with functools.partial.")
+  return errors.check_args(input_fn, name, _INPUT_FN_ARGS,
+                           "Bind other arguments with functools.partial.")
 
 
 def wrap_input_fn(input_fn, input_context_for):
@@ -41,8 +33,7 @@ def wrap_input_fn(input_fn, input_context_for):
   `input_context_for(estimator_context)` gives the tf.distribute.InputContext of this
   worker (None for a single pipeline).
   """
-  check_input_fn(input_fn)
-  args = estimator_util.fn_args(input_fn)
+  args = check_input_fn(input_fn)
 
   def sharded_input_fn(mode, params, config, input_context=None):
     context = input_context_for(input_context)

@@ -58,30 +58,28 @@ def _check_positive(name, value, allow_none=False):
 
 
 def _model_fn_and_params(model_fn_or_estimator, params):
+  """The model_fn and params to train; an Estimator gives its own, `params` win."""
   if isinstance(model_fn_or_estimator, tf.estimator.Estimator):
     est = model_fn_or_estimator
-    merged = dict(est.params or {})
-    merged.update(params or {})
-    return est.model_fn, merged
+    return est._model_fn, {**(est.params or {}), **(params or {})}  # pylint: disable=protected-access
   decorator.check_model_fn(model_fn_or_estimator)
   return model_fn_or_estimator, dict(params or {})
 
 
-def _with_options(model_fn, lr_scaling, warmup_steps):
-  """`model_fn` decorated, with the program's lr options overriding the decorator's."""
-  options = getattr(model_fn, decorator._OPTIONS_ATTR, None)  # pylint: disable=protected-access
-  merged = dict(options or {})
-  original = merged.pop("model_fn", model_fn)
+def _decorated(model_fn, lr_scaling, warmup_steps):
+  """(`model_fn` decorated with the program's lr options over the decorator's, lr_param)."""
+  options = dict(getattr(model_fn, decorator._OPTIONS_ATTR, {}))  # pylint: disable=protected-access
+  original = options.pop("model_fn", model_fn)
   if lr_scaling is not None:
-    merged["lr_scaling"] = lr_scaling
+    options["lr_scaling"] = lr_scaling
   if warmup_steps is not None:
-    merged["warmup_steps"] = warmup_steps
-  return decorator.distributed(original, **merged)
+    options["warmup_steps"] = warmup_steps
+  return decorator.distributed(original, **options), options.get("lr_param", "learning_rate")
 
 
 def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None, *,
                        strategy="local", model_dir, train_steps, eval_steps=None,
-                       params=None, learning_rate=None, lr_param="learning_rate",
+                       params=None, learning_rate=None,
                        lr_scaling=None, warmup_steps=None, batch_size=None,
                        save_checkpoints_steps=None, eval_throttle_secs=60, random_seed=0,
                        hooks=(), strategy_options=None):
@@ -98,7 +96,8 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
     train_steps: the global step to train to (one synchronous update is one step).
     eval_steps: batches to evaluate; None evaluates the whole eval input.
     params: passed to the model_fn.
-    learning_rate: the single-worker rate; sets params[lr_param] when given.
+    learning_rate: the single-worker rate; when given, sets the params key that the
+      decorator scales (its `lr_param`, "learning_rate" by default).
     lr_scaling, warmup_steps: override the decorator's options when given.
     batch_size: the per-worker batch size, for the logs and examples/sec.
     save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
@@ -124,9 +123,9 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
   if eval_input_fn is not None:
     inputs.check_input_fn(eval_input_fn, "eval_input_fn")
   model_fn, params = _model_fn_and_params(model_fn_or_estimator, params)
+  model_fn, lr_param = _decorated(model_fn, lr_scaling, warmup_steps)
   if learning_rate is not None:
     params[lr_param] = learning_rate
-  model_fn = _with_options(model_fn, lr_scaling, warmup_steps)
 
   checkpoints = ({"save_checkpoints_steps": save_checkpoints_steps}
                  if save_checkpoints_steps else {})

@@ -50,6 +50,9 @@ class StrategyAdapter:
     return cluster_lib.from_environment()
 
   def _validate_task(self):
+    if not self.allowed_roles:
+      self._refuse_tf_config_cluster()
+      return
     cluster = self.task.cluster
     if not cluster:
       if self.needs_ps:
@@ -68,6 +71,15 @@ class StrategyAdapter:
       raise cluster_lib.ClusterConfigError(
           f"strategy '{self.name}' needs at least one 'ps' task, but TF_CONFIG's cluster has "
           f"{sorted(cluster)}. Add \"ps\": [\"host:port\"] to the cluster (launcher: --num_ps=1).")
+
+  def _refuse_tf_config_cluster(self):
+    """A strategy without cluster roles must not see one in TF_CONFIG: Estimator would wait."""
+    cluster = cluster_lib.from_environment().cluster
+    if cluster:
+      raise cluster_lib.ClusterConfigError(
+          f"strategy '{self.name}' does not use TF_CONFIG, but TF_CONFIG describes a cluster "
+          f"{sorted(cluster)}, which Estimator would wait for. Unset TF_CONFIG (the launcher "
+          f"does), or pick multi_worker or parameter_server to train on that cluster.")
 
   @property
   def num_replicas(self) -> int:
@@ -143,10 +155,3 @@ class StrategyAdapter:
 
 class LocalAdapter(StrategyAdapter):
   """One process, no distribution: the reference the others are measured against."""
-
-  def _validate_task(self):
-    if self.task.cluster:
-      raise cluster_lib.ClusterConfigError(
-          "strategy 'local' trains in one process, but TF_CONFIG describes a cluster "
-          f"{sorted(self.task.cluster)}. Unset TF_CONFIG, or pick multi_worker or "
-          "parameter_server for a cluster.")

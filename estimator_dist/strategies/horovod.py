@@ -75,13 +75,6 @@ class HorovodAdapter(base.StrategyAdapter):
         size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size(),
         source="horovod")
 
-  def _validate_task(self):
-    if cluster_lib.from_environment().cluster:
-      raise cluster_lib.ClusterConfigError(
-          "strategy 'horovod' takes its ranks from horovodrun, but TF_CONFIG describes a "
-          "cluster too, which would make Estimator wait for it. Unset TF_CONFIG for Horovod "
-          "runs (`python -m estimator_dist.launch --strategy=horovod` does).")
-
   @property
   def num_replicas(self):
     return self.task.size

@@ -42,13 +42,6 @@ class MirroredAdapter(base.StrategyAdapter):
     self.devices = devices
     self._strategy = tf.distribute.MirroredStrategy(devices=devices)
 
-  def _validate_task(self):
-    if self.task.cluster:
-      raise cluster_lib.ClusterConfigError(
-          f"strategy 'mirrored' trains in one process, but TF_CONFIG describes a cluster "
-          f"{sorted(self.task.cluster)}. Unset TF_CONFIG, or use --strategy=multi_worker to "
-          f"train on several machines.")
-
   @property
   def num_replicas(self):
     return self._strategy.num_replicas_in_sync

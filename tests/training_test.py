@@ -1,0 +1,78 @@
+"""train_and_evaluate in one process: what it returns, what it takes, what it refuses."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import estimator_dist as ed
+
+X = np.random.RandomState(0).rand(64, 3).astype(np.float32)
+Y = X @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+
+
+def input_fn():
+  return tf.data.Dataset.from_tensor_slices((X, Y)).batch(16)
+
+
+def make_model_fn(seen, key="learning_rate"):
+  def model_fn(features, labels, mode, params):
+    seen.append(params[key])
+    w = tf.compat.v1.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(params[key]).minimize(
+        loss, tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+  return model_fn
+
+
+def test_returns_final_metrics_and_prints_the_summary(tmp_path, capsys):
+  metrics = ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, model_dir=str(tmp_path),
+                                  train_steps=30, batch_size=16,
+                                  params={"learning_rate": 0.1})
+  assert metrics["global_step"] == 30 and metrics["loss"] < 0.5
+  line = [l for l in capsys.readouterr().out.splitlines() if "estimator_dist summary:" in l]
+  assert line and "strategy=local workers=1 replicas=1 steps=30 global_batch=16" in line[0]
+
+
+def test_resuming_a_finished_run_only_evaluates(tmp_path):
+  kwargs = dict(model_dir=str(tmp_path), train_steps=10, params={"learning_rate": 0.1})
+  first = ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, **kwargs)
+  again = ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, **kwargs)
+  assert first["global_step"] == again["global_step"] == 10
+  assert again["loss"] == pytest.approx(first["loss"])
+
+
+def test_an_estimator_brings_its_model_fn_and_params(tmp_path):
+  seen = []
+  estimator = tf.estimator.Estimator(make_model_fn(seen), params={"learning_rate": 0.1})
+  ed.train_and_evaluate(estimator, input_fn, model_dir=str(tmp_path), train_steps=5,
+                        params={"extra": 1})
+  assert seen and seen[0] == pytest.approx(0.1)
+
+
+def test_learning_rate_sets_the_key_the_decorator_scales(tmp_path):
+  seen = []
+  model_fn = ed.distributed(make_model_fn(seen, "base_lr"), lr_param="base_lr")
+  ed.train_and_evaluate(model_fn, input_fn, model_dir=str(tmp_path), train_steps=5,
+                        learning_rate=0.05)
+  assert seen[0] == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"train_steps": 0}, r"train_steps \(0\) must be a positive integer"),
+    ({"train_steps": 5, "model_dir": ""}, "model_dir must name a directory"),
+    ({"train_steps": 5, "batch_size": -1}, r"batch_size \(-1\) must be a positive integer"),
+    ({"train_steps": 5, "strategy": "spark"}, r"strategy \('spark'\) is not one of"),
+])
+def test_bad_arguments(tmp_path, kwargs, message):
+  kwargs.setdefault("model_dir", str(tmp_path))
+  with pytest.raises(ed.ConfigError, match=message):
+    ed.train_and_evaluate(make_model_fn([]), input_fn, **kwargs)
+
+
+def test_bad_input_fn(tmp_path):
+  def train_input_fn(batch_size):
+    return input_fn()
+  with pytest.raises(ed.ConfigError, match=r"train_input_fn train_input_fn takes \['batch_size'\]"):
+    ed.train_and_evaluate(make_model_fn([]), train_input_fn, model_dir=str(tmp_path),
+                          train_steps=5)
