@@ -7,6 +7,8 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
+from estimator_dist import errors
+
 EVAL_FRACTION = 0.2
 
 
@@ -36,7 +38,7 @@ def _npz(path):
       train = (f["x_train"].astype(np.float32) / 255.0, f["y_train"].astype(np.int32))
       test = (f["x_test"].astype(np.float32) / 255.0, f["y_test"].astype(np.int32))
   except (OSError, KeyError, ValueError) as e:
-    raise ValueError(f"--data_path={path} is not a Keras-format MNIST .npz with x_train, "
+    raise errors.ConfigError(f"--data_path={path} is not a Keras-format MNIST .npz with x_train, "
                      f"y_train, x_test and y_test ({e}).") from None
   return train, test
 

@@ -14,8 +14,18 @@ if [ ! -x "$PY" ]; then
   "$PYTHON_BIN" -m venv "$VENV"
 fi
 
+stack_ok() {
+  "$PY" - <<'PYEOF' 2>/dev/null
+import importlib.metadata as m
+assert m.version("tensorflow-cpu") == "2.15.1"
+assert m.version("tensorflow-estimator") == "2.15.0"
+import estimator_dist, pytest, pytest_timeout, psutil, sklearn
+PYEOF
+}
+
+# The stamp names this setup.py and script: a change to either reinstalls.
 stamp="$VENV/.stack-$(cat setup.py scripts/setup_env.sh | sha1sum | cut -c1-12)"
-if [ ! -f "$stamp" ]; then
+if [ ! -f "$stamp" ] || ! stack_ok; then
   echo "[setup] installing the pinned stack"
   "$PY" -m pip install --quiet --upgrade "pip<25" "setuptools<70" wheel
   "$PY" -m pip install --quiet -e ".[test]"

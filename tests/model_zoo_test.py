@@ -1,0 +1,56 @@
+"""model_zoo data loaders and programs."""
+
+import numpy as np
+import pytest
+
+from model_zoo import data
+from tests import conftest
+
+
+def test_digits_upsample_to_mnist_shape():
+  (x, y), (x_eval, y_eval) = data.load(image_size=28)
+  assert x.shape[1:] == (28, 28) and len(x) + len(x_eval) == 1797
+  assert x.dtype == np.float32 and 0.0 <= x.min() and x.max() <= 1.0
+  assert set(np.unique(y)) == set(range(10))
+  # Each 8x8 pixel becomes a 3x3 block inside a 2-pixel border.
+  small, _ = data.load()
+  np.testing.assert_array_equal(x[0, 2:5, 2:5], np.full((3, 3), small[0][0, 0, 0]))
+
+
+def test_keras_npz(tmp_path):
+  path = tmp_path / "mnist.npz"
+  rng = np.random.RandomState(0)
+  np.savez(path, x_train=rng.randint(0, 256, (20, 28, 28), dtype=np.uint8),
+           y_train=rng.randint(0, 10, 20), x_test=rng.randint(0, 256, (5, 28, 28), dtype=np.uint8),
+           y_test=rng.randint(0, 10, 5))
+  (x, y), (x_eval, _) = data.load(str(path), image_size=28)
+  assert x.shape == (20, 28, 28) and x_eval.shape == (5, 28, 28) and x.max() <= 1.0
+  assert y.dtype == np.int32
+
+
+def test_npz_without_mnist_arrays_names_the_problem(tmp_path):
+  path = tmp_path / "other.npz"
+  np.savez(path, images=np.zeros(3))
+  with pytest.raises(ValueError, match="is not a Keras-format MNIST .npz"):
+    data.load(str(path))
+
+
+def test_synthetic():
+  (x, y), (x_eval, _) = data.load(synthetic=True, synthetic_examples=100, image_size=28)
+  assert x.shape == (80, 28, 28) and x_eval.shape == (20, 28, 28) and y.max() < 10
+
+
+def test_dnn_program_trains_on_digits(tmp_path):
+  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.mnist_dnn",
+                               f"--model_dir={tmp_path}", "--train_steps=300"], timeout=120)
+  assert code == 0, output[-3000:]
+  (summary,) = conftest.summaries(output)
+  assert float(summary["eval_accuracy"]) >= 0.90
+
+
+def test_cnn_program_on_synthetic_data(tmp_path):
+  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.mnist_cnn", "--synthetic",
+                               "--synthetic_examples=256", f"--model_dir={tmp_path}",
+                               "--train_steps=5"], timeout=120)
+  assert code == 0, output[-3000:]
+  assert conftest.summaries(output)[0]["steps"] == "5"
