@@ -19,7 +19,8 @@ stack_ok() {
 import importlib.metadata as m
 assert m.version("tensorflow-cpu") == "2.15.1"
 assert m.version("tensorflow-estimator") == "2.15.0"
-import estimator_dist, pytest, pytest_timeout, psutil, sklearn
+import pytest, pytest_timeout, psutil, sklearn
+assert m.version("estimator_dist")
 PYEOF
 }
 
@@ -57,5 +58,5 @@ else
   MAKEFLAGS="-j$(nproc)" \
     "$PY" -m pip install --quiet --no-cache-dir --no-build-isolation "horovod==0.28.1"
   horovod_ok || { echo "[setup] horovod built but does not load; see the output above" >&2; exit 1; }
+  "$VENV/bin/horovodrun" --check-build | sed 's/^/[setup] /'
 fi
-"$VENV/bin/horovodrun" --check-build | sed 's/^/[setup] /'
