@@ -76,3 +76,14 @@ def test_bad_input_fn(tmp_path):
   with pytest.raises(ed.ConfigError, match=r"train_input_fn train_input_fn takes \['batch_size'\]"):
     ed.train_and_evaluate(make_model_fn([]), train_input_fn, model_dir=str(tmp_path),
                           train_steps=5)
+
+
+def test_chief_evaluates_alone_while_tf_config_describes_the_cluster(tmp_path, monkeypatch):
+  ed.train_and_evaluate(make_model_fn([]), input_fn, model_dir=str(tmp_path), train_steps=5,
+                        params={"learning_rate": 0.1})
+  monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["127.0.0.1:1"], "worker": '
+                     '["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}}')
+  metrics = ed.evaluate(make_model_fn([]), input_fn, model_dir=str(tmp_path),
+                        params={"learning_rate": 0.1})
+  assert metrics["global_step"] == 5
+  assert ed.distributed(make_model_fn([]))  # decorating needs no cluster either

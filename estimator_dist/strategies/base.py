@@ -25,6 +25,15 @@ def _active(adapter):
     _ACTIVE.adapter = previous
 
 
+def refuse_cluster(name, cluster):
+  """A one-process strategy must not run under a TF_CONFIG cluster: Estimator would wait."""
+  if cluster:
+    raise cluster_lib.ClusterConfigError(
+        f"strategy '{name}' does not use TF_CONFIG, but TF_CONFIG describes a cluster "
+        f"{sorted(cluster)}, which Estimator would wait for. Unset TF_CONFIG (the launcher "
+        f"does), or pick multi_worker or parameter_server to train on that cluster.")
+
+
 class StrategyAdapter:
   """What a backend needs around an Estimator.
 
@@ -50,10 +59,10 @@ class StrategyAdapter:
     return cluster_lib.from_environment()
 
   def _validate_task(self):
-    if not self.allowed_roles:
-      self._refuse_tf_config_cluster()
-      return
     cluster = self.task.cluster
+    if not self.allowed_roles:
+      refuse_cluster(self.name, cluster)
+      return
     if not cluster:
       if self.needs_ps:
         raise cluster_lib.ClusterConfigError(
@@ -65,21 +74,12 @@ class StrategyAdapter:
       if role not in self.allowed_roles:
         raise cluster_lib.ClusterConfigError(
             f"TF_CONFIG has '{role}' tasks, which strategy '{self.name}' does not use "
-            f"(it takes {', '.join(self.allowed_roles) or 'no cluster'}). Remove them from "
+            f"(it takes {', '.join(self.allowed_roles)}). Remove them from "
             f"TF_CONFIG or pick a strategy that uses them.")
     if self.needs_ps and not cluster.get("ps"):
       raise cluster_lib.ClusterConfigError(
           f"strategy '{self.name}' needs at least one 'ps' task, but TF_CONFIG's cluster has "
           f"{sorted(cluster)}. Add \"ps\": [\"host:port\"] to the cluster (launcher: --num_ps=1).")
-
-  def _refuse_tf_config_cluster(self):
-    """A strategy without cluster roles must not see one in TF_CONFIG: Estimator would wait."""
-    cluster = cluster_lib.from_environment().cluster
-    if cluster:
-      raise cluster_lib.ClusterConfigError(
-          f"strategy '{self.name}' does not use TF_CONFIG, but TF_CONFIG describes a cluster "
-          f"{sorted(cluster)}, which Estimator would wait for. Unset TF_CONFIG (the launcher "
-          f"does), or pick multi_worker or parameter_server to train on that cluster.")
 
   @property
   def num_replicas(self) -> int:

@@ -69,6 +69,7 @@ class HorovodAdapter(base.StrategyAdapter):
       tf.get_logger().setLevel("WARNING")
 
   def _task_from_environment(self):
+    base.refuse_cluster(self.name, cluster_lib.from_environment().cluster)
     hvd = self.hvd
     return cluster_lib.TaskInfo(
         role="chief" if hvd.rank() == 0 else "worker", index=hvd.rank(), rank=hvd.rank(),
