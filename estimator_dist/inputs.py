@@ -2,7 +2,12 @@
 
 The user's input_fn builds the pipeline a single-machine user writes, batched by the
 per-worker batch size. For training, the wrapped input_fn repeats that pipeline and
-keeps every `num_shards`-th batch, starting at this worker's index:
+gives this worker its part of it:
+
+* by file, when the pipeline reads files (TFRecord, text, fixed-length records) and
+  there are at least as many files as workers: worker i reads files i, i+N, ...
+  (tf.data's own FILE auto-sharding, applied to the repeated pipeline);
+* otherwise by batch: every N-th batch of the repeated stream, starting at index i.
 
 * shards are disjoint and, over the workers together, cover every batch once per epoch,
   provided every worker builds the same order (the toolkit sets one `tf_random_seed` on
@@ -16,6 +21,7 @@ worker (under Horovod too) and is only repeated.
 
 import tensorflow as tf
 from absl import logging
+from tensorflow.python.data.experimental.ops import distribute
 
 from estimator_dist import errors
 
@@ -51,11 +57,38 @@ def wrap_input_fn(input_fn, input_context_for):
           f"input_fn returned {type(result).__name__}, which cannot be split among "
           f"{context.num_input_pipelines} workers. Return a tf.data.Dataset, or take an "
           f"`input_context` argument and shard the data yourself.")
-    result = result.repeat()
-    if context is not None and context.num_input_pipelines > 1 and "input_context" not in args:
-      logging.info("estimator_dist: training input is shard %d of %d",
-                   context.input_pipeline_id, context.num_input_pipelines)
-      result = result.shard(context.num_input_pipelines, context.input_pipeline_id)
-    return result
+    if context is None or context.num_input_pipelines == 1 or "input_context" in args:
+      return result.repeat()
+    by_file = _shards_by_file(lambda: input_fn(**kwargs), context)
+    logging.info("estimator_dist: training input is shard %d of %d, by %s",
+                 context.input_pipeline_id, context.num_input_pipelines,
+                 "file" if by_file else "batch")
+    if by_file:
+      return _file_shard(result.repeat(), context.num_input_pipelines, context.input_pipeline_id)
+    return result.repeat().shard(context.num_input_pipelines, context.input_pipeline_id)
 
   return sharded_input_fn
+
+
+def _file_shard(dataset, num_shards, index):
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+  return distribute._AutoShardDataset(  # pylint: disable=protected-access
+      dataset.with_options(options), num_shards, index)
+
+
+def _shards_by_file(make_dataset, context):
+  """Whether every worker's share by file holds data.
+
+  Every worker probes all shares, so all reach the same answer: by file, or all by batch.
+  """
+  try:
+    with tf.init_scope():
+      dataset = make_dataset()
+      for index in range(context.num_input_pipelines):
+        next(iter(_file_shard(dataset, context.num_input_pipelines, index)))
+    return True
+  except Exception:  # pylint: disable=broad-except
+    # An empty share, no file source, fewer files than workers, or a pipeline that only
+    # builds in a graph.
+    return False

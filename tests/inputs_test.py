@@ -81,3 +81,58 @@ def test_input_fn_with_arguments_estimator_cannot_pass():
     return tf.data.Dataset.range(batch_size)
   with pytest.raises(ed.ConfigError, match=r"takes \['batch_size'\], which Estimator cannot"):
     inputs.wrap_input_fn(input_fn, lambda _: None)
+
+
+def write_files(directory, sizes):
+  """TFRecord files part-0, part-1, ... holding consecutive integers; returns the pattern."""
+  start = 0
+  for f, size in enumerate(sizes):
+    with tf.io.TFRecordWriter(str(directory / f"part-{f}.tfrecord")) as writer:
+      for i in range(start, start + size):
+        writer.write(str(i).encode())
+    start += size
+  return str(directory / "part-*.tfrecord")
+
+
+def file_input_fn(pattern):
+  def input_fn():
+    files = tf.data.Dataset.list_files(pattern, shuffle=False)
+    return tf.data.TFRecordDataset(files).map(
+        lambda s: tf.strings.to_number(s, tf.int64)).batch(4)
+  return input_fn
+
+
+def first_epoch(dataset, size):
+  """The first `size` elements of a batched stream, and the next batch."""
+  seen, batches = [], iter(dataset)
+  while len(seen) < size:
+    seen += [int(x) for x in next(batches)]
+  return seen, [int(x) for x in next(batches)]
+
+
+@pytest.mark.parametrize("workers,sizes", [(2, [10, 10, 10, 10, 3]), (3, [10, 10, 10, 10, 3]),
+                                           (3, [7, 1, 5])])
+def test_files_are_sharded_by_file_and_cover_each_epoch_once(tmp_path, workers, sizes):
+  input_fn = file_input_fn(write_files(tmp_path, sizes))
+  starts = [sum(sizes[:f]) for f in range(len(sizes))]
+  everything = []
+  for i in range(workers):
+    mine = [x for f in range(i, len(sizes), workers) for x in range(starts[f], starts[f] + sizes[f])]
+    seen, next_batch = first_epoch(worker(input_fn, workers, i), len(mine))
+    assert seen == mine  # whole files, in order
+    assert next_batch == mine[:len(next_batch)]  # and then the same files again
+    everything += seen
+  assert sorted(everything) == list(range(sum(sizes)))
+
+
+def test_fewer_files_than_workers_shards_by_batch(tmp_path):
+  input_fn = file_input_fn(write_files(tmp_path, [9]))  # batches [0-3], [4-7], [8]
+  assert [[int(x) for x in b] for b in worker(input_fn, 2, 0).take(3)] == [
+      [0, 1, 2, 3], [8], [4, 5, 6, 7]]
+  assert [[int(x) for x in b] for b in worker(input_fn, 2, 1).take(2)] == [
+      [4, 5, 6, 7], [0, 1, 2, 3]]
+
+
+def test_an_empty_share_by_file_makes_every_worker_shard_by_batch(tmp_path):
+  input_fn = file_input_fn(write_files(tmp_path, [5, 0]))  # batches [0-3], [4]
+  assert [[int(x) for x in b] for b in worker(input_fn, 2, 1).take(2)] == [[4], [4]]
