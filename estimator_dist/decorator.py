@@ -112,9 +112,11 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
       return params
     base_rate = float(params[lr_param])
     scaled_rate = base_rate * factor
-    adapter.learning_rate = (base_rate, scaled_rate)
+    if mode != tf.estimator.ModeKeys.TRAIN:
+      params[lr_param] = scaled_rate
+      return params
     _log_once(adapter, base_rate, factor, scaling, scaled_rate, warmup_steps)
-    if mode == tf.estimator.ModeKeys.TRAIN and warmup_steps > 0 and factor != 1.0:
+    if warmup_steps > 0 and factor != 1.0:
       step = tf.compat.v1.train.get_or_create_global_step()
       params[lr_param] = learning_rate_at(step, base_rate, scaled_rate, warmup_steps)
     else:

@@ -51,12 +51,28 @@ def _synthetic(n, shape):
   return (x[:split], y[:split]), (x[split:], y[split:])
 
 
+def _bilinear(size_in, size_out):
+  """The (size_out, size_in) matrix of linear interpolation between pixel centres."""
+  position = np.clip((np.arange(size_out) + 0.5) * size_in / size_out - 0.5, 0, size_in - 1)
+  low = np.floor(position).astype(int)
+  high = np.minimum(low + 1, size_in - 1)
+  weights = np.zeros((size_out, size_in), np.float32)
+  weights[np.arange(size_out), low] += 1 - (position - low)
+  weights[np.arange(size_out), high] += position - low
+  return weights
+
+
 def to_28x28(images):
-  """8x8 digits to 28x28 MNIST-like images: each pixel 3x3, then a 2-pixel border."""
+  """8x8 digits to 28x28 MNIST-like images: bilinear to 24x24, then a 2-pixel border.
+
+  Smooth strokes, as in MNIST; blocky (nearest) upsampling would make exact ties in
+  every max-pool window, whose gradient then depends on rounding.
+  """
   if images.shape[1:] == (28, 28):
     return images
-  big = np.kron(images, np.ones((1, 3, 3), dtype=images.dtype))
-  return np.pad(big, ((0, 0), (2, 2), (2, 2)))
+  m = _bilinear(images.shape[1], 24)
+  big = np.einsum("ij,njk,lk->nil", m, images, m).astype(np.float32)
+  return np.pad(np.clip(big, 0.0, 1.0), ((0, 0), (2, 2), (2, 2)))
 
 
 def load(data_path=None, synthetic=False, synthetic_examples=2048, image_size=None):
@@ -75,11 +91,14 @@ def load_from_flags(image_size=None):
   return load(f.data_path, f.synthetic, f.synthetic_examples, image_size)
 
 
-def input_fn(x, y, batch_size, shuffle):
-  """A single-machine input_fn over in-memory arrays."""
-  def fn():
+def input_fn(x, y, shuffle):
+  """A single-machine input_fn over in-memory arrays, batched by params["batch_size"].
+
+  The shuffle has a fixed seed, so every run and every worker sees one order.
+  """
+  def fn(params):
     dataset = tf.data.Dataset.from_tensor_slices((x, y))
     if shuffle:
-      dataset = dataset.shuffle(len(y))
-    return dataset.batch(batch_size)
+      dataset = dataset.shuffle(len(y), seed=params.get("shuffle_seed", 0))
+    return dataset.batch(params["batch_size"])
   return fn

@@ -22,13 +22,19 @@ def model_fn(features, labels, mode, params):
   return heads.classifier_spec(logits, labels, mode, params)
 
 
+def input_fn(params):
+  """Training input on scikit-learn's digits (used by `estimator-dist verify`)."""
+  (x, y), _ = data.load()
+  return data.input_fn(x, y, shuffle=True)(params)
+
+
 def main(_):
   options = ed.options_from_flags()
   (x_train, y_train), (x_eval, y_eval) = data.load_from_flags()
-  batch = options["batch_size"]
-  params = {"hidden_units": [int(u) for u in flags.FLAGS.hidden_units]}
-  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, batch, shuffle=True),
-                        data.input_fn(x_eval, y_eval, 256, shuffle=False), params=params,
+  params = {"hidden_units": [int(u) for u in flags.FLAGS.hidden_units],
+            "batch_size": options["batch_size"]}
+  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, shuffle=True),
+                        data.input_fn(x_eval, y_eval, shuffle=False), params=params,
                         **options)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import estimator_dist as ed
 from model_zoo import data
 from model_zoo import mnist_cnn
 from tests import conftest
@@ -32,8 +33,15 @@ def test_cnn_trains_on_digits_and_loads_into_a_plain_estimator(strategy, tmp_pat
   assert (result["workers"], result["replicas"]) == (
       ("1", "2") if strategy == "mirrored" else ("2", "2"))
 
-  # The checkpoint serves a plain, single-process Estimator.
+  # The reported metrics are a single-process evaluation of the same checkpoint on the
+  # same data: each eval example counted once.
   _, (x_eval, y_eval) = data.load(image_size=28)
+  alone = ed.evaluate(mnist_cnn.model_fn, data.input_fn(x_eval, y_eval, shuffle=False),
+                      model_dir=str(tmp_path), params={"batch_size": 256})
+  assert f"{alone['accuracy']:.4f}" == result["eval_accuracy"]
+  assert abs(alone["loss"] - float(result["eval_loss"])) <= 1e-4
+
+  # The checkpoint serves a plain, single-process Estimator.
   estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path),
                                      params={"learning_rate": 0.01})
   predicted = [p["classes"] for p in estimator.predict(
@@ -53,6 +61,13 @@ def test_single_machine_model_fn_trains_unchanged(strategy):
   logged = sorted(int(line.split("training input is shard ")[1].split()[0])
                   for line in output.splitlines() if "training input is shard" in line)
   assert logged == SHARDS_LOGGED[strategy], output[-3000:]
+  # The chief logs the effective learning rate once: 0.01 x 2 synchronous replicas.
+  chief = "[worker:0]" if strategy == "horovod" else "[chief:0]"
+  rates = [line for line in output.splitlines()
+           if line.startswith(chief) and "estimator_dist: learning rate" in line]
+  expected = "0.01 x 1 (none scaling, 2 replicas) = 0.01" if strategy == "parameter_server" else (
+      "0.01 x 2 (linear scaling, 2 replicas) = 0.02")
+  assert len(rates) == 1 and rates[0].endswith(expected), rates
 
 
 def test_horovod_with_unequal_shards_completes_on_every_rank():

@@ -6,6 +6,7 @@ import threading
 import tensorflow as tf
 
 from estimator_dist import cluster as cluster_lib
+from estimator_dist import errors
 from estimator_dist import inputs
 
 _ACTIVE = threading.local()
@@ -142,10 +143,18 @@ class StrategyAdapter:
   # -- running ----------------------------------------------------------------------------
   def train(self, estimator, train_spec, eval_spec):
     """Runs this task's share of training. Returns eval metrics if it evaluated the end."""
-    if eval_spec is None:
+    if eval_spec is None and not self.task.cluster:
       estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                       hooks=train_spec.hooks)
       return None
+    if eval_spec is None:
+      # A TF_CONFIG cluster trains only through train_and_evaluate; without an evaluator
+      # task its eval spec is never used.
+      if self.task.num_tasks("evaluator"):
+        raise errors.ConfigError(
+            "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
+            "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no --evaluator).")
+      eval_spec = tf.estimator.EvalSpec(train_spec.input_fn)
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     return result[0] if result else None
 

@@ -1,0 +1,157 @@
+"""`estimator-dist verify`: does the distributed run do the math of one worker?
+
+  estimator-dist verify --module=model_zoo.mnist_cnn --strategy=horovod --num_workers=2
+
+Trains the module's `model_fn` on its `input_fn(params)` for --train_steps steps twice,
+from one initial checkpoint, with deterministic ops and without oneDNN's batch-size-
+dependent kernels: on one worker at the global
+batch (num_workers x --batch_size), and under --strategy on --num_workers workers at
+--batch_size each. It prints the learning rate each run used, the largest difference of
+every trainable weight, and PASS if the largest relative difference is within --tolerance.
+
+The module provides `model_fn`, `input_fn(params)` batched by params["batch_size"] in
+a fixed order, and optionally VERIFY_PARAMS, params that switch off randomness which
+depends on how a batch is split (dropout). Keep steps x global batch within one epoch
+unless the data divides evenly into batches. Keep the steps few (default 10): rounding
+differs between batch splits, and given enough steps one max-pool near-tie flips and
+shows as a jump in one layer.
+"""
+
+import importlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+from absl import flags
+
+import estimator_dist as ed
+from estimator_dist import launch as launch_lib
+
+FLAGS = flags.FLAGS
+_RATE = re.compile(r"learning rate (\S+) x (\S+) \((\w+) scaling, (\d+) replicas\) = (\S+)")
+
+
+def define_flags():
+  ed.define_flags(strategy="horovod", batch_size=32, learning_rate=0.01, train_steps=10)
+  flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params).")
+  flags.DEFINE_integer("num_workers", 2, "Workers of the distributed run.", lower_bound=1)
+  flags.DEFINE_float("tolerance", 1e-5, "Largest relative weight difference that passes.")
+  flags.DEFINE_float("reference_learning_rate", None,
+                     "Learning rate of the one-worker run (default --learning_rate).")
+  flags.DEFINE_string("work_dir", None, "Where the two runs write (default: a new temp dir).")
+  flags.DEFINE_bool("train_only", False, "Internal: train --module as one task of a run.")
+  flags.mark_flag_as_required("module")
+
+
+def _train(_):
+  """One task of a verification run: train the module deterministically."""
+  import random  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.config.experimental.enable_op_determinism()
+  # Keras seeds unseeded initializers from Python's random: one seed, one reference.
+  random.seed(FLAGS.random_seed)
+  np.random.seed(FLAGS.random_seed)
+  module = importlib.import_module(FLAGS.module)
+  options = ed.options_from_flags()
+  params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options["batch_size"]}
+  ed.train_and_evaluate(module.model_fn, module.input_fn, None, params=params, **options)
+
+
+def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, model_dir):
+  command = [sys.executable, "-m", "estimator_dist.verify", "--train_only",
+             f"--module={FLAGS.module}", f"--model_dir={model_dir}",
+             f"--train_steps={FLAGS.train_steps}", f"--batch_size={batch_size}",
+             f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
+             f"--random_seed={FLAGS.random_seed}"]
+  log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
+  with open(log, "w") as out:
+    code = launch_lib.launch(command, strategy, num_workers, model_dir=model_dir, out=out)
+  with open(log) as f:
+    output = f.read()
+  if code:
+    sys.stderr.write(output[-4000:])
+    raise SystemExit(f"verify: the {name} run failed with code {code}; its log is {log}")
+  rates = _RATE.findall(output)
+  return float(rates[0][4]) if rates else learning_rate
+
+
+def _start_from(source_dir, model_dir):
+  """Puts source_dir's step-0 checkpoint in model_dir, so both runs start alike."""
+  os.makedirs(model_dir)
+  for name in os.listdir(source_dir):
+    if name.startswith("model.ckpt-0."):
+      shutil.copy(os.path.join(source_dir, name), model_dir)
+  with open(os.path.join(model_dir, "checkpoint"), "w") as f:
+    f.write('model_checkpoint_path: "model.ckpt-0"\n')
+
+
+def trainable_variables(model_dir):
+  """Names of the trainable variables of model_dir's latest checkpoint's graph."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default() as graph:
+    tf.compat.v1.train.import_meta_graph(tf.train.latest_checkpoint(model_dir) + ".meta",
+                                         clear_devices=True)
+    return sorted(v.op.name for v in graph.get_collection("trainable_variables"))
+
+
+def compare(reference_dir, candidate_dir):
+  """[(weight, max |diff|, max |reference|, relative)] for the reference's trainable weights.
+
+  A weight missing from the candidate has relative difference inf.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  ref = tf.train.load_checkpoint(reference_dir)
+  got = tf.train.load_checkpoint(candidate_dir)
+  rows = []
+  for name in trainable_variables(reference_dir):
+    if not got.has_tensor(name):
+      rows.append((name, np.inf, np.nan, np.inf))
+      continue
+    a, b = got.get_tensor(name), ref.get_tensor(name)
+    diff, scale = float(np.max(np.abs(a - b))), float(np.max(np.abs(b)))
+    rows.append((name, diff, scale, diff / scale if scale else (0.0 if diff == 0 else np.inf)))
+  return rows
+
+
+def main(_):
+  if FLAGS.train_only:
+    return _train(None)
+  # oneDNN picks kernels by batch size, which changes rounding between batch splits.
+  os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+  strategy = ed.strategies.factory.ALIASES.get(FLAGS.strategy, FLAGS.strategy)
+  n, batch = FLAGS.num_workers, FLAGS.batch_size
+  replicas = 1 if strategy == "parameter_server" else n
+  work = FLAGS.work_dir or tempfile.mkdtemp(prefix="estimator_dist_verify_")
+  os.makedirs(work, exist_ok=True)
+  single_dir, dist_dir = os.path.join(work, "single"), os.path.join(work, "distributed")
+  reference_rate = FLAGS.reference_learning_rate or FLAGS.learning_rate
+  single_rate = _run("single", "local", 1, batch * replicas, reference_rate, "none", single_dir)
+  _start_from(single_dir, dist_dir)
+  dist_rate = _run("distributed", strategy, n, batch, FLAGS.learning_rate,
+                   FLAGS.lr_scaling or "none", dist_dir)
+  rows = compare(single_dir, dist_dir)
+  worst = max((r[3] for r in rows), default=np.inf)
+  passed = worst <= FLAGS.tolerance
+  print(f"estimator_dist verify: {FLAGS.module}, {FLAGS.train_steps} steps at global batch "
+        f"{batch * replicas}, {strategy} on {n} worker(s) against one worker")
+  print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")
+  print(f"  {'single worker':22s} {1:7d} {batch * replicas:12d} {single_rate:14g}")
+  print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:14g}")
+  print(f"  {'weight':40s} {'max |diff|':>11s} {'max |ref|':>11s} {'relative':>11s}")
+  for name, diff, scale, rel in rows:
+    print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")
+  print(f"max relative difference {worst:.3g} {'<=' if passed else '>'} tolerance "
+        f"{FLAGS.tolerance:g}: {'PASS' if passed else 'FAIL'}", flush=True)
+  return 0 if passed else 1
+
+
+def run():
+  define_flags()
+  ed.run_program(main)
+
+
+if __name__ == "__main__":
+  run()

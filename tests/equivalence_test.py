@@ -1,0 +1,96 @@
+"""Distributed training does the math of one worker, measured with `estimator-dist verify`."""
+
+import re
+
+import pytest
+import tensorflow as tf
+
+from estimator_dist import verify
+from tests import conftest
+
+_RESULT = re.compile(r"max relative difference (\S+) (<=|>) tolerance (\S+): (PASS|FAIL)")
+
+
+def run_verify(*args, timeout=300):
+  script = conftest.os.path.join(conftest.os.path.dirname(conftest.PYTHON), "estimator-dist")
+  code, output = conftest.run([script, "verify", *args], timeout=timeout)
+  found = _RESULT.search(output)
+  assert found, output[-4000:]
+  return code, float(found.group(1)), found.group(4), output
+
+
+@pytest.mark.parametrize("strategy,module", [
+    ("horovod", "model_zoo.mnist_cnn"),
+    ("multi_worker", "model_zoo.mnist_dnn"),
+    ("mirrored", "model_zoo.mnist_dnn"),
+])
+def test_synchronous_strategies_match_one_worker_at_the_same_global_batch(strategy, module):
+  code, worst, verdict, output = run_verify(f"--strategy={strategy}", "--num_workers=2",
+                                            f"--module={module}")
+  assert (code, verdict) == (0, "PASS"), output[-3000:]
+  assert worst <= 1e-5
+  assert re.search(rf"{strategy}\s+2\s+32\s+0.01\n", output)
+
+
+def test_parameter_server_with_one_worker_is_the_single_worker_run():
+  code, worst, verdict, output = run_verify("--strategy=parameter_server", "--num_workers=1",
+                                            "--module=model_zoo.mnist_dnn")
+  assert (code, verdict) == (0, "PASS"), output[-3000:]
+  assert worst <= 1e-6
+
+
+def test_linear_scaling_changes_exactly_the_learning_rate():
+  # Same global batch, rate doubled: no longer the single-worker run at 0.01 ...
+  code, worst, verdict, output = run_verify("--strategy=horovod", "--module=model_zoo.mnist_dnn",
+                                            "--lr_scaling=linear")
+  assert (code, verdict) == (1, "FAIL") and worst > 1e-2
+  assert re.search(r"horovod\s+2\s+32\s+0.02\n", output)
+  # ... but exactly the single-worker run at 0.02.
+  code, worst, verdict, _ = run_verify("--strategy=horovod", "--module=model_zoo.mnist_dnn",
+                                       "--lr_scaling=linear", "--reference_learning_rate=0.02")
+  assert (code, verdict) == (0, "PASS") and worst <= 1e-5
+
+
+def test_verify_catches_workers_that_read_the_same_data():
+  code, worst, verdict, output = run_verify("--strategy=horovod",
+                                            "--module=tests.programs.unsharded_model")
+  assert (code, verdict) == (1, "FAIL") and worst > 1e-2, output[-3000:]
+
+
+def test_every_parameter_server_worker_updates_the_variables(tmp_path):
+  code, output = conftest.launch("parameter_server", "tests.programs.plain_model",
+                                 f"--model_dir={tmp_path}", "--train_steps=300")
+  assert code == 0, output[-3000:]
+  steps = [int(line.rsplit("=", 1)[1]) for line in output.splitlines()
+           if "steps_run=" in line]
+  assert len(steps) == 2 and min(steps) > 0, steps
+  # Asynchronous updates: each worker step adds one to the shared global step. The
+  # other worker may land one step in flight after the chief saved the last checkpoint.
+  final = tf.train.load_checkpoint(str(tmp_path)).get_tensor("global_step")
+  assert final >= 300 and final <= sum(steps) <= final + 1, (steps, final)
+
+
+CHAIN = [("local", 1, 64), ("horovod", 2, 32), ("multi_worker", 2, 32),
+         ("parameter_server", 1, 64)]
+
+
+def train_segment(strategy, workers, batch, model_dir, steps):
+  code, output = conftest.launch(
+      strategy, "estimator_dist.verify", "--train_only", "--module=model_zoo.mnist_dnn",
+      f"--model_dir={model_dir}", f"--train_steps={steps}", f"--batch_size={batch}",
+      "--lr_scaling=none", num_workers=workers)
+  assert code == 0, output[-3000:]
+  assert re.search(rf"Restoring parameters from .*model.ckpt-{steps - 5}\b", output) or (
+      steps == 5), output[-3000:]
+
+
+def test_checkpoints_resume_under_another_strategy(tmp_path):
+  """local -> horovod -> multi_worker -> parameter_server, 5 steps each, at one global
+  batch, ends where four local segments end."""
+  for name, chain in (("chain", CHAIN), ("local", [("local", 1, 64)] * 4)):
+    for i, (strategy, workers, batch) in enumerate(chain):
+      train_segment(strategy, workers, batch, tmp_path / name, 5 * (i + 1))
+  reader = tf.train.load_checkpoint(str(tmp_path / "chain"))
+  assert reader.get_tensor("global_step") == 20
+  rows = verify.compare(str(tmp_path / "local"), str(tmp_path / "chain"))
+  assert rows and max(r[3] for r in rows) <= 1e-5, rows
