@@ -37,7 +37,7 @@ def test_cnn_trains_on_digits_and_loads_into_a_plain_estimator(strategy, tmp_pat
   # same data: each eval example counted once.
   _, (x_eval, y_eval) = data.load(image_size=28)
   alone = ed.evaluate(mnist_cnn.model_fn, data.input_fn(x_eval, y_eval, shuffle=False),
-                      model_dir=str(tmp_path), params={"batch_size": 256})
+                      model_dir=str(tmp_path), params={"batch_size": 32})
   assert f"{alone['accuracy']:.4f}" == result["eval_accuracy"]
   assert abs(alone["loss"] - float(result["eval_loss"])) <= 1e-4
 
