@@ -75,17 +75,24 @@ def test_asynchronous_strategy_keeps_the_rate_by_default():
   assert seen["learning_rate"] == pytest.approx(0.1)
 
 
-def test_warmup_rate_follows_the_global_step():
+@pytest.mark.parametrize("scaling,expected", [
+    ("linear", [0.1, 0.25, 0.4, 0.4]),   # 0.1 x 4 replicas
+    ("sqrt", [0.1, 0.15, 0.2, 0.2]),     # 0.1 x sqrt(4)
+    ("none", [0.1, 0.1, 0.1, 0.1]),
+])
+def test_warmup_rate_follows_the_global_step(scaling, expected):
   seen = {}
-  graph, _ = build(ed.distributed(linear_model_fn(seen), warmup_steps=100), Replicas(4))
+  graph, _ = build(ed.distributed(linear_model_fn(seen), lr_scaling=scaling, warmup_steps=100),
+                   Replicas(4))
   with graph.as_default(), tf.compat.v1.Session() as session:
     session.run(tf.compat.v1.global_variables_initializer())
     step = tf.compat.v1.train.get_global_step()
     rates = []
-    for value in (0, 50, 100, 200):
+    for value in (0, 50, 100, 200):  # start, mid-warmup, end of warmup, after
       step.load(value, session)
-      rates.append(session.run(seen["learning_rate"]))
-  np.testing.assert_allclose(rates, [0.1, 0.25, 0.4, 0.4], rtol=1e-6)
+      rate = seen["learning_rate"]  # a number when there is nothing to warm up to
+      rates.append(session.run(rate) if tf.is_tensor(rate) else rate)
+  np.testing.assert_allclose(rates, expected, rtol=1e-6)
 
 
 def test_eval_gets_the_scaled_rate_as_a_number():

@@ -5,7 +5,9 @@ import re
 import pytest
 import tensorflow as tf
 
+import estimator_dist as ed
 from estimator_dist import verify
+from model_zoo import mnist_dnn
 from tests import conftest
 
 _RESULT = re.compile(r"max relative difference (\S+) (<=|>) tolerance (\S+): (PASS|FAIL)")
@@ -74,23 +76,28 @@ CHAIN = [("local", 1, 64), ("horovod", 2, 32), ("multi_worker", 2, 32),
          ("parameter_server", 1, 64)]
 
 
-def train_segment(strategy, workers, batch, model_dir, steps):
-  code, output = conftest.launch(
-      strategy, "estimator_dist.verify", "--train_only", "--module=model_zoo.mnist_dnn",
-      f"--model_dir={model_dir}", f"--train_steps={steps}", f"--batch_size={batch}",
-      "--lr_scaling=none", num_workers=workers)
-  assert code == 0, output[-3000:]
-  assert re.search(rf"Restoring parameters from .*model.ckpt-{steps - 5}\b", output) or (
-      steps == 5), output[-3000:]
-
-
 def test_checkpoints_resume_under_another_strategy(tmp_path):
-  """local -> horovod -> multi_worker -> parameter_server, 5 steps each, at one global
-  batch, ends where four local segments end."""
-  for name, chain in (("chain", CHAIN), ("local", [("local", 1, 64)] * 4)):
-    for i, (strategy, workers, batch) in enumerate(chain):
-      train_segment(strategy, workers, batch, tmp_path / name, 5 * (i + 1))
-  reader = tf.train.load_checkpoint(str(tmp_path / "chain"))
-  assert reader.get_tensor("global_step") == 20
-  rows = verify.compare(str(tmp_path / "local"), str(tmp_path / "chain"))
+  """local -> horovod -> multi_worker -> parameter_server, 5 steps each at one global
+  batch, ends where four local segments from the same start end."""
+  chain = tmp_path / "chain"
+  for i, (strategy, workers, batch) in enumerate(CHAIN):
+    steps = 5 * (i + 1)
+    code, output = conftest.launch(
+        strategy, "estimator_dist.verify", "--train_only", "--module=model_zoo.mnist_dnn",
+        f"--model_dir={chain}", f"--train_steps={steps}", f"--batch_size={batch}",
+        "--lr_scaling=none", num_workers=workers)
+    assert code == 0, output[-3000:]
+    if i:
+      assert re.search(rf"Restoring parameters from \S*model.ckpt-{steps - 5}\n", output), (
+          output[-3000:])
+  assert tf.train.load_checkpoint(str(chain)).get_tensor("global_step") == 20
+
+  # The reference: four local segments in this process, from the chain's first checkpoint.
+  local = tmp_path / "local"
+  verify._start_from(str(chain), str(local))  # pylint: disable=protected-access
+  for steps in (5, 10, 15, 20):
+    ed.train_and_evaluate(mnist_dnn.model_fn, mnist_dnn.input_fn, model_dir=str(local),
+                          train_steps=steps, params={"batch_size": 64}, learning_rate=0.01,
+                          lr_scaling="none")
+  rows = verify.compare(str(local), str(chain))
   assert rows and max(r[3] for r in rows) <= 1e-5, rows
