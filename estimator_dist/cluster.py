@@ -77,7 +77,8 @@ def _parse_cluster(cluster) -> dict:
     if name in parsed:
       _fail('"cluster"', sorted(cluster), "give either 'chief' or 'master', not both.")
     if not isinstance(addresses, (list, tuple)) or not addresses:
-      _fail(f'"cluster"."{role}"', addresses, 'it must be a non-empty list of "host:port" addresses.')
+      _fail(f'"cluster"."{role}"', addresses,
+            'it must be a non-empty list of "host:port" addresses.')
     for i, address in enumerate(addresses):
       _parse_address(role, i, address)
       if address in seen:
@@ -114,11 +115,13 @@ def parse_tf_config(text: Optional[str]) -> TaskInfo:
     _fail('"task"', task, 'it must name this process, e.g. {"type": "worker", "index": 0}.')
   role = "chief" if task["type"] == "master" else task["type"]
   if role not in cluster:
-    _fail('"task"."type"', task["type"], f"it must be one of the cluster's task types {sorted(cluster)}.")
+    _fail('"task"."type"', task["type"],
+          f"it must be one of the cluster's task types {sorted(cluster)}.")
   index = task.get("index", 0)
   if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(cluster[role]):
+    count = len(cluster[role])
     _fail('"task"."index"', index,
-          f"the cluster has {len(cluster[role])} '{role}' task(s), so use 0..{len(cluster[role]) - 1}.")
+          f"the cluster has {count} '{role}' task(s), so use 0..{count - 1}.")
   chiefs = len(cluster.get("chief", ()))
   size = chiefs + len(cluster.get("worker", ()))
   if role == "chief":

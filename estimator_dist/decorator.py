@@ -28,9 +28,8 @@ def scale_factor(scaling: str, replicas: int) -> float:
     return float(replicas)
   if scaling == "sqrt":
     return math.sqrt(replicas)
-  if scaling == "none":
-    return 1.0
-  raise errors.ConfigError(f"lr_scaling ({scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
+  errors.check_choice("lr_scaling", scaling, LR_SCALINGS)
+  return 1.0
 
 
 def learning_rate_at(step, base_rate, scaled_rate, warmup_steps):
@@ -73,8 +72,8 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
       the scaled rate.
     lr_param: the key of `params` that holds the base learning rate.
   """
-  if lr_scaling is not None and lr_scaling not in LR_SCALINGS:
-    raise errors.ConfigError(f"lr_scaling ({lr_scaling!r}) must be one of {', '.join(LR_SCALINGS)}.")
+  if lr_scaling is not None:
+    errors.check_choice("lr_scaling", lr_scaling, LR_SCALINGS)
   if not isinstance(warmup_steps, int) or warmup_steps < 0:
     raise errors.ConfigError(f"warmup_steps ({warmup_steps!r}) must be a non-negative integer.")
   if model_fn is None:
@@ -84,8 +83,8 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
   name = getattr(model_fn, "__name__", "model_fn")
 
   def distributed_model_fn(features, labels, mode, params, config):
-    adapter = base.current_adapter() or _single_process()
-    params = _scaled_params(dict(params or {}), adapter, mode, name, "params" in args)
+    adapter = base.current_adapter() or base.local_adapter()
+    params = _scaled_params(dict(params or {}), adapter, mode)
     values = {"features": features, "labels": labels, "mode": mode, "params": params,
               "config": config}
     call = functools.partial(model_fn, **{k: v for k, v in values.items() if k in args})
@@ -99,10 +98,10 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
       spec = spec._replace(training_hooks=tuple(spec.training_hooks) + tuple(hooks))
     return spec
 
-  def _scaled_params(params, adapter, mode, name, takes_params):
+  def _scaled_params(params, adapter, mode):
     scaling = lr_scaling or adapter.default_lr_scaling
     factor = scale_factor(scaling, adapter.num_replicas)
-    if not takes_params or lr_param not in params:
+    if "params" not in args or lr_param not in params:
       if factor != 1.0:
         raise errors.ConfigError(
             f"model_fn {name} trains on {adapter.num_replicas} replicas with {scaling} "
@@ -129,10 +128,6 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
           dict(model_fn=model_fn, lr_scaling=lr_scaling, warmup_steps=warmup_steps,
                lr_param=lr_param))
   return distributed_model_fn
-
-
-def _single_process():
-  return base.LocalAdapter(task=base.cluster_lib.LOCAL_TASK)
 
 
 def _log_once(adapter, base_rate, factor, scaling, scaled_rate, warmup_steps):

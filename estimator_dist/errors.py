@@ -17,3 +17,15 @@ def check_args(fn, kind, allowed, fix):
         f"{kind} {getattr(fn, '__name__', fn)} takes {unknown}, which Estimator cannot pass; "
         f"it may take only {', '.join(allowed)}. {fix}")
   return args
+
+
+def check_choice(name, value, choices):
+  if value not in choices:
+    raise ConfigError(f"{name} ({value!r}) must be one of {', '.join(choices)}.")
+
+
+def check_positive(name, value, allow_none=False):
+  if value is None and allow_none:
+    return
+  if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+    raise ConfigError(f"{name} ({value!r}) must be a positive integer.")

@@ -5,9 +5,11 @@ per-worker batch size. For training, the wrapped input_fn repeats that pipeline 
 gives this worker its part of it:
 
 * by file, when the pipeline reads files (TFRecord, text, fixed-length records) and
-  there are at least as many files as workers: worker i reads files i, i+N, ...
+  every worker's share of the files holds data: worker i reads files i, i+N, ...
   (tf.data's own FILE auto-sharding, applied to the repeated pipeline);
 * otherwise by batch: every N-th batch of the repeated stream, starting at index i.
+
+Either way:
 
 * shards are disjoint and, over the workers together, cover every batch once per epoch,
   provided every worker builds the same order (the toolkit sets one `tf_random_seed` on

@@ -74,7 +74,8 @@ def check_topology(strategy, num_workers, num_ps, evaluator):
   if strategy != "parameter_server" and num_ps:
     raise errors.ConfigError(f"--num_ps={num_ps} applies only to --strategy=parameter_server.")
   if evaluator and strategy not in ("multi_worker", "parameter_server"):
-    raise errors.ConfigError(f"--evaluator applies to multi_worker and parameter_server, not {strategy}.")
+    raise errors.ConfigError(
+        f"--evaluator applies to multi_worker and parameter_server, not {strategy}.")
   if strategy == "local" and num_workers != 1:
     raise errors.ConfigError("--strategy=local trains in one process; use --num_workers=1.")
 
@@ -194,7 +195,8 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
     num_ps = 1 if strategy == "parameter_server" else 0
   check_topology(strategy, num_workers, num_ps, evaluator)
   if not command:
-    raise errors.ConfigError("give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
+    raise errors.ConfigError(
+        "give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
   command = list(command) + [f"--strategy={strategy}"]
   if not any(a.startswith("--model_dir") for a in command):
     model_dir = model_dir or tempfile.mkdtemp(prefix="estimator_dist_")

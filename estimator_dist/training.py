@@ -50,18 +50,12 @@ def _without_tf_config():
       os.environ["TF_CONFIG"] = saved
 
 
-def _check_positive(name, value, allow_none=False):
-  if value is None and allow_none:
-    return
-  if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-    raise errors.ConfigError(f"{name} ({value!r}) must be a positive integer.")
-
-
 def _model_fn_and_params(model_fn_or_estimator, params):
   """The model_fn and params to train; an Estimator gives its own, `params` win."""
   if isinstance(model_fn_or_estimator, tf.estimator.Estimator):
     est = model_fn_or_estimator
-    return est._model_fn, {**(est.params or {}), **(params or {})}  # pylint: disable=protected-access
+    params = {**(est.params or {}), **(params or {})}
+    return est._model_fn, params  # pylint: disable=protected-access
   decorator.check_model_fn(model_fn_or_estimator)
   return model_fn_or_estimator, dict(params or {})
 
@@ -113,10 +107,10 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
   """
   adapter = strategy if isinstance(strategy, base.StrategyAdapter) else (
       factory.create_strategy(strategy, **(strategy_options or {})))
-  _check_positive("train_steps", train_steps)
-  _check_positive("eval_steps", eval_steps, allow_none=True)
-  _check_positive("batch_size", batch_size, allow_none=True)
-  _check_positive("save_checkpoints_steps", save_checkpoints_steps, allow_none=True)
+  errors.check_positive("train_steps", train_steps)
+  errors.check_positive("eval_steps", eval_steps, allow_none=True)
+  errors.check_positive("batch_size", batch_size, allow_none=True)
+  errors.check_positive("save_checkpoints_steps", save_checkpoints_steps, allow_none=True)
   if not model_dir:
     raise errors.ConfigError("model_dir must name a directory that every task can reach.")
   inputs.check_input_fn(train_input_fn, "train_input_fn")
@@ -160,7 +154,7 @@ def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None
   """Evaluates the latest checkpoint of `model_dir` in this process alone."""
   with _without_tf_config():
     config = tf.estimator.RunConfig(model_dir=model_dir)
-  local = base.LocalAdapter(task=base.cluster_lib.LOCAL_TASK)
+  local = base.local_adapter()
   estimator = tf.estimator.Estimator(local.wrap_model_fn(model_fn), config=config,
                                      params=params)
   return estimator.evaluate(eval_input_fn, steps=eval_steps)

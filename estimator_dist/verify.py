@@ -19,12 +19,14 @@ shows as a jump in one layer.
 
 import importlib
 import os
+import random
 import re
 import shutil
 import sys
 import tempfile
 
 import numpy as np
+import tensorflow as tf
 from absl import flags
 
 import estimator_dist as ed
@@ -48,8 +50,6 @@ def define_flags():
 
 def _train(_):
   """One task of a verification run: train the module deterministically."""
-  import random  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.config.experimental.enable_op_determinism()
   # Keras seeds unseeded initializers from Python's random: one seed, one reference.
   random.seed(FLAGS.random_seed)
@@ -78,7 +78,7 @@ def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, mod
   return float(rates[0][4]) if rates else learning_rate
 
 
-def _start_from(source_dir, model_dir):
+def start_from(source_dir, model_dir):
   """Puts source_dir's step-0 checkpoint in model_dir, so both runs start alike."""
   os.makedirs(model_dir)
   for name in os.listdir(source_dir):
@@ -90,7 +90,6 @@ def _start_from(source_dir, model_dir):
 
 def trainable_variables(model_dir):
   """Names of the trainable variables of model_dir's latest checkpoint's graph."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.Graph().as_default() as graph:
     tf.compat.v1.train.import_meta_graph(tf.train.latest_checkpoint(model_dir) + ".meta",
                                          clear_devices=True)
@@ -102,7 +101,6 @@ def compare(reference_dir, candidate_dir):
 
   A weight missing from the candidate has relative difference inf.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   ref = tf.train.load_checkpoint(reference_dir)
   got = tf.train.load_checkpoint(candidate_dir)
   rows = []
@@ -129,7 +127,7 @@ def main(_):
   single_dir, dist_dir = os.path.join(work, "single"), os.path.join(work, "distributed")
   reference_rate = FLAGS.reference_learning_rate or FLAGS.learning_rate
   single_rate = _run("single", "local", 1, batch * replicas, reference_rate, "none", single_dir)
-  _start_from(single_dir, dist_dir)
+  start_from(single_dir, dist_dir)
   dist_rate = _run("distributed", strategy, n, batch, FLAGS.learning_rate,
                    FLAGS.lr_scaling or "none", dist_dir)
   rows = compare(single_dir, dist_dir)

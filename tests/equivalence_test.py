@@ -94,7 +94,7 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
 
   # The reference: four local segments in this process, from the chain's first checkpoint.
   local = tmp_path / "local"
-  verify._start_from(str(chain), str(local))  # pylint: disable=protected-access
+  verify.start_from(str(chain), str(local))
   for steps in (5, 10, 15, 20):
     ed.train_and_evaluate(mnist_dnn.model_fn, mnist_dnn.input_fn, model_dir=str(local),
                           train_steps=steps, params={"batch_size": 64}, learning_rate=0.01,

@@ -153,7 +153,8 @@ class StrategyAdapter:
       if self.task.num_tasks("evaluator"):
         raise errors.ConfigError(
             "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
-            "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no --evaluator).")
+            "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
+            "--evaluator).")
       eval_spec = tf.estimator.EvalSpec(train_spec.input_fn)
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     return result[0] if result else None
@@ -164,3 +165,8 @@ class StrategyAdapter:
 
 class LocalAdapter(StrategyAdapter):
   """One process, no distribution: the reference the others are measured against."""
+
+
+def local_adapter():
+  """The adapter of one process on its own, whatever TF_CONFIG says."""
+  return LocalAdapter(task=cluster_lib.LOCAL_TASK)

@@ -20,8 +20,9 @@ STRATEGIES = tuple(_ADAPTERS)
 def adapter_class(name):
   key = ALIASES.get(name, name)
   if key not in _ADAPTERS:
-    raise errors.ConfigError(f"strategy ({name!r}) is not one of {', '.join(STRATEGIES + tuple(ALIASES))}. "
-                     f"Pick one, for example --strategy=multi_worker.")
+    raise errors.ConfigError(
+        f"strategy ({name!r}) is not one of {', '.join(STRATEGIES + tuple(ALIASES))}. "
+        f"Pick one, for example --strategy=multi_worker.")
   module, cls = _ADAPTERS[key]
   return getattr(importlib.import_module(module), cls)
 
@@ -45,6 +46,6 @@ def create_strategy(name, **options):
   cls = adapter_class(name)
   unknown = sorted(set(options) - option_names(name) - {"task"})
   if unknown:
-    raise errors.ConfigError(f"strategy {name!r} does not take option(s) {unknown}; it takes "
-                     f"{sorted(option_names(name))}.")
+    raise errors.ConfigError(f"strategy {name!r} does not take option(s) {unknown}; it "
+                             f"takes {sorted(option_names(name))}.")
   return cls(**options)

@@ -42,18 +42,16 @@ class HorovodAdapter(base.StrategyAdapter):
 
   def __init__(self, task=None, compression="none", reduction="average",
                backward_passes_per_step=1, gradient_predivide_factor=1.0, **options):
-    if compression not in COMPRESSIONS:
-      raise errors.ConfigError(f"compression ({compression!r}) must be one of {', '.join(COMPRESSIONS)}.")
-    if reduction not in REDUCTIONS:
-      raise errors.ConfigError(f"reduction ({reduction!r}) must be one of {', '.join(REDUCTIONS)}.")
-    if not isinstance(backward_passes_per_step, int) or backward_passes_per_step < 1:
-      raise errors.ConfigError(f"backward_passes_per_step ({backward_passes_per_step!r}) must be a "
-                       f"positive integer.")
+    errors.check_choice("compression", compression, COMPRESSIONS)
+    errors.check_choice("reduction", reduction, REDUCTIONS)
+    errors.check_positive("backward_passes_per_step", backward_passes_per_step)
     if gradient_predivide_factor <= 0:
-      raise errors.ConfigError(f"gradient_predivide_factor ({gradient_predivide_factor}) must be > 0.")
+      raise errors.ConfigError(
+          f"gradient_predivide_factor ({gradient_predivide_factor}) must be > 0.")
     if gradient_predivide_factor != 1.0 and reduction != "average":
-      raise errors.ConfigError(f"gradient_predivide_factor ({gradient_predivide_factor}) works only "
-                       f"with reduction='average', not {reduction!r}.")
+      raise errors.ConfigError(
+          f"gradient_predivide_factor ({gradient_predivide_factor}) works only with "
+          f"reduction='average', not {reduction!r}.")
     self.hvd = _import_horovod()
     self.hvd.init()
     self.compression = compression
@@ -62,7 +60,8 @@ class HorovodAdapter(base.StrategyAdapter):
     self.gradient_predivide_factor = gradient_predivide_factor
     self._allreduced = 0
     # Horovod's own wrappers are left alone: they already all-reduce.
-    self._hvd_optimizers = (self.hvd._DistributedOptimizer, self.hvd._DistributedAdasumOptimizer)  # pylint: disable=protected-access
+    hvd = self.hvd
+    self._hvd_optimizers = (hvd._DistributedOptimizer, hvd._DistributedAdasumOptimizer)  # pylint: disable=protected-access
     super().__init__(task, **options)
     if not self.task.is_chief:
       logging.set_verbosity(logging.WARNING)

@@ -30,12 +30,12 @@ class MirroredAdapter(base.StrategyAdapter):
     super().__init__(task, **options)
     if num_devices is None:
       num_devices = int(os.environ.get(cluster_lib.NUM_DEVICES_ENV, "0")) or None
-    if num_devices is not None and num_devices < 1:
-      raise errors.ConfigError(f"num_devices ({num_devices}) must be a positive integer.")
+    errors.check_positive("num_devices", num_devices, allow_none=True)
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
       if num_devices and num_devices > len(gpus):
-        raise errors.ConfigError(f"num_devices ({num_devices}) is more than the {len(gpus)} GPUs here.")
+        raise errors.ConfigError(
+            f"num_devices ({num_devices}) is more than the {len(gpus)} GPUs here.")
       devices = [f"/gpu:{i}" for i in range(num_devices or len(gpus))]
     else:
       devices = _cpu_devices(num_devices or 1)

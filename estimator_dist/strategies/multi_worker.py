@@ -19,11 +19,10 @@ class MultiWorkerAdapter(base.StrategyAdapter):
 
   def __init__(self, task=None, communication="auto", collective_timeout_secs=None, **options):
     super().__init__(task, **options)
-    if communication not in COMMUNICATIONS:
-      raise errors.ConfigError(f"communication ({communication!r}) must be one of "
-                       f"{', '.join(COMMUNICATIONS)}.")
+    errors.check_choice("communication", communication, tuple(COMMUNICATIONS))
     if collective_timeout_secs is not None and collective_timeout_secs <= 0:
-      raise errors.ConfigError(f"collective_timeout_secs ({collective_timeout_secs}) must be positive.")
+      raise errors.ConfigError(
+          f"collective_timeout_secs ({collective_timeout_secs}) must be positive.")
     self.communication = communication
     self.collective_timeout_secs = collective_timeout_secs
     self._strategy = None

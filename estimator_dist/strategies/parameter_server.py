@@ -92,7 +92,8 @@ class ParameterServerAdapter(base.StrategyAdapter):
                  task.index, task.cluster["ps"][task.index], task.size)
     with tf.Graph().as_default():
       done = _done_queue(task.index).dequeue_many(task.size)
-      with tf.compat.v1.Session(server.target, config=_only(f"/job:ps/task:{task.index}")) as session:
+      config = _only(f"/job:ps/task:{task.index}")
+      with tf.compat.v1.Session(server.target, config=config) as session:
         options = None
         if self.ps_done_timeout_secs:
           options = tf.compat.v1.RunOptions(timeout_in_ms=int(self.ps_done_timeout_secs * 1000))
