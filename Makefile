@@ -1,4 +1,4 @@
-# Two commands on a fresh machine: `make demo` and `make test`.
+# Two commands on a fresh machine: `make demo` and `make test`; `make bench` compares strategies.
 VENV     ?= .venv
 PY       := $(VENV)/bin/python
 STRATEGY ?= multi_worker
@@ -6,7 +6,9 @@ WORKERS  ?= 2
 STEPS    ?= 300
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test clean
+BENCH_ARGS ?=
+
+.PHONY: setup demo test bench clean
 
 setup:
 	bash scripts/setup_env.sh
@@ -17,6 +19,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/compare_strategies.py --strategies=horovod,multi_worker,parameter_server,mirrored \
+	    --num_workers=1,2 --model=mnist_cnn --steps=200 --project $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

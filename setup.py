@@ -6,7 +6,7 @@ setuptools.setup(
     version="0.1.0",
     description=("Train an existing tf.estimator model on many workers with one "
                  "decorator and one flag."),
-    packages=setuptools.find_packages(include=["estimator_dist*", "model_zoo*"]),
+    packages=setuptools.find_packages(include=["estimator_dist*", "model_zoo*", "benchmarks*"]),
     python_requires=">=3.9,<3.12",
     install_requires=[
         "tensorflow-cpu==2.15.1",
@@ -19,6 +19,7 @@ setuptools.setup(
         "horovod": ["horovod==0.28.1"],
         "spark": ["pyspark>=3.5,<3.6", "pyarrow<19"],
         "test": ["pytest", "pytest-timeout", "psutil"],
+        "bench": ["matplotlib>=3.8,<3.10"],
     },
     entry_points={
         "console_scripts": ["estimator-dist=estimator_dist.cli:main"],

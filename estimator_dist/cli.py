@@ -5,6 +5,7 @@ import sys
 _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
     "verify": ("estimator_dist.verify", "Check that a strategy does the math of one worker."),
+    "bench": ("benchmarks.compare_strategies", "Compare strategies' speed on this machine."),
 }
 
 

@@ -130,8 +130,20 @@ def parse_tf_config(text: Optional[str]) -> TaskInfo:
     rank = chiefs + index
   else:
     rank = -1
+  local_rank, local_size = _local_place(cluster, cluster[role][index], rank)
   return TaskInfo(role=role, index=index, rank=rank, size=size, cluster=cluster,
-                  source="TF_CONFIG")
+                  local_rank=local_rank, local_size=local_size, source="TF_CONFIG")
+
+
+def _local_place(cluster, address, rank):
+  """(this task's index among the training tasks on its host, how many there are).
+
+  The index is -1 for a task that does not train.
+  """
+  host = address.rpartition(":")[0]
+  training = [a for role in TRAINING_ROLES for a in cluster.get(role, ())]
+  local = [a for a in training if a.rpartition(":")[0] == host]
+  return (local.index(address) if rank >= 0 else -1), max(len(local), 1)
 
 
 def from_environment() -> TaskInfo:

@@ -11,6 +11,7 @@ from absl import flags
 
 from estimator_dist import decorator
 from estimator_dist import errors
+from estimator_dist import placement
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import horovod as horovod_options
 from estimator_dist.strategies import multi_worker
@@ -57,6 +58,9 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                        lower_bound=0, flag_values=f)
   flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow inter-op threads (0: TF default).",
                        lower_bound=0, flag_values=f)
+  flags.DEFINE_enum("cpu_affinity", "auto", placement.CPU_AFFINITIES,
+                    "auto: pin each training process that shares a host with others to its "
+                    "own share of the CPUs; none: leave placement to the OS.", flag_values=f)
   flags.DEFINE_integer("num_devices", None, "mirrored: replicas on this machine.",
                        lower_bound=1, flag_values=f)
   flags.DEFINE_enum("communication", "auto", tuple(multi_worker.COMMUNICATIONS),
@@ -104,7 +108,7 @@ def options_from_flags(flag_values=flags.FLAGS):
     raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
   strategy = factory.ALIASES.get(f.strategy, f.strategy)
   strategy_options = {"intra_op_threads": f.intra_op_threads,
-                      "inter_op_threads": f.inter_op_threads}
+                      "inter_op_threads": f.inter_op_threads, "cpu_affinity": f.cpu_affinity}
   for name, (owner, option) in _STRATEGY_FLAGS.items():
     if owner == strategy and f[name].value is not None:
       strategy_options[option] = f[name].value

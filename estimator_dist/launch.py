@@ -4,9 +4,10 @@
       --num_ps=1 --evaluator -- python -m model_zoo.mnist_cnn --train_steps=300
 
 For tf.distribute strategies every task is a process with its own TF_CONFIG on free
-ports of 127.0.0.1; for Horovod the program runs under `horovodrun --gloo`. Output
-lines are prefixed with the task (`[worker:1]`). When a task fails the others are
-stopped and the launcher exits with that task's code; Ctrl-C stops everything.
+ports of 127.0.0.1; for Horovod the program runs under `horovodrun` (MPI when Horovod
+was built with it, else Gloo). Output lines are prefixed with the task (`[worker:1]`).
+When a task fails the others are stopped and the launcher exits with that task's code;
+Ctrl-C stops everything.
 """
 
 import os
@@ -27,7 +28,9 @@ from estimator_dist import cluster as cluster_lib
 from estimator_dist import summary
 from estimator_dist.strategies import factory
 
-_HOROVOD_LINE = re.compile(r"^\[(\d+)\]<std(?:out|err)>:(.*)$")
+# horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
+_HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
+HOROVOD_CONTROLLERS = ("auto", "mpi", "gloo")
 
 
 def define_flags():
@@ -40,6 +43,9 @@ def define_flags():
   flags.DEFINE_string("model_dir", None, "Passed to the program as --model_dir unless its "
                       "arguments have one (default: a new temporary directory).")
   flags.DEFINE_string("host", "127.0.0.1", "Address the tasks bind to.")
+  flags.DEFINE_enum("horovod_controller", "auto", HOROVOD_CONTROLLERS,
+                    "horovod: how horovodrun connects the ranks; auto picks MPI when Horovod "
+                    "was built with it (shared memory between ranks of one host), else Gloo.")
   flags.DEFINE_integer("shutdown_timeout_secs", 300,
                        "After training ends, seconds ps and evaluator tasks get to exit.",
                        lower_bound=1)
@@ -105,23 +111,64 @@ class Task:
       out.flush()
 
   def stop(self, grace_secs=10):
-    """SIGTERM to the task's process group, SIGKILL after `grace_secs`."""
+    """SIGTERM to the task's processes, SIGKILL after `grace_secs`.
+
+    The task's processes are its process group and every descendant, found before
+    any is signalled (mpirun starts its ranks in process groups of their own).
+    """
+    family = _descendants(self.process.pid)
     for sig, wait in ((signal.SIGTERM, grace_secs), (signal.SIGKILL, 5)):
-      if self.process.poll() is not None:
+      if self.process.poll() is not None and not _alive(family):
         break
-      try:
-        os.killpg(self.process.pid, sig)
-      except ProcessLookupError:
-        break
+      _signal_all(self.process.pid, family, sig)
       try:
         self.process.wait(wait)
       except subprocess.TimeoutExpired:
         pass
-    try:  # Anything left in the group (Horovod's workers, say) goes too.
-      os.killpg(self.process.pid, signal.SIGKILL)
+      deadline = time.monotonic() + wait
+      while _alive(family) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _signal_all(self.process.pid, family, signal.SIGKILL)  # Anything left goes too.
+    self._thread.join(5)
+
+
+def _signal_all(group, pids, sig):
+  for kill, target in [(os.killpg, group)] + [(os.kill, pid) for pid in pids]:
+    try:
+      kill(target, sig)
     except (ProcessLookupError, PermissionError):
       pass
-    self._thread.join(5)
+
+
+def _alive(pids):
+  alive = []
+  for pid in pids:
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+          alive.append(pid)
+    except (OSError, IndexError):
+      pass
+  return alive
+
+
+def _descendants(pid):
+  """The pids of every process descended from `pid` (Linux /proc)."""
+  children = {}
+  for entry in os.listdir("/proc"):
+    if entry.isdigit():
+      try:
+        with open(f"/proc/{entry}/stat") as f:
+          parent = int(f.read().rsplit(")", 1)[1].split()[1])
+      except (OSError, ValueError, IndexError):
+        continue
+      children.setdefault(parent, []).append(int(entry))
+  found, todo = [], [pid]
+  while todo:
+    for child in children.get(todo.pop(), []):
+      found.append(child)
+      todo.append(child)
+  return found
 
 
 def _die_with_parent():
@@ -179,7 +226,8 @@ class Launcher:
       time.sleep(0.2)
 
 
-def _child_env(**extra):
+def child_env(**extra):
+  """The environment of a task: this one without TF_CONFIG, unbuffered, plus `extra`."""
   env = dict(os.environ)
   env.pop("TF_CONFIG", None)
   env["PYTHONUNBUFFERED"] = "1"
@@ -187,8 +235,27 @@ def _child_env(**extra):
   return env
 
 
+def _horovodrun_env():
+  # mpirun tags every write, not every line, and an unbuffered print writes each of
+  # its arguments on its own; buffered, a flushed print or log record is one write.
+  env = child_env()
+  env.pop("PYTHONUNBUFFERED")
+  return env
+
+
+def horovodrun_command(command, num_workers, host="127.0.0.1", controller="auto"):
+  """The horovodrun command that runs `command` as `num_workers` ranks on `host`."""
+  errors.check_choice("horovod_controller", controller, HOROVOD_CONTROLLERS)
+  horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+  interface = "lo" if host.startswith("127.") else None
+  return [horovodrun, *([f"--{controller}"] if controller != "auto" else []),
+          "-np", str(num_workers), "-H", f"{host}:{num_workers}",
+          *(["--network-interface", interface] if interface else []), *command]
+
+
 def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_dir=None,
-           host="127.0.0.1", shutdown_timeout_secs=300, out=sys.stdout):
+           host="127.0.0.1", shutdown_timeout_secs=300, out=sys.stdout,
+           horovod_controller="auto"):
   """Runs `command` as a local job; returns its exit code."""
   strategy = factory.ALIASES.get(strategy, strategy)
   if num_ps is None:
@@ -211,14 +278,13 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
   previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
   try:
     if strategy == "horovod":
-      hosts = f"{host}:{num_workers}"
-      horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-      launcher.start("horovodrun", [horovodrun, "--gloo", "-np", str(num_workers), "-H", hosts,
-                                    "--network-interface", "lo", *command], _child_env())
+      launcher.start("horovodrun",
+                     horovodrun_command(command, num_workers, host, horovod_controller),
+                     _horovodrun_env())
       training = {"horovodrun"}
     elif strategy in ("local", "mirrored"):
       devices = str(num_workers) if strategy == "mirrored" else None
-      launcher.start("chief:0", command, _child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
+      launcher.start("chief:0", command, child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
       training = {"chief:0"}
     else:
       cluster = local_cluster(strategy, num_workers, num_ps, evaluator, host)
@@ -229,7 +295,7 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
           if role in cluster_lib.TRAINING_ROLES:
             training.add(name)
           launcher.start(name, command,
-                         _child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
+                         child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
     code = launcher.wait(training, shutdown_timeout_secs)
     launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
     for fields in (f for t in launcher.tasks for f in t.summaries):
@@ -245,7 +311,7 @@ def main(argv):
   f = flags.FLAGS
   try:
     return launch(argv[1:], f.strategy, f.num_workers, f.num_ps, f.evaluator, f.model_dir,
-                  f.host, f.shutdown_timeout_secs)
+                  f.host, f.shutdown_timeout_secs, horovod_controller=f.horovod_controller)
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.launch: {e}\n")
     return 2

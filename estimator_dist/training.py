@@ -75,7 +75,8 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
                        strategy="local", model_dir, train_steps, eval_steps=None,
                        params=None, learning_rate=None,
                        lr_scaling=None, warmup_steps=None, batch_size=None,
-                       save_checkpoints_steps=None, eval_throttle_secs=60, random_seed=0,
+                       save_checkpoints_steps=None, keep_checkpoint_max=5,
+                       eval_throttle_secs=60, random_seed=0,
                        hooks=(), strategy_options=None):
   """Trains under `strategy` and returns the final eval metrics on the chief.
 
@@ -95,6 +96,7 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
     lr_scaling, warmup_steps: override the decorator's options when given.
     batch_size: the per-worker batch size, for the logs and examples/sec.
     save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
+    keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
     eval_throttle_secs: least seconds between evaluations during training.
     random_seed: the graph seed of every task; one seed everywhere keeps the
       workers' shuffle orders equal, which sharding relies on.
@@ -123,7 +125,8 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
 
   checkpoints = ({"save_checkpoints_steps": save_checkpoints_steps}
                  if save_checkpoints_steps else {})
-  config = adapter.run_config(model_dir, tf_random_seed=random_seed, **checkpoints)
+  config = adapter.run_config(model_dir, tf_random_seed=random_seed,
+                              keep_checkpoint_max=keep_checkpoint_max, **checkpoints)
   estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
                                      params=params)
   throughput = ThroughputHook()
@@ -150,14 +153,15 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
   return metrics
 
 
-def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None):
-  """Evaluates the latest checkpoint of `model_dir` in this process alone."""
+def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,
+             checkpoint_path=None):
+  """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone."""
   with _without_tf_config():
     config = tf.estimator.RunConfig(model_dir=model_dir)
   local = base.local_adapter()
   estimator = tf.estimator.Estimator(local.wrap_model_fn(model_fn), config=config,
                                      params=params)
-  return estimator.evaluate(eval_input_fn, steps=eval_steps)
+  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path)
 
 
 def _print_summary(adapter, train_steps, examples_per_step, steps_per_sec, metrics):

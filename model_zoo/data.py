@@ -62,15 +62,16 @@ def _bilinear(size_in, size_out):
   return weights
 
 
-def to_28x28(images):
-  """8x8 digits to 28x28 MNIST-like images: bilinear to 24x24, then a 2-pixel border.
+def upsample(images, size):
+  """Square images to size x size: bilinear to (size - 4)^2, then a 2-pixel border.
 
-  Smooth strokes, as in MNIST; blocky (nearest) upsampling would make exact ties in
-  every max-pool window, whose gradient then depends on rounding.
+  For the 8x8 digits at 28x28 this gives MNIST-like smooth strokes; blocky (nearest)
+  upsampling would make exact ties in every max-pool window, whose gradient then
+  depends on rounding.
   """
-  if images.shape[1:] == (28, 28):
+  if images.shape[1:] == (size, size):
     return images
-  m = _bilinear(images.shape[1], 24)
+  m = _bilinear(images.shape[1], size - 4)
   big = np.einsum("ij,njk,lk->nil", m, images, m).astype(np.float32)
   return np.pad(np.clip(big, 0.0, 1.0), ((0, 0), (2, 2), (2, 2)))
 
@@ -81,8 +82,9 @@ def load(data_path=None, synthetic=False, synthetic_examples=2048, image_size=No
     shape = (image_size, image_size) if image_size else (8, 8)
     return _synthetic(synthetic_examples, shape)
   train, test = _npz(data_path) if data_path else _digits()
-  if image_size == 28:
-    train, test = (to_28x28(train[0]), train[1]), (to_28x28(test[0]), test[1])
+  if image_size:
+    train = (upsample(train[0], image_size), train[1])
+    test = (upsample(test[0], image_size), test[1])
   return train, test
 
 

@@ -11,8 +11,7 @@ from model_zoo import data
 from model_zoo import heads
 
 
-@ed.distributed
-def model_fn(features, labels, mode, params):
+def logits(features, mode, params):
   """conv 5x5x32, pool, conv 5x5x64, pool, dense 1024 with dropout, 10 logits."""
   layers = tf.compat.v1.layers
   images = tf.reshape(features, [-1, 28, 28, 1])
@@ -24,8 +23,10 @@ def model_fn(features, labels, mode, params):
   net = layers.dense(net, 1024, activation=tf.nn.relu)
   net = layers.dropout(net, rate=params.get("dropout_rate", 0.4),
                        training=mode == tf.estimator.ModeKeys.TRAIN)
-  logits = layers.dense(net, 10)
-  return heads.classifier_spec(logits, labels, mode, params)
+  return layers.dense(net, 10)
+
+
+model_fn = heads.classifier_model_fn(logits)
 
 
 # Dropout draws masks per batch, so it cannot match across different batch splits.

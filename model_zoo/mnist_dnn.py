@@ -13,13 +13,16 @@ from model_zoo import heads
 flags.DEFINE_list("hidden_units", ["256", "128"], "Units of each hidden layer.")
 
 
-@ed.distributed
-def model_fn(features, labels, mode, params):
+def logits(features, mode, params):
+  """Hidden layers of params["hidden_units"] (default 256, 128), then 10 logits."""
+  del mode  # No layer behaves differently in training.
   net = tf.compat.v1.layers.flatten(features)
   for units in params.get("hidden_units", (256, 128)):
     net = tf.compat.v1.layers.dense(net, int(units), activation=tf.nn.relu)
-  logits = tf.compat.v1.layers.dense(net, 10)
-  return heads.classifier_spec(logits, labels, mode, params)
+  return tf.compat.v1.layers.dense(net, 10)
+
+
+model_fn = heads.classifier_model_fn(logits)
 
 
 def input_fn(params):

@@ -71,3 +71,12 @@ def test_tf_config_round_trip():
   spec = {"chief": ("h:1",), "worker": ("h:2",)}
   task = cluster.parse_tf_config(cluster.tf_config(spec, "worker", 0))
   assert (task.role, task.rank, dict(task.cluster)) == ("worker", 1, spec)
+
+
+@pytest.mark.parametrize("role,index,local", [
+    ("chief", 0, (0, 2)), ("worker", 0, (1, 2)), ("worker", 1, (0, 2)), ("worker", 2, (1, 2)),
+    ("ps", 0, (-1, 2))])
+def test_local_place_counts_training_tasks_on_the_same_host(role, index, local):
+  spec = {"chief": ["a:1"], "worker": ["a:2", "b:1", "b:2"], "ps": ["a:3"]}
+  task = cluster.parse_tf_config(tf_config(spec, role, index))
+  assert (task.local_rank, task.local_size) == local

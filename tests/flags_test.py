@@ -16,7 +16,8 @@ def parse(*argv):
 def test_defaults_give_a_local_run():
   options = ed.options_from_flags(parse("--model_dir=/tmp/m"))
   assert options["strategy"] == "local" and options["model_dir"] == "/tmp/m"
-  assert options["strategy_options"] == {"intra_op_threads": 0, "inter_op_threads": 0}
+  assert options["strategy_options"] == {"intra_op_threads": 0, "inter_op_threads": 0,
+                                         "cpu_affinity": "auto"}
 
 
 def test_backend_options_reach_their_strategy():
@@ -25,7 +26,7 @@ def test_backend_options_reach_their_strategy():
       "--backward_passes_per_step=2", "--learning_rate=0.5", "--lr_scaling=sqrt",
       "--warmup_steps=10", "--batch_size=16"))
   assert options["strategy_options"] == {
-      "intra_op_threads": 0, "inter_op_threads": 0, "compression": "fp16",
+      "intra_op_threads": 0, "inter_op_threads": 0, "cpu_affinity": "auto", "compression": "fp16",
       "reduction": "sum", "backward_passes_per_step": 2, "gradient_predivide_factor": 1.0}
   assert (options["learning_rate"], options["lr_scaling"], options["warmup_steps"],
           options["batch_size"]) == (0.5, "sqrt", 10, 16)

@@ -19,10 +19,10 @@ import json, os, sys, time
 task = json.loads(os.environ["TF_CONFIG"])["task"] if "TF_CONFIG" in os.environ else None
 print("task", json.dumps(task), "argv", " ".join(sys.argv[1:]), flush=True)
 role = (task or {}).get("type")
-if role == os.environ.get("FAIL_ROLE"):
+if role and role == os.environ.get("FAIL_ROLE"):
     time.sleep(1)
     sys.exit(3)
-if role == os.environ.get("END_ROLE"):
+if role and role == os.environ.get("END_ROLE"):
     sys.exit(0)
 time.sleep(600)
 """
@@ -92,11 +92,11 @@ def test_ctrl_c_stops_every_task(strategy, sig, code):
        "--num_workers=2", "--", conftest.PYTHON, "-c", TASK],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
       env=conftest.child_env(), start_new_session=True)
-  started = 0
+  started, lines = 0, []
   while started < 2:
-    line = process.stdout.readline()
-    assert line, "launcher ended before its tasks started"
-    started += " task " in line
+    lines.append(process.stdout.readline())
+    assert lines[-1], "launcher ended before its tasks started:\n" + "".join(lines)
+    started += " task " in lines[-1]
   os.kill(process.pid, sig)
   try:
     assert process.wait(30) == code

@@ -56,3 +56,16 @@ def test_cnn_program_on_synthetic_data(tmp_path):
                                "--train_steps=5"], timeout=120)
   assert code == 0, output[-3000:]
   assert conftest.summaries(output)[0]["steps"] == "5"
+
+
+def test_digits_upsample_to_32x32_for_the_resnet():
+  (x, _), _ = data.load(image_size=32)
+  assert x.shape[1:] == (32, 32) and not x[:, :2].any()
+
+
+def test_resnet_program_trains_on_digits(tmp_path):
+  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.resnet", "--resnet_blocks=1",
+                               f"--model_dir={tmp_path}", "--train_steps=150"], timeout=300)
+  assert code == 0, output[-3000:]
+  (summary,) = conftest.summaries(output)
+  assert float(summary["eval_accuracy"]) >= 0.90

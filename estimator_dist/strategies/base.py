@@ -8,6 +8,7 @@ import tensorflow as tf
 from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
 from estimator_dist import inputs
+from estimator_dist import placement
 
 _ACTIVE = threading.local()
 
@@ -49,11 +50,12 @@ class StrategyAdapter:
   allowed_roles = ()
   needs_ps = False
 
-  def __init__(self, task=None, intra_op_threads=0, inter_op_threads=0):
+  def __init__(self, task=None, intra_op_threads=0, inter_op_threads=0, cpu_affinity="auto"):
     self.task = task if task is not None else self._task_from_environment()
     self.intra_op_threads = intra_op_threads
     self.inter_op_threads = inter_op_threads
     self._validate_task()
+    self.cpus = placement.apply(cpu_affinity, self.task)
 
   # -- the task -------------------------------------------------------------------------
   def _task_from_environment(self):

@@ -9,6 +9,7 @@ read the same model_dir (so all agree where training stands) and write nothing.
 """
 
 import contextlib
+import os
 import threading
 
 import tensorflow as tf
@@ -19,6 +20,17 @@ from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import base
 
 REDUCTIONS = ("average", "sum", "adasum")
+# Environment defaults for ranks that train on CPUs (an environment value wins), measured
+# with benchmarks/compare_strategies.py; see benchmarks/RESULTS.md.
+CPU_DEFAULTS = {
+    # Open MPI's shared-memory transport busy-polls while a rank waits for its peers;
+    # on CPUs that poll takes the core from the rank's own computation.
+    "OMPI_MCA_mpi_yield_when_idle": "1",
+    # A tensor larger than the fusion buffer is all-reduced in place. Fusing a CPU tensor
+    # copies it in and out of the buffer, which for megabytes costs more than the
+    # per-message latency fusion saves; small tensors are still fused.
+    "HOROVOD_FUSION_THRESHOLD": str(8 * 1024 * 1024),
+}
 COMPRESSIONS = ("none", "fp16")
 _Optimizer = tf.compat.v1.train.Optimizer
 _ORIGINAL = {"compute_gradients": _Optimizer.compute_gradients,
@@ -53,6 +65,9 @@ class HorovodAdapter(base.StrategyAdapter):
           f"gradient_predivide_factor ({gradient_predivide_factor}) works only with "
           f"reduction='average', not {reduction!r}.")
     self.hvd = _import_horovod()
+    if not tf.config.list_physical_devices("GPU"):
+      for name, value in CPU_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     self.hvd.init()
     self.compression = compression
     self.reduction = reduction

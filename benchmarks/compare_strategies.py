@@ -1,0 +1,141 @@
+"""Compares distribution strategies on this machine, against its own limit.
+
+  python benchmarks/compare_strategies.py --strategies=horovod,multi_worker \\
+      --num_workers=1,2 --model=mnist_cnn --steps=200 --output_dir=/tmp/bench
+
+(also `estimator-dist bench ...`). For every strategy and worker count it trains the
+model with estimator_dist on real local processes and reports examples/sec (the
+median over windows after warm-up, with the spread), the scaling efficiency against
+N independent workers of the same model on the same machine, and the toolkit's
+overhead against a hand-written program for the same backend. With --data=digits it
+also reports the time to a target eval accuracy. Writes a markdown table to stdout,
+results.json and results.png to --output_dir; --project adds a cost-model projection
+to more workers.
+"""
+
+import os
+import sys
+
+if __package__ in (None, ""):  # Run as a script: make the repository importable.
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+
+from benchmarks import models
+from benchmarks import projection
+from benchmarks import report
+from benchmarks import runner
+from benchmarks import stats
+from estimator_dist.strategies import factory
+
+STRATEGIES = ("horovod", "multi_worker", "parameter_server", "mirrored")
+# Options the benchmark also reports for Horovod; none is a default (they change the math
+# or its precision).
+HOROVOD_VARIANTS = {
+    "fp16": ("--hvd_compression=fp16",),
+    "accumulate2": ("--backward_passes_per_step=2",),
+}
+
+
+def define_flags():
+  flags.DEFINE_list("strategies", list(STRATEGIES), "Strategies to compare.")
+  flags.DEFINE_list("num_workers", ["1", "2"], "Worker counts to run each strategy with.")
+  flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.")
+  flags.DEFINE_enum("data", "synthetic", models.DATA,
+                    "synthetic (throughput) or digits (also time to --target_accuracy).")
+  flags.DEFINE_integer("batch_size", 64, "Batch size per worker.", lower_bound=1)
+  flags.DEFINE_integer("steps", 200, "Training steps of every job.", lower_bound=2)
+  flags.DEFINE_integer("warmup_steps", 30, "Steps left out of the measurement.", lower_bound=0)
+  flags.DEFINE_integer("window_steps", 10, "Steps per measurement window.", lower_bound=1)
+  flags.DEFINE_integer("threads_per_worker", 1,
+                       "TensorFlow intra-op threads per worker (0: TensorFlow's default).",
+                       lower_bound=0)
+  flags.DEFINE_string("output_dir", "/tmp/estimator_dist_bench", "Where results go.")
+  flags.DEFINE_bool("baselines", True, "Also run the hand-written programs (overhead).")
+  flags.DEFINE_list("horovod_variants", list(HOROVOD_VARIANTS),
+                    f"Horovod options also reported at N > 1: {', '.join(HOROVOD_VARIANTS)}.")
+  flags.DEFINE_float("target_accuracy", 0.95, "--data=digits: the eval accuracy to reach.")
+  flags.DEFINE_integer("checkpoint_every", 20, "--data=digits: steps between the checkpoints "
+                       "whose accuracy is measured.", lower_bound=1)
+  flags.DEFINE_bool("project", False, "Project examples/sec and efficiency to 8-256 workers "
+                    "with a cost model fitted to the measured jobs.")
+  flags.DEFINE_float("project_latency_us", 0.0, "--project: latency of one message between "
+                     "workers, in microseconds.", lower_bound=0.0)
+
+  flags.register_validator(
+      "strategies", lambda v: v and all(factory.ALIASES.get(s, s) in STRATEGIES for s in v),
+      f"--strategies takes a comma-separated list of {', '.join(STRATEGIES)}.")
+  flags.register_validator(
+      "num_workers", lambda v: v and all(n.isdigit() and int(n) > 0 for n in v),
+      "--num_workers takes a comma-separated list of positive integers, e.g. 1,2.")
+  flags.register_validator(
+      "horovod_variants", lambda v: all(x in HOROVOD_VARIANTS for x in v),
+      f"--horovod_variants takes any of {', '.join(HOROVOD_VARIANTS)}.")
+  flags.register_multi_flags_validator(
+      ["warmup_steps", "window_steps", "steps"],
+      lambda v: v["warmup_steps"] + 2 * v["window_steps"] <= v["steps"],
+      "--steps must leave at least two --window_steps windows after --warmup_steps.")
+
+
+def jobs(f):
+  """Every job of one benchmark, in the order they run."""
+  strategies = [factory.ALIASES.get(s, s) for s in f.strategies]
+  counts = sorted({int(n) for n in f.num_workers})
+  planned = []
+  for n in counts:
+    planned.append(runner.Job("independent", "local", n))
+    for strategy in strategies:
+      planned.append(runner.Job("toolkit", strategy, n))
+      if f.baselines:
+        planned.append(runner.Job("baseline", strategy, n))
+      if strategy == "horovod" and n > 1:
+        planned += [runner.Job("toolkit", strategy, n, v, HOROVOD_VARIANTS[v])
+                    for v in f.horovod_variants]
+  return planned
+
+
+def main(_):
+  f = flags.FLAGS
+  settings = runner.Settings(
+      model=f.model, data=f.data, batch_size=f.batch_size, steps=f.steps,
+      threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
+      checkpoint_every=f.checkpoint_every if f.data == "digits" else 0)
+  results = []
+  for job in jobs(f):
+    print(f"[bench] {job.name} ...", flush=True)
+    result = runner.run(job, settings)
+    result["throughput"] = stats.throughput(result["timings"], f.warmup_steps, f.window_steps)
+    print(f"[bench] {job.name}: exit code {result['code']}, {result['seconds']:.0f}s, "
+          f"{report.rate_text(result)}", flush=True)
+    results.append(result)
+  rows = report.rows(results)
+  if f.data == "digits":
+    report.add_time_to_accuracy(rows, results, settings, f.target_accuracy)
+  print(report.markdown(rows, settings, f.target_accuracy if f.data == "digits" else None))
+  extra = {}
+  if f.project:
+    fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
+    if fitted:
+      projected = projection.project(fitted, f.project_latency_us * 1e-6)
+      print("\n" + projection.markdown(fitted, projected))
+      extra["projection"] = {"parameters": fitted, "rows": projected}
+    else:
+      print("\n[bench] --project needs an independent 1-worker job and a toolkit job with "
+            "more than one worker", file=sys.stderr)
+  report.write(rows, settings, f.output_dir, extra)
+  failed = [r["job"].name for r in results if r["code"] != 0 or not r["throughput"]]
+  if failed:
+    print(f"[bench] jobs without a measurement: {', '.join(failed)}; logs in "
+          f"{os.path.join(f.output_dir, 'runs')}", file=sys.stderr)
+    return 1
+  return 0
+
+
+def run():
+  define_flags()
+  app.run(main)
+
+
+if __name__ == "__main__":
+  run()

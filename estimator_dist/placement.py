@@ -1,0 +1,44 @@
+"""CPU placement of the training processes that share one machine.
+
+Several training processes on one host each start thread pools sized for the whole
+machine, and the kernel migrates their threads between cores; a synchronous job then
+waits for whichever process was slowed down. By default each training process of a
+multi-process host is pinned to its own equal share of the CPUs it may use, and
+TensorFlow sizes its default thread pools to that share.
+"""
+
+import os
+
+from absl import logging
+
+from estimator_dist import errors
+
+CPU_AFFINITIES = ("auto", "none")
+
+
+def share(cpus, local_rank, local_size):
+  """The CPUs of local process `local_rank` of `local_size`; None if they cannot be split."""
+  cpus = sorted(cpus)
+  if local_size <= 1 or not 0 <= local_rank < local_size or len(cpus) < local_size:
+    return None
+  per_process = len(cpus) // local_size
+  return cpus[local_rank * per_process:(local_rank + 1) * per_process]
+
+
+def apply(cpu_affinity, task):
+  """Pins this process's threads to its share of CPUs per `cpu_affinity`; returns them."""
+  errors.check_choice("cpu_affinity", cpu_affinity, CPU_AFFINITIES)
+  if cpu_affinity == "none" or not task.is_training or not hasattr(os, "sched_setaffinity"):
+    return None
+  cpus = share(os.sched_getaffinity(0), task.local_rank, task.local_size)
+  if cpus is None:
+    return None
+  # Threads inherit their creator's CPUs; the ones running already are set one by one.
+  for thread_id in os.listdir("/proc/self/task"):
+    try:
+      os.sched_setaffinity(int(thread_id), cpus)
+    except OSError:
+      pass
+  logging.info("estimator_dist: training process %d of %d on this host runs on CPUs %s "
+               "(cpu_affinity='none' turns this off)", task.local_rank, task.local_size, cpus)
+  return cpus

@@ -1,0 +1,95 @@
+"""The benchmark: its statistics and cost model, and a short real run of every job kind."""
+
+import json
+import os
+
+from absl.testing import absltest
+
+from benchmarks import projection
+from benchmarks import stats
+from tests import conftest
+
+
+def _timing(start, step_secs, steps, examples=64):
+  return {"times": [start + i * step_secs for i in range(steps)], "examples_per_step": examples}
+
+
+class ThroughputTest(absltest.TestCase):
+
+  def test_total_is_the_sum_of_the_tasks(self):
+    result = stats.throughput([_timing(0, 0.1, 60), _timing(0, 0.05, 120)], 10, 10)
+    self.assertAlmostEqual(result["examples_per_sec"], 640 + 1280)
+    self.assertEqual(result["tasks"], 2)
+    self.assertAlmostEqual(result["spread"], 0.0)
+
+  def test_only_the_span_every_task_ran_counts(self):
+    # The second task starts 3 s late; the first task's early windows, when it ran
+    # alone and fast, must not count.
+    fast_alone = _timing(0, 0.05, 60)
+    fast_alone["times"] += [fast_alone["times"][-1] + 0.1 * (i + 1) for i in range(100)]
+    late = _timing(3.0, 0.1, 60)
+    result = stats.throughput([fast_alone, late], 5, 5)
+    self.assertAlmostEqual(result["examples_per_sec"], 640 + 640, delta=1)
+
+  def test_a_task_without_enough_steps_gives_no_measurement(self):
+    self.assertIsNone(stats.throughput([_timing(0, 0.1, 60), _timing(0, 0.1, 12)], 10, 5))
+
+
+class ProjectionTest(absltest.TestCase):
+
+  def rows(self):
+    def row(kind, strategy, workers, per_worker):
+      return {"kind": kind, "strategy": strategy, "variant": "", "workers": workers,
+              "examples_per_sec": per_worker * workers, "per_worker": per_worker}
+    # Alone 50 ms/step; two independent 60 ms; ring 80 ms; ps 100 ms (batch 64).
+    return [row("independent", "local", 1, 1280), row("independent", "local", 2, 64 / 0.06),
+            row("toolkit", "horovod", 2, 64 / 0.08),
+            row("toolkit", "parameter_server", 2, 64 / 0.10)]
+
+  def test_fit_reads_bandwidth_from_the_added_step_time(self):
+    fitted = projection.fit(self.rows(), 64, model_bytes=10e6)
+    self.assertAlmostEqual(fitted["t_compute"], 0.05)
+    # 2 (n-1)/n S over the 20 ms ring all-reduce added; 2 S over the 40 ms ps added.
+    self.assertAlmostEqual(fitted["ring_bytes_per_sec"] / (10e6 / 0.02), 1.0)
+    self.assertAlmostEqual(fitted["ps_bytes_per_sec"] / (2 * 10e6 / 0.04), 1.0)
+
+  def test_ring_scales_better_than_one_parameter_server(self):
+    fitted = projection.fit(self.rows(), 64, model_bytes=10e6)
+    projected = {(r["scheme"], r["workers"]): r for r in projection.project(fitted)}
+    ring = projected[("ring all-reduce", 256)]
+    self.assertAlmostEqual(ring["efficiency"], 0.05 / (0.05 + 2 * 255 / 256 * 0.02))
+    one_ps = projected[("parameter servers, 1 ps", 256)]
+    self.assertAlmostEqual(one_ps["efficiency"], 0.05 / (0.05 + 256 * 0.04))
+    self.assertGreater(projected[("parameter servers, 1 ps per 4 workers", 256)]["efficiency"],
+                       one_ps["efficiency"])
+
+  def test_fit_needs_a_distributed_job(self):
+    self.assertIsNone(projection.fit(self.rows()[:2], 64, 10e6))
+
+
+def test_benchmark_smoke(tmp_path):
+  """A short real benchmark of horovod: independent, toolkit and hand-written jobs,
+  time to accuracy on digits, the table, JSON, charts and projection."""
+  out = tmp_path / "bench"
+  code, output = conftest.run(
+      [conftest.PYTHON, "benchmarks/compare_strategies.py", "--strategies=horovod",
+       "--num_workers=1,2", "--steps=30", "--warmup_steps=5", "--window_steps=5",
+       "--horovod_variants=", "--data=digits", "--target_accuracy=0.2",
+       "--checkpoint_every=10", "--project", f"--output_dir={out}"], timeout=500)
+  assert code == 0, output[-5000:]
+  assert "| strategy | workers | examples/sec |" in output
+  assert "PROJECTION" in output
+  with open(out / "results.json") as f:
+    results = json.load(f)
+  rows = {(r["kind"], r["workers"]): r for r in results["rows"]}
+  assert set(rows) == {(k, n) for k in ("independent", "toolkit", "baseline") for n in (1, 2)}
+  for row in rows.values():
+    assert row["exit_code"] == 0 and row["examples_per_sec"] > 0, row
+    assert 0 < row["efficiency"] < 2, row
+  assert 0.5 < rows[("toolkit", 2)]["overhead"] < 2
+  assert rows[("toolkit", 2)]["time_to_accuracy"] > 0
+  assert len(results["projection"]["rows"]) == 3 * len(projection.WORKERS)
+  for name in ("results.png", "projection.png"):
+    with open(out / name, "rb") as f:
+      assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+  assert os.path.isdir(out / "runs" / "toolkit-horovod-2")
