@@ -62,6 +62,8 @@ def define_flags():
                     "with a cost model fitted to the measured jobs.")
   flags.DEFINE_float("project_latency_us", 0.0, "--project: latency of one message between "
                      "workers, in microseconds.", lower_bound=0.0)
+  flags.DEFINE_float("project_bandwidth_gbps", None, "--project: the network's bandwidth in "
+                     "Gbit/s, instead of the one fitted to this machine's runs.", lower_bound=0.0)
 
   flags.register_validator(
       "strategies", lambda v: v and all(factory.ALIASES.get(s, s) in STRATEGIES for s in v),
@@ -116,6 +118,9 @@ def main(_):
   extra = {}
   if f.project:
     fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
+    if fitted and f.project_bandwidth_gbps:
+      fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
+      fitted["bandwidth_source"] = f"given as {f.project_bandwidth_gbps:g} Gbit/s"
     if fitted:
       projected = projection.project(fitted, f.project_latency_us * 1e-6)
       print("\n" + projection.markdown(fitted, projected))
@@ -124,10 +129,14 @@ def main(_):
       print("\n[bench] --project needs an independent 1-worker job and a toolkit job with "
             "more than one worker", file=sys.stderr)
   report.write(rows, settings, f.output_dir, extra)
-  failed = [r["job"].name for r in results if r["code"] != 0 or not r["throughput"]]
+  runs = os.path.join(f.output_dir, "runs")
+  unmeasured = [r["job"].name for r in results if r["code"] == 0 and not r["throughput"]]
+  if unmeasured:
+    print(f"[bench] no span where all tasks ran past warm-up, so no measurement: "
+          f"{', '.join(unmeasured)}; logs in {runs}", file=sys.stderr)
+  failed = [r["job"].name for r in results if r["code"] != 0]
   if failed:
-    print(f"[bench] jobs without a measurement: {', '.join(failed)}; logs in "
-          f"{os.path.join(f.output_dir, 'runs')}", file=sys.stderr)
+    print(f"[bench] failed: {', '.join(failed)}; logs in {runs}", file=sys.stderr)
     return 1
   return 0
 

@@ -48,6 +48,7 @@ def fit(rows, batch, model_bytes):
     return None
   params["ring_bytes_per_sec"] = ring or ps
   params["ps_bytes_per_sec"] = ps or ring
+  params["bandwidth_source"] = "fitted to this run's loopback"
   return params
 
 
@@ -73,7 +74,8 @@ def project(params, latency_secs=0.0, workers=WORKERS):
 
 def markdown(params, rows):
   lines = [
-      "PROJECTION from a cost model fitted to this run (not measured): "
+      f"PROJECTION from a cost model, bandwidth {params.get('bandwidth_source', 'fitted')} "
+      "(not measured): "
       f"t_c = {1000 * params['t_compute']:.1f} ms/step, S = {params['model_bytes'] / 1e6:.1f} MB, "
       f"B = {params['ring_bytes_per_sec'] / 1e9:.2f} GB/s (ring), "
       f"B_ps = {params['ps_bytes_per_sec'] / 1e9:.2f} GB/s", "",

@@ -152,7 +152,7 @@ def allreduce_ops(graph):
 
 
 def test_horovod_all_reduces_any_v1_optimizer_and_broadcasts():
-  adapter = ed.create_strategy("horovod")
+  adapter = ed.create_strategy("horovod", task=ed.TaskInfo("chief", 0, 0, 2))
   graph, spec = build(ed.distributed(linear_model_fn({})), adapter)
   assert allreduce_ops(graph)
   assert all(name.startswith("DistributedGradientDescentOptimizer_Allreduce")
@@ -162,6 +162,12 @@ def test_horovod_all_reduces_any_v1_optimizer_and_broadcasts():
   assert tf.compat.v1.train.Optimizer.compute_gradients is (
       tf.compat.v1.train.Optimizer.__dict__["compute_gradients"])
   assert "estimator_dist" not in tf.compat.v1.train.Optimizer.compute_gradients.__module__
+
+
+def test_one_horovod_rank_neither_all_reduces_nor_broadcasts():
+  graph, spec = build(ed.distributed(linear_model_fn({})), ed.create_strategy("horovod"))
+  assert not allreduce_ops(graph)
+  assert not any(type(h).__name__ == "BroadcastGlobalVariablesHook" for h in spec.training_hooks)
 
 
 def test_horovod_does_not_wrap_an_optimizer_twice():

@@ -160,6 +160,9 @@ class HorovodAdapter(base.StrategyAdapter):
   @contextlib.contextmanager
   def gradient_context(self):
     self._allreduced = 0
+    if self.task.size == 1:  # One rank has nothing to all-reduce or broadcast.
+      yield
+      return
     patches = [(_Optimizer, m, self._routed(m)) for m in _ORIGINAL]
     patches += [(cls, m, self._guarded(m, cls.__dict__[m]))
                 for cls in self._hvd_optimizers for m in _ORIGINAL]
@@ -181,7 +184,7 @@ class HorovodAdapter(base.StrategyAdapter):
           "minimize() or compute_gradients()/apply_gradients().")
 
   def training_hooks(self):
-    return [self.hvd.BroadcastGlobalVariablesHook(0)]
+    return [self.hvd.BroadcastGlobalVariablesHook(0)] if self.task.size > 1 else []
 
   # -- running ----------------------------------------------------------------------------
   def train(self, estimator, train_spec, eval_spec):
