@@ -107,10 +107,10 @@ def chart(table, settings, path):
     ax.set_xticks(range(len(counts)), [f"{n} worker(s)" for n in counts])
     ax.set_title(title)
   ax_eff.axhline(0.85, color="gray", linestyle="--", linewidth=1)
-  ax_rate.legend(fontsize=7)
+  fig.legend(*ax_rate.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8)
   fig.suptitle(f"{settings.model}, batch {settings.batch_size}/worker, "
                f"{settings.threads_per_worker or 'default'} thread(s)/worker")
-  fig.tight_layout()
+  fig.tight_layout(rect=(0, 0.12, 1, 1))
   fig.savefig(path, dpi=100)
   plt.close(fig)
 

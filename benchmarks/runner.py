@@ -80,9 +80,9 @@ def run(job, settings):
     if job.kind == "independent":
       code = _independent(command, model_dir, job.num_workers, log)
     else:
-      code = launch.launch([*command, f"--model_dir={model_dir}"], job.strategy, job.num_workers, out=log,
-                           shutdown_timeout_secs=(_PS_GRACE_SECS if job.kind == "baseline"
-                                                  else 120))
+      grace = _PS_GRACE_SECS if job.kind == "baseline" else 120
+      code = launch.launch([*command, f"--model_dir={model_dir}"], job.strategy,
+                           job.num_workers, out=log, shutdown_timeout_secs=grace)
   timings = timing.read_dir(timing_dir)
   if job.kind == "baseline" and job.strategy == "parameter_server" and len(timings) == (
       job.num_workers):

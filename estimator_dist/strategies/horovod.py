@@ -20,6 +20,7 @@ from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import base
 
 REDUCTIONS = ("average", "sum", "adasum")
+COMPRESSIONS = ("none", "fp16")
 # Environment defaults for ranks that train on CPUs (an environment value wins), measured
 # with benchmarks/compare_strategies.py; see benchmarks/RESULTS.md.
 CPU_DEFAULTS = {
@@ -31,7 +32,6 @@ CPU_DEFAULTS = {
     # per-message latency fusion saves; small tensors are still fused.
     "HOROVOD_FUSION_THRESHOLD": str(8 * 1024 * 1024),
 }
-COMPRESSIONS = ("none", "fp16")
 _Optimizer = tf.compat.v1.train.Optimizer
 _ORIGINAL = {"compute_gradients": _Optimizer.compute_gradients,
              "apply_gradients": _Optimizer.apply_gradients}
