@@ -30,7 +30,7 @@ def time_to_accuracy(model, model_dir, start, target, batch_size=256):
       continue
     metrics = ed.evaluate(models.MODELS[model].module.model_fn, eval_input_fn,
                           model_dir=model_dir, checkpoint_path=path,
-                          params=models.params(model, batch_size))
+                          params={"batch_size": batch_size})
     if metrics["accuracy"] >= target:
       return written - start, step, float(metrics["accuracy"])
   return None

@@ -23,13 +23,8 @@ SYNTHETIC_EXAMPLES = 4096
 
 def load(model, data_name):
   """((x_train, y_train), (x_eval, y_eval)) for `model` (a MODELS key)."""
-  synthetic = data_name == "synthetic"
-  return data.load(synthetic=synthetic, synthetic_examples=SYNTHETIC_EXAMPLES,
+  return data.load(synthetic=data_name == "synthetic", synthetic_examples=SYNTHETIC_EXAMPLES,
                    image_size=MODELS[model].image_size)
-
-
-def params(model, batch_size):
-  return {"batch_size": batch_size, "learning_rate": MODELS[model].learning_rate}
 
 
 def parameter_bytes(model):

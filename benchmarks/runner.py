@@ -13,6 +13,7 @@ import shutil
 import sys
 import time
 
+from benchmarks import models
 from benchmarks import timing
 from estimator_dist import launch
 from estimator_dist import placement
@@ -54,6 +55,7 @@ def _program_args(job, settings, timing_dir):
   if job.strategy == "mirrored":
     threads *= job.num_workers  # One process runs every replica.
   args = [f"--model={settings.model}", f"--data={settings.data}",
+          f"--learning_rate={models.MODELS[settings.model].learning_rate}",
           f"--batch_size={settings.batch_size}", f"--train_steps={settings.steps}",
           f"--timing_dir={timing_dir}"]
   if threads:

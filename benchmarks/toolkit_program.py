@@ -23,13 +23,12 @@ def main(_):
   options = ed.options_from_flags()
   adapter = ed.create_strategy(options.pop("strategy"), **options.pop("strategy_options"))
   (x, y), _ = models.load(f.model, f.data)
-  params = models.params(f.model, options["batch_size"])
-  params.pop("learning_rate")  # The flag's rate is the one used.
   local_replicas = adapter.num_replicas if adapter.name == "mirrored" else 1
   hook = timing.TimingHook(timing.task_path(f.timing_dir, task.name()),
                            options["batch_size"] * local_replicas)
   ed.train_and_evaluate(models.MODELS[f.model].module.model_fn,
-                        data.input_fn(x, y, shuffle=True), strategy=adapter, params=params,
+                        data.input_fn(x, y, shuffle=True), strategy=adapter,
+                        params={"batch_size": options["batch_size"]},
                         hooks=[hook], keep_checkpoint_max=f.keep_checkpoint_max,
                         **options)
 

@@ -50,7 +50,7 @@ def model_fn(learning_rate_factor, wrap_optimizer=lambda opt: opt):
 
 def params():
   f = flags.FLAGS
-  return {**models.params(f.model, f.batch_size), "learning_rate": f.learning_rate}
+  return {"batch_size": f.batch_size, "learning_rate": f.learning_rate}
 
 
 def input_fn(num_shards, index):
