@@ -97,6 +97,21 @@ def jobs(f):
   return planned
 
 
+def _project(f, rows):
+  """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
+  fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
+  if not fitted:
+    print("\n[bench] --project needs an independent 1-worker job and a toolkit job with "
+          "more than one worker", file=sys.stderr)
+    return None
+  if f.project_bandwidth_gbps:
+    fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
+    fitted["bandwidth_source"] = f"given as {f.project_bandwidth_gbps:g} Gbit/s"
+  projected = projection.project(fitted, f.project_latency_us * 1e-6)
+  print("\n" + projection.markdown(fitted, projected))
+  return {"parameters": fitted, "rows": projected}
+
+
 def main(_):
   f = flags.FLAGS
   settings = runner.Settings(
@@ -115,19 +130,7 @@ def main(_):
   if f.data == "digits":
     report.add_time_to_accuracy(rows, results, settings, f.target_accuracy)
   print(report.markdown(rows, settings, f.target_accuracy if f.data == "digits" else None))
-  extra = {}
-  if f.project:
-    fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
-    if fitted and f.project_bandwidth_gbps:
-      fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
-      fitted["bandwidth_source"] = f"given as {f.project_bandwidth_gbps:g} Gbit/s"
-    if fitted:
-      projected = projection.project(fitted, f.project_latency_us * 1e-6)
-      print("\n" + projection.markdown(fitted, projected))
-      extra["projection"] = {"parameters": fitted, "rows": projected}
-    else:
-      print("\n[bench] --project needs an independent 1-worker job and a toolkit job with "
-            "more than one worker", file=sys.stderr)
+  extra = {"projection": _project(f, rows)} if f.project else {}
   report.write(rows, settings, f.output_dir, extra)
   runs = os.path.join(f.output_dir, "runs")
   unmeasured = [r["job"].name for r in results if r["code"] == 0 and not r["throughput"]]

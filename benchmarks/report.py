@@ -76,7 +76,7 @@ def write(table, settings, output_dir, extra=None):
   with open(os.path.join(output_dir, "results.json"), "w") as f:
     json.dump({"settings": vars(settings), "rows": table, **(extra or {})}, f, indent=1)
   chart(table, settings, os.path.join(output_dir, "results.png"))
-  if extra and "projection" in extra:
+  if extra and extra.get("projection"):
     projection_chart(extra["projection"]["rows"], os.path.join(output_dir, "projection.png"))
 
 
