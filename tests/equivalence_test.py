@@ -67,9 +67,11 @@ def test_every_parameter_server_worker_updates_the_variables(tmp_path):
            if "steps_run=" in line]
   assert len(steps) == 2 and min(steps) > 0, steps
   # Asynchronous updates: each worker step adds one to the shared global step. The
-  # other worker may land one step in flight after the chief saved the last checkpoint.
+  # other worker may land steps after the chief saved the last checkpoint: one in
+  # flight, or, when it joins as the chief ends, its first run and the run in which
+  # it reads that the end is reached (seen: [300, 2] with 300 saved).
   final = tf.train.load_checkpoint(str(tmp_path)).get_tensor("global_step")
-  assert final >= 300 and final <= sum(steps) <= final + 1, (steps, final)
+  assert final >= 300 and final <= sum(steps) <= final + 2, (steps, final)
 
 
 CHAIN = [("local", 1, 64), ("horovod", 2, 32), ("multi_worker", 2, 32),
