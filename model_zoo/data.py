@@ -1,13 +1,14 @@
 """Data for the model zoo: scikit-learn digits, a Keras-format MNIST .npz, or synthetic.
 
 Loading uses numpy only (no TensorFlow op runs before the strategy is created).
+`train_from_flags` is the main of the model programs.
 """
 
 import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from estimator_dist import errors
+import estimator_dist as ed
 
 EVAL_FRACTION = 0.2
 
@@ -38,7 +39,7 @@ def _npz(path):
       train = (f["x_train"].astype(np.float32) / 255.0, f["y_train"].astype(np.int32))
       test = (f["x_test"].astype(np.float32) / 255.0, f["y_test"].astype(np.int32))
   except (OSError, KeyError, ValueError) as e:
-    raise errors.ConfigError(f"--data_path={path} is not a Keras-format MNIST .npz with x_train, "
+    raise ed.ConfigError(f"--data_path={path} is not a Keras-format MNIST .npz with x_train, "
                      f"y_train, x_test and y_test ({e}).") from None
   return train, test
 
@@ -91,6 +92,23 @@ def load(data_path=None, synthetic=False, synthetic_examples=2048, image_size=No
 def load_from_flags(image_size=None):
   f = flags.FLAGS
   return load(f.data_path, f.synthetic, f.synthetic_examples, image_size)
+
+
+def digits_input_fn(image_size=None):
+  """The training input_fn(params) on scikit-learn's digits (what `estimator-dist verify` runs)."""
+  def fn(params):
+    (x, y), _ = load(image_size=image_size)
+    return input_fn(x, y, shuffle=True)(params)
+  return fn
+
+
+def train_from_flags(model_fn, image_size=None, **params):
+  """A model program's main: trains `model_fn` on the flags' data and evaluates it."""
+  options = ed.options_from_flags()
+  (x_train, y_train), (x_eval, y_eval) = load_from_flags(image_size)
+  ed.train_and_evaluate(model_fn, input_fn(x_train, y_train, shuffle=True),
+                        input_fn(x_eval, y_eval, shuffle=False),
+                        params={"batch_size": options["batch_size"], **params}, **options)
 
 
 def input_fn(x, y, shuffle):

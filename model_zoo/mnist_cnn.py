@@ -4,7 +4,6 @@
 """
 
 import tensorflow as tf
-from absl import flags
 
 import estimator_dist as ed
 from model_zoo import data
@@ -33,18 +32,11 @@ model_fn = heads.classifier_model_fn(logits)
 VERIFY_PARAMS = {"dropout_rate": 0.0}
 
 
-def input_fn(params):
-  """Training input on scikit-learn's digits at 28x28 (used by `estimator-dist verify`)."""
-  (x, y), _ = data.load(image_size=28)
-  return data.input_fn(x, y, shuffle=True)(params)
+input_fn = data.digits_input_fn(image_size=28)
 
 
 def main(_):
-  options = ed.options_from_flags()
-  (x_train, y_train), (x_eval, y_eval) = data.load_from_flags(image_size=28)
-  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, shuffle=True),
-                        data.input_fn(x_eval, y_eval, shuffle=False),
-                        params={"batch_size": options["batch_size"]}, **options)
+  data.train_from_flags(model_fn, image_size=28)
 
 
 if __name__ == "__main__":

@@ -25,20 +25,11 @@ def logits(features, mode, params):
 model_fn = heads.classifier_model_fn(logits)
 
 
-def input_fn(params):
-  """Training input on scikit-learn's digits (used by `estimator-dist verify`)."""
-  (x, y), _ = data.load()
-  return data.input_fn(x, y, shuffle=True)(params)
+input_fn = data.digits_input_fn()
 
 
 def main(_):
-  options = ed.options_from_flags()
-  (x_train, y_train), (x_eval, y_eval) = data.load_from_flags()
-  params = {"hidden_units": [int(u) for u in flags.FLAGS.hidden_units],
-            "batch_size": options["batch_size"]}
-  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, shuffle=True),
-                        data.input_fn(x_eval, y_eval, shuffle=False), params=params,
-                        **options)
+  data.train_from_flags(model_fn, hidden_units=[int(u) for u in flags.FLAGS.hidden_units])
 
 
 if __name__ == "__main__":

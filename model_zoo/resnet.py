@@ -51,19 +51,11 @@ def logits(features, mode, params):
 model_fn = heads.classifier_model_fn(logits)
 
 
-def input_fn(params):
-  """Training input on scikit-learn's digits at 32x32 (used by `estimator-dist verify`)."""
-  (x, y), _ = data.load(image_size=IMAGE_SIZE)
-  return data.input_fn(x, y, shuffle=True)(params)
+input_fn = data.digits_input_fn(image_size=IMAGE_SIZE)
 
 
 def main(_):
-  options = ed.options_from_flags()
-  (x_train, y_train), (x_eval, y_eval) = data.load_from_flags(image_size=IMAGE_SIZE)
-  params = {"batch_size": options["batch_size"], "resnet_blocks": flags.FLAGS.resnet_blocks}
-  ed.train_and_evaluate(model_fn, data.input_fn(x_train, y_train, shuffle=True),
-                        data.input_fn(x_eval, y_eval, shuffle=False), params=params,
-                        **options)
+  data.train_from_flags(model_fn, image_size=IMAGE_SIZE, resnet_blocks=flags.FLAGS.resnet_blocks)
 
 
 if __name__ == "__main__":
