@@ -14,6 +14,7 @@ setuptools.setup(
         "absl-py",
         "numpy<2",
         "scikit-learn",
+        "pyyaml",
     ],
     extras_require={
         "horovod": ["horovod==0.28.1"],

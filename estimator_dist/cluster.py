@@ -1,8 +1,19 @@
-"""Who this process is in the cluster: one immutable view of TF_CONFIG or Horovod."""
+"""Who this process is in the cluster: one immutable view of every source.
+
+The sources, in the order they are looked for:
+- TF_CONFIG, as the launcher, a user or the Kubeflow TFJob operator writes it
+  (`"environment": "cloud"`, service host names, `master` for the chief, an
+  evaluator left out of the cluster);
+- a Horovod or MPI launcher's environment (`HOROVOD_RANK`, `OMPI_COMM_WORLD_RANK`, ...);
+- a SLURM job step (`estimator_dist.slurm`);
+- nothing: one local process.
+Spark's barrier tasks are turned into TF_CONFIG by `estimator_dist.spark`.
+"""
 
 import dataclasses
 import json
 import os
+import types
 from typing import Mapping, Optional, Tuple
 
 from estimator_dist import errors
@@ -13,6 +24,12 @@ TRAINING_ROLES = ("chief", "worker")
 NUM_DEVICES_ENV = "ESTIMATOR_DIST_NUM_DEVICES"
 TF_CONFIG_EXAMPLE = ('{"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222"]}, '
                      '"task": {"type": "worker", "index": 0}}')
+# (rank, size, local rank, local size) as each launcher of Horovod ranks names them.
+HOROVOD_VARIABLES = (
+    ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE"),
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"),
+)
 
 
 class ClusterConfigError(errors.ConfigError):
@@ -24,7 +41,8 @@ class TaskInfo:
   """This process's place in the cluster.
 
   `rank` and `size` count training tasks only (chief first, then workers);
-  ps and evaluator tasks have rank -1.
+  ps and evaluator tasks have rank -1. `cluster` maps each role to its addresses
+  and cannot be changed.
   """
   role: str
   index: int
@@ -34,6 +52,10 @@ class TaskInfo:
   local_rank: int = 0
   local_size: int = 1
   source: str = "local"
+
+  def __post_init__(self):
+    frozen = types.MappingProxyType({r: tuple(a) for r, a in dict(self.cluster).items()})
+    object.__setattr__(self, "cluster", frozen)
 
   @property
   def is_chief(self) -> bool:
@@ -49,6 +71,10 @@ class TaskInfo:
   def describe(self) -> str:
     return f"{self.role}:{self.index} (rank {self.rank} of {self.size}, from {self.source})"
 
+  def tf_config(self) -> str:
+    """This task as TensorFlow reads it: TF_CONFIG with 'chief' for a legacy 'master'."""
+    return tf_config(self.cluster, self.role, self.index)
+
 
 LOCAL_TASK = TaskInfo(role="chief", index=0, rank=0, size=1)
 
@@ -57,12 +83,11 @@ def _fail(field: str, value, fix: str):
   raise ClusterConfigError(f"TF_CONFIG {field} is {value!r}: {fix}")
 
 
-def _parse_address(role: str, index: int, address) -> str:
+def _check_address(role: str, index: int, address):
   host, sep, port = str(address).rpartition(":")
   if not isinstance(address, str) or not sep or not host or not port.isdigit():
     _fail(f'"cluster"."{role}"[{index}]', address,
           'each address must be a "host:port" string, for example "10.0.0.5:2222".')
-  return address
 
 
 def _parse_cluster(cluster) -> dict:
@@ -80,7 +105,7 @@ def _parse_cluster(cluster) -> dict:
       _fail(f'"cluster"."{role}"', addresses,
             'it must be a non-empty list of "host:port" addresses.')
     for i, address in enumerate(addresses):
-      _parse_address(role, i, address)
+      _check_address(role, i, address)
       if address in seen:
         _fail(f'"cluster"."{role}"[{i}]', address,
               f"the same address is already {seen[address]}; every task needs its own host:port.")
@@ -93,6 +118,29 @@ def _parse_cluster(cluster) -> dict:
   if not parsed.get("chief") and not parsed.get("worker"):
     _fail('"cluster"', cluster, "it needs a 'chief' or at least one 'worker' task to train.")
   return parsed
+
+
+def _parse_task(task, cluster):
+  if not isinstance(task, dict) or "type" not in task:
+    _fail('"task"', task, 'it must name this process, e.g. {"type": "worker", "index": 0}.')
+  role = "chief" if task["type"] == "master" else task["type"]
+  index = task.get("index", 0)
+  if not isinstance(index, int) or isinstance(index, bool):
+    _fail('"task"."index"', index, "it must be an integer, the task's position in its list.")
+  if role == "evaluator" and index != 0:
+    _fail('"task"."index"', index, "a job has one evaluator and its index is 0.")
+  # The Kubeflow TFJob operator leaves the evaluator out of the cluster, as TensorFlow
+  # allows: it does not train.
+  if role == "evaluator" and role not in cluster:
+    return role, index
+  if role not in cluster:
+    _fail('"task"."type"', task["type"],
+          f"it must be one of the cluster's task types {sorted(cluster)}.")
+  count = len(cluster[role])
+  if not 0 <= index < count:
+    _fail('"task"."index"', index,
+          f"the cluster has {count} '{role}' task(s), so use 0..{count - 1}.")
+  return role, index
 
 
 def parse_tf_config(text: Optional[str]) -> TaskInfo:
@@ -110,29 +158,20 @@ def parse_tf_config(text: Optional[str]) -> TaskInfo:
   if not config.get("cluster"):
     return LOCAL_TASK
   cluster = _parse_cluster(config["cluster"])
-  task = config.get("task")
-  if not isinstance(task, dict) or "type" not in task:
-    _fail('"task"', task, 'it must name this process, e.g. {"type": "worker", "index": 0}.')
-  role = "chief" if task["type"] == "master" else task["type"]
-  if role not in cluster:
-    _fail('"task"."type"', task["type"],
-          f"it must be one of the cluster's task types {sorted(cluster)}.")
-  index = task.get("index", 0)
-  if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(cluster[role]):
-    count = len(cluster[role])
-    _fail('"task"."index"', index,
-          f"the cluster has {count} '{role}' task(s), so use 0..{count - 1}.")
+  role, index = _parse_task(config.get("task"), cluster)
+  return task_in(cluster, role, index, source="TF_CONFIG")
+
+
+def task_in(cluster, role, index, source) -> TaskInfo:
+  """The TaskInfo of task `index` of `role` in a checked `cluster`."""
   chiefs = len(cluster.get("chief", ()))
-  size = chiefs + len(cluster.get("worker", ()))
-  if role == "chief":
-    rank = 0
-  elif role == "worker":
-    rank = chiefs + index
-  else:
-    rank = -1
-  local_rank, local_size = _local_place(cluster, cluster[role][index], rank)
-  return TaskInfo(role=role, index=index, rank=rank, size=size, cluster=cluster,
-                  local_rank=local_rank, local_size=local_size, source="TF_CONFIG")
+  rank = {"chief": 0, "worker": chiefs + index}.get(role, -1)
+  local_rank, local_size = -1, 1
+  if role in cluster:
+    local_rank, local_size = _local_place(cluster, cluster[role][index], rank)
+  return TaskInfo(role=role, index=index, rank=rank,
+                  size=chiefs + len(cluster.get("worker", ())), cluster=cluster,
+                  local_rank=local_rank, local_size=local_size, source=source)
 
 
 def _local_place(cluster, address, rank):
@@ -146,9 +185,51 @@ def _local_place(cluster, address, rank):
   return (local.index(address) if rank >= 0 else -1), max(len(local), 1)
 
 
-def from_environment() -> TaskInfo:
-  """The task as TF_CONFIG describes it (a single local process without it)."""
-  return parse_tf_config(os.environ.get("TF_CONFIG"))
+def from_horovod_environment(env: Mapping[str, str]) -> Optional[TaskInfo]:
+  """The rank a Horovod or MPI launcher gave this process (None if none did)."""
+  for names in HOROVOD_VARIABLES:
+    if names[0] in env and names[1] in env:
+      try:
+        rank, size, local_rank, local_size = (int(env.get(n, d)) for n, d in
+                                              zip(names, ("", "", "0", "1")))
+      except ValueError:
+        raise ClusterConfigError(
+            f"{'/'.join(names)} are {[env.get(n) for n in names]}: they must be integers, "
+            f"as horovodrun and mpirun set them.") from None
+      return TaskInfo(role="chief" if rank == 0 else "worker", index=rank, rank=rank,
+                      size=size, local_rank=local_rank, local_size=local_size,
+                      source="horovod")
+  return None
+
+
+def from_environment(env: Optional[Mapping[str, str]] = None) -> TaskInfo:
+  """This process's task: from TF_CONFIG, Horovod's variables, SLURM, or one local process."""
+  from estimator_dist import slurm  # pylint: disable=g-import-not-at-top
+  env = os.environ if env is None else env
+  if env.get("TF_CONFIG", "").strip():
+    return parse_tf_config(env["TF_CONFIG"])
+  return from_horovod_environment(env) or slurm.task_from_environment(env) or LOCAL_TASK
+
+
+def assign_roles(addresses, num_ps=0, evaluator=False, source="local"):
+  """The cluster of one task per address, in the order TensorFlow's SlurmClusterResolver
+  gives them: chief, evaluator, ps, then workers (its roles sorted by name).
+
+  Returns (cluster, roles), roles[i] being (role, index) of addresses[i].
+  """
+  counts = {"chief": 1, "evaluator": int(bool(evaluator)), "ps": num_ps}
+  counts["worker"] = len(addresses) - sum(counts.values())
+  if counts["worker"] < 0:
+    raise ClusterConfigError(
+        f"{source} started {len(addresses)} task(s), fewer than the chief, {num_ps} ps and "
+        f"{counts['evaluator']} evaluator need. Start at least {len(addresses) - counts['worker']}.")
+  cluster, roles, position = {}, [], 0
+  for role in sorted(counts):
+    if counts[role]:
+      cluster[role] = tuple(addresses[position:position + counts[role]])
+      roles += [(role, i) for i in range(counts[role])]
+      position += counts[role]
+  return cluster, roles
 
 
 def tf_config(cluster: Mapping[str, Tuple[str, ...]], role: str, index: int) -> str:

@@ -5,7 +5,8 @@
 
 For tf.distribute strategies every task is a process with its own TF_CONFIG on free
 ports of 127.0.0.1; for Horovod the program runs under `horovodrun` (MPI when Horovod
-was built with it, else Gloo). Output lines are prefixed with the task (`[worker:1]`).
+was built with it, else Gloo), on this machine or on the hosts given with --hosts or
+--hostfile. Output lines are prefixed with the task (`[worker:1]`).
 When a task fails the others are stopped and the launcher exits with that task's code;
 Ctrl-C stops everything.
 """
@@ -25,12 +26,12 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
+from estimator_dist import horovodrun
 from estimator_dist import summary
 from estimator_dist.strategies import factory
 
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
-HOROVOD_CONTROLLERS = ("auto", "mpi", "gloo")
 
 
 def define_flags():
@@ -42,10 +43,18 @@ def define_flags():
   flags.DEFINE_bool("evaluator", False, "multi_worker, parameter_server: add an evaluator.")
   flags.DEFINE_string("model_dir", None, "Passed to the program as --model_dir unless its "
                       "arguments have one (default: a new temporary directory).")
-  flags.DEFINE_string("host", "127.0.0.1", "Address the tasks bind to.")
-  flags.DEFINE_enum("horovod_controller", "auto", HOROVOD_CONTROLLERS,
+  flags.DEFINE_string("host", "127.0.0.1", "Address the tasks of a local job bind to.")
+  flags.DEFINE_enum("horovod_controller", "auto", horovodrun.CONTROLLERS,
                     "horovod: how horovodrun connects the ranks; auto picks MPI when Horovod "
                     "was built with it (shared memory between ranks of one host), else Gloo.")
+  flags.DEFINE_string("hosts", None, "horovod: machines and their slots, host1:2,host2:2 "
+                      "(default: all ranks on 127.0.0.1).")
+  flags.DEFINE_string("hostfile", None, "horovod: a horovodrun hostfile, one 'host slots=N' "
+                      "line per machine.")
+  flags.DEFINE_string("network_interface", None, "horovod on several hosts: the interface of "
+                      "their private network, which Gloo and MPI bind to (e.g. eth1).")
+  flags.DEFINE_string("horovodrun_args", "", "horovod: more horovodrun options, passed as "
+                      "they are, e.g. '--fusion-threshold-mb=32 --cycle-time-ms=2'.")
   flags.DEFINE_integer("shutdown_timeout_secs", 300,
                        "After training ends, seconds ps and evaluator tasks get to exit.",
                        lower_bound=1)
@@ -73,6 +82,19 @@ def local_cluster(strategy, num_workers, num_ps=0, evaluator=False, host="127.0.
   return {role: tuple(f"{host}:{next(ports)}" for _ in range(n)) for role, n in roles if n}
 
 
+def default_num_ps(strategy, num_ps):
+  """`num_ps`, or 1 for parameter_server and 0 for the others when it is None."""
+  if num_ps is None:
+    return 1 if strategy == "parameter_server" else 0
+  return num_ps
+
+
+def check_command(command):
+  if not command:
+    raise errors.ConfigError(
+        "give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
+
+
 def check_topology(strategy, num_workers, num_ps, evaluator):
   """Raises ValueError for a launch that the strategy cannot run."""
   if strategy == "parameter_server" and num_ps == 0:
@@ -94,7 +116,7 @@ class Task:
     self.summaries = []
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
     self._thread = threading.Thread(target=self._copy, args=(out,), daemon=True)
     self._thread.start()
 
@@ -171,7 +193,7 @@ def _descendants(pid):
   return found
 
 
-def _die_with_parent():
+def die_with_parent():
   """Linux: the child gets SIGKILL if the launcher dies without cleaning up."""
   try:
     import ctypes  # pylint: disable=g-import-not-at-top
@@ -243,27 +265,23 @@ def _horovodrun_env():
   return env
 
 
-def horovodrun_command(command, num_workers, host="127.0.0.1", controller="auto"):
-  """The horovodrun command that runs `command` as `num_workers` ranks on `host`."""
-  errors.check_choice("horovod_controller", controller, HOROVOD_CONTROLLERS)
-  horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-  interface = "lo" if host.startswith("127.") else None
-  return [horovodrun, *([f"--{controller}"] if controller != "auto" else []),
-          "-np", str(num_workers), "-H", f"{host}:{num_workers}",
-          *(["--network-interface", interface] if interface else []), *command]
-
-
 def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_dir=None,
            host="127.0.0.1", shutdown_timeout_secs=300, out=sys.stdout,
-           horovod_controller="auto"):
-  """Runs `command` as a local job; returns its exit code."""
+           horovod_controller="auto", hosts=None, hostfile=None, network_interface=None,
+           horovodrun_args=""):
+  """Runs `command` as a job; returns its exit code.
+
+  Every strategy runs on this machine, except horovod given `hosts` or `hostfile`.
+  """
   strategy = factory.ALIASES.get(strategy, strategy)
-  if num_ps is None:
-    num_ps = 1 if strategy == "parameter_server" else 0
+  num_ps = default_num_ps(strategy, num_ps)
   check_topology(strategy, num_workers, num_ps, evaluator)
-  if not command:
+  check_command(command)
+  if strategy != "horovod" and (hosts or hostfile or horovodrun_args):
     raise errors.ConfigError(
-        "give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")
+        f"--hosts, --hostfile and --horovodrun_args apply to --strategy=horovod; "
+        f"{strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
+        f"and `estimator-dist slurm`) or estimator_dist.spark.run.")
   command = list(command) + [f"--strategy={strategy}"]
   if not any(a.startswith("--model_dir") for a in command):
     model_dir = model_dir or tempfile.mkdtemp(prefix="estimator_dist_")
@@ -279,7 +297,9 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
   try:
     if strategy == "horovod":
       launcher.start("horovodrun",
-                     horovodrun_command(command, num_workers, host, horovod_controller),
+                     horovodrun.command(command, num_workers, hosts, hostfile,
+                                        network_interface, horovod_controller,
+                                        horovodrun_args),
                      _horovodrun_env())
       training = {"horovodrun"}
     elif strategy in ("local", "mirrored"):
@@ -311,7 +331,9 @@ def main(argv):
   f = flags.FLAGS
   try:
     return launch(argv[1:], f.strategy, f.num_workers, f.num_ps, f.evaluator, f.model_dir,
-                  f.host, f.shutdown_timeout_secs, horovod_controller=f.horovod_controller)
+                  f.host, f.shutdown_timeout_secs, horovod_controller=f.horovod_controller,
+                  hosts=f.hosts, hostfile=f.hostfile, network_interface=f.network_interface,
+                  horovodrun_args=f.horovodrun_args)
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.launch: {e}\n")
     return 2

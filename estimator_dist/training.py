@@ -1,7 +1,5 @@
 """`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief."""
 
-import contextlib
-import os
 import time
 
 import tensorflow as tf
@@ -38,16 +36,6 @@ class ThroughputHook(tf.estimator.SessionRunHook):
       self._start = (step, now)
     elif self._start and step > self._start[0]:
       self.steps_per_sec = (step - self._start[0]) / (now - self._start[1])
-
-
-@contextlib.contextmanager
-def _without_tf_config():
-  saved = os.environ.pop("TF_CONFIG", None)
-  try:
-    yield
-  finally:
-    if saved is not None:
-      os.environ["TF_CONFIG"] = saved
 
 
 def _model_fn_and_params(model_fn_or_estimator, params):
@@ -156,7 +144,7 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
 def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,
              checkpoint_path=None):
   """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone."""
-  with _without_tf_config():
+  with base.without_tf_config():
     config = tf.estimator.RunConfig(model_dir=model_dir)
   local = base.local_adapter()
   estimator = tf.estimator.Estimator(local.wrap_model_fn(model_fn), config=config,

@@ -30,7 +30,7 @@ stamp="$VENV/.stack-$(cat setup.py scripts/setup_env.sh | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ] || ! stack_ok; then
   echo "[setup] installing the pinned stack"
   "$PY" -m pip install --quiet --upgrade "pip<25" "setuptools<70" wheel
-  "$PY" -m pip install --quiet -e ".[test,bench]"
+  "$PY" -m pip install --quiet -e ".[test,bench,spark]"
   rm -f "$VENV"/.stack-*
   touch "$stamp"
 else

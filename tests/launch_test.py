@@ -9,6 +9,7 @@ import time
 import pytest
 
 from estimator_dist import cluster
+from estimator_dist import horovodrun
 from estimator_dist import launch
 from tests import conftest
 
@@ -119,3 +120,62 @@ def test_console_script():
   assert code == 0 and "[chief:0] hello" in output, output
   code, output = conftest.run([script, "frobnicate"], timeout=60)
   assert code == 2 and "usage: estimator-dist COMMAND" in output
+
+
+# A Horovod rank that all-reduces its rank and reports what horovodrun gave it.
+HOROVOD_TASK = """
+import os, horovod.tensorflow as hvd, tensorflow as tf
+hvd.init()
+total = int(hvd.allreduce(tf.constant(hvd.rank()), op=hvd.Sum))
+print("rank", hvd.rank(), "size", hvd.size(), "sum", total,
+      "fusion", os.environ.get("HOROVOD_FUSION_THRESHOLD"), flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["hosts", "hostfile"])
+def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
+  if where == "hosts":
+    place = "--hosts=localhost:1,127.0.0.1:1"
+  else:
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two slots on this machine\nlocalhost slots=2\n")
+    place = f"--hostfile={hostfile}"
+  code, output = conftest.run(
+      [conftest.PYTHON, "-m", "estimator_dist.launch", "--strategy=horovod", "--num_workers=2",
+       place, "--horovod_controller=gloo", "--horovodrun_args=--fusion-threshold-mb=16", "--",
+       conftest.PYTHON, "-c", HOROVOD_TASK], timeout=120)
+  assert code == 0, output
+  for rank in range(2):
+    assert f"[worker:{rank}] rank {rank} size 2 sum 1 fusion {16 * 1024 * 1024}" in output
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"hosts": "h1:2,h2:2"},
+     "a multi-host Horovod job needs --network_interface: the interface of the private network "
+     "its hosts share (for example eth1). Gloo and MPI bind to it; they accept anyone who can "
+     "reach their ports."),
+    ({"hosts": "h1:1,h2:1", "network_interface": "eth1", "num_workers": 4},
+     "--num_workers=4 Horovod ranks need 4 slots, but the hosts have 2 (h1:1, h2:1). Add slots "
+     "or hosts."),
+    ({"hosts": "h1:two"}, "--hosts item 'h1:two' is not host:slots; write --hosts=host1:2,"
+     "host2:2 (one slot per Horovod rank)."),
+    ({"hosts": "h1:2", "hostfile": "/tmp/h"}, "give --hosts or --hostfile, not both."),
+    ({"hostfile": "/nonexistent/hosts"}, "--hostfile '/nonexistent/hosts' does not exist; give "
+     "a file with one 'hostname slots=N' line per machine."),
+    ({"extra_args": "-np 8 --cycle-time-ms=2"},
+     "--horovodrun_args may not set ['-np']: the launcher sets them from --num_workers, "
+     "--hosts/--hostfile, --network_interface and --horovod_controller."),
+])
+def test_horovodrun_command_refuses_what_cannot_work(kwargs, message):
+  kwargs = {"num_workers": 2, **kwargs}
+  with pytest.raises(launch.errors.ConfigError) as e:
+    horovodrun.command(["python", "t.py"], **kwargs)
+  assert str(e.value) == message
+
+
+def test_horovodrun_command_on_two_hosts():
+  command = horovodrun.command(["python", "t.py"], 4, hosts="h1:2,h2:2",
+                               network_interface="eth1", controller="mpi",
+                               extra_args="--cycle-time-ms=2")
+  assert command[1:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",
+                         "--cycle-time-ms=2", "python", "t.py"]

@@ -1,6 +1,8 @@
 """The adapter interface every backend implements, and the local (single-process) one."""
 
 import contextlib
+import json
+import os
 import threading
 
 import tensorflow as tf
@@ -27,13 +29,34 @@ def _active(adapter):
     _ACTIVE.adapter = previous
 
 
-def refuse_cluster(name, cluster):
-  """A one-process strategy must not run under a TF_CONFIG cluster: Estimator would wait."""
-  if cluster:
+def refuse_cluster(name, task):
+  """A one-process strategy must not run as one of several tasks: each would train alone."""
+  if task.source == "horovod" and task.size > 1:
+    raise cluster_lib.ClusterConfigError(
+        f"strategy '{name}' trains in one process, but this is rank {task.rank} of "
+        f"{task.size} started by horovodrun or mpirun, so every rank would train the same "
+        f"model alone. Use --strategy=horovod, or start one process.")
+  if task.source == "SLURM":
+    raise cluster_lib.ClusterConfigError(
+        f"strategy '{name}' trains in one process, but this is task {task.rank} of a SLURM "
+        f"step of {sum(map(len, task.cluster.values()))} tasks, so every task would train "
+        f"the same model alone. Start it with `srun --ntasks=1` (estimator-dist slurm does).")
+  alone = dict(task.cluster) in ({}, {"chief": task.cluster.get("chief")})
+  if not alone:
     raise cluster_lib.ClusterConfigError(
         f"strategy '{name}' does not use TF_CONFIG, but TF_CONFIG describes a cluster "
-        f"{sorted(cluster)}, which Estimator would wait for. Unset TF_CONFIG (the launcher "
+        f"{sorted(task.cluster)}, which Estimator would wait for. Unset TF_CONFIG (the launcher "
         f"does), or pick multi_worker or parameter_server to train on that cluster.")
+
+
+@contextlib.contextmanager
+def without_tf_config():
+  saved = os.environ.pop("TF_CONFIG", None)
+  try:
+    yield
+  finally:
+    if saved is not None:
+      os.environ["TF_CONFIG"] = saved
 
 
 class StrategyAdapter:
@@ -51,10 +74,15 @@ class StrategyAdapter:
   needs_ps = False
 
   def __init__(self, task=None, intra_op_threads=0, inter_op_threads=0, cpu_affinity="auto"):
-    self.task = task if task is not None else self._task_from_environment()
+    from_environment = task is None
+    self.task = self._task_from_environment() if from_environment else task
     self.intra_op_threads = intra_op_threads
     self.inter_op_threads = inter_op_threads
     self._validate_task()
+    if from_environment and self.allowed_roles and self.task.cluster:
+      # TensorFlow reads the cluster from TF_CONFIG: publish the one validated here, which
+      # may come from SLURM, and names a legacy 'master' 'chief'.
+      os.environ["TF_CONFIG"] = self.task.tf_config()
     self.cpus = placement.apply(cpu_affinity, self.task)
 
   # -- the task -------------------------------------------------------------------------
@@ -62,10 +90,17 @@ class StrategyAdapter:
     return cluster_lib.from_environment()
 
   def _validate_task(self):
-    cluster = self.task.cluster
+    task, cluster = self.task, self.task.cluster
     if not self.allowed_roles:
-      refuse_cluster(self.name, cluster)
+      refuse_cluster(self.name, task)
       return
+    if task.source == "horovod":
+      raise cluster_lib.ClusterConfigError(
+          f"this process is rank {task.rank} of {task.size} started by horovodrun or mpirun, "
+          f"but strategy '{self.name}' takes its cluster from TF_CONFIG. Use "
+          f"--strategy=horovod under horovodrun, or start {self.name} with `estimator-dist "
+          f"launch --strategy={self.name}`.")
+    where = "the cluster derived from SLURM" if task.source == "SLURM" else "TF_CONFIG's cluster"
     if not cluster:
       if self.needs_ps:
         raise cluster_lib.ClusterConfigError(
@@ -76,12 +111,21 @@ class StrategyAdapter:
     for role in cluster:
       if role not in self.allowed_roles:
         raise cluster_lib.ClusterConfigError(
-            f"TF_CONFIG has '{role}' tasks, which strategy '{self.name}' does not use "
+            f"{where} has '{role}' tasks, which strategy '{self.name}' does not use "
             f"(it takes {', '.join(self.allowed_roles)}). Remove them from "
             f"TF_CONFIG or pick a strategy that uses them.")
+    if "chief" not in cluster:
+      workers = list(cluster["worker"])
+      fix = {"chief": workers[:1], **({"worker": workers[1:]} if workers[1:] else {}),
+             **{r: list(a) for r, a in cluster.items() if r != "worker"}}
+      raise cluster_lib.ClusterConfigError(
+          f"{where} has no 'chief' task (it has {sorted(cluster)}), and strategy "
+          f"'{self.name}' trains through Estimator, which needs one. Make the first worker "
+          f"the chief and number the other workers from 0: \"cluster\": "
+          f"{json.dumps(fix)}.")
     if self.needs_ps and not cluster.get("ps"):
       raise cluster_lib.ClusterConfigError(
-          f"strategy '{self.name}' needs at least one 'ps' task, but TF_CONFIG's cluster has "
+          f"strategy '{self.name}' needs at least one 'ps' task, but {where} has "
           f"{sorted(cluster)}. Add \"ps\": [\"host:port\"] to the cluster (launcher: --num_ps=1).")
 
   @property
@@ -111,7 +155,10 @@ class StrategyAdapter:
     strategy = self.distribute_strategy()
     if strategy is not None:
       kwargs["train_distribute"] = strategy
-    return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
+    if self.allowed_roles:
+      return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
+    with without_tf_config():  # A one-task cluster (one Kubernetes pod) is one process.
+      return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
 
   def wrap_model_fn(self, model_fn):
     """The model_fn Estimator calls: decorated if it was not, with this adapter active."""

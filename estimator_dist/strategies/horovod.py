@@ -83,12 +83,15 @@ class HorovodAdapter(base.StrategyAdapter):
       tf.get_logger().setLevel("WARNING")
 
   def _task_from_environment(self):
-    base.refuse_cluster(self.name, cluster_lib.from_environment().cluster)
+    base.refuse_cluster(self.name, cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")))
     hvd = self.hvd
     return cluster_lib.TaskInfo(
         role="chief" if hvd.rank() == 0 else "worker", index=hvd.rank(), rank=hvd.rank(),
         size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size(),
         source="horovod")
+
+  def _validate_task(self):
+    """Horovod's ranks are the task; a TF_CONFIG cluster is refused when they are read."""
 
   @property
   def num_replicas(self):

@@ -1,0 +1,137 @@
+"""Spark: train on a Spark cluster's executors, the TensorFlowOnSpark way.
+
+  import estimator_dist.spark
+  results = estimator_dist.spark.run(train_fn, num_workers=4, strategy="multi_worker")
+
+For the tf.distribute strategies one barrier stage starts every task at once. Each
+task picks a free port on its executor, the tasks exchange their addresses with
+`BarrierTaskContext.allGather`, and each runs `train_fn` in a new Python process with
+its TF_CONFIG: chief, evaluator, ps, then workers, in partition order. Horovod goes
+through `horovod.spark.run`. `train_fn` calls `estimator_dist.train_and_evaluate` with
+the same strategy and a model_dir every executor can reach.
+"""
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from estimator_dist import cluster as cluster_lib
+from estimator_dist import errors
+from estimator_dist import horovodrun
+from estimator_dist import launch
+from estimator_dist.strategies import factory
+
+
+def _spark():
+  try:
+    import pyspark  # pylint: disable=g-import-not-at-top
+    from pyspark import cloudpickle  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    raise ImportError(f"estimator_dist.spark needs pyspark 3.5 ({e}); install "
+                      f"estimator_dist[spark].") from None
+  return pyspark, cloudpickle
+
+
+def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(),
+        kwargs=None, spark_context=None, horovod_controller="gloo", env=None):
+  """Runs `train_fn(*args, **kwargs)` as the tasks of `strategy` on Spark's executors.
+
+  Returns the tasks' return values: by rank for horovod, else in task order (chief
+  first, then evaluator, ps and workers). A failing task fails the Spark job, which
+  stops every other task.
+  """
+  strategy = factory.ALIASES.get(strategy, strategy)
+  num_ps = launch.default_num_ps(strategy, num_ps)
+  launch.check_topology(strategy, num_workers, num_ps, evaluator)
+  pyspark, cloudpickle = _spark()
+  logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
+  sc = spark_context or pyspark.SparkContext.getOrCreate()
+  if strategy == "horovod":
+    return _run_horovod(train_fn, num_workers, args, kwargs, horovod_controller, env)
+  num_tasks = 1 if strategy in ("local", "mirrored") else num_workers + num_ps + int(evaluator)
+  slots = sc.defaultParallelism
+  if slots < num_tasks:
+    raise errors.ConfigError(
+        f"strategy {strategy!r} with {num_workers} worker(s), {num_ps} ps and "
+        f"{int(evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
+        f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
+        f"or more executors or cores).")
+  payload = cloudpickle.dumps((train_fn, tuple(args), dict(kwargs or {})))
+  extra = dict(env or {})
+  if strategy == "mirrored":
+    extra.setdefault(cluster_lib.NUM_DEVICES_ENV, str(num_workers))
+
+  def task(_):
+    context = pyspark.BarrierTaskContext.get()
+    partition = context.partitionId()
+    host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
+    addresses = context.allGather(f"{host}:{launch.free_ports(1, host)[0]}")
+    task_env = dict(extra)
+    if num_tasks > 1:
+      spec, roles = cluster_lib.assign_roles(addresses, num_ps, evaluator, source="Spark")
+      role, index = roles[partition]
+      task_env["TF_CONFIG"] = cluster_lib.tf_config(spec, role, index)
+    else:
+      role, index = "chief", 0
+    yield partition, _run_in_new_process(payload, f"{role}:{index}", task_env)
+
+  results = (sc.parallelize(range(num_tasks), num_tasks).barrier()
+             .mapPartitions(task).collect())
+  return [result for _, result in sorted(results, key=lambda r: r[0])]
+
+
+def _run_in_new_process(payload, name, extra_env):
+  """Runs the pickled (fn, args, kwargs) in a new Python process; returns its result.
+
+  A new process starts TensorFlow fresh (a strategy can be set up once per process), and
+  it dies with the Spark task that started it.
+  """
+  with tempfile.TemporaryDirectory(prefix="estimator_dist_spark_") as workdir:
+    call, result = os.path.join(workdir, "call"), os.path.join(workdir, "result")
+    with open(call, "wb") as f:
+      f.write(payload)
+    env = launch.child_env(**extra_env)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from estimator_dist import spark; "
+         "spark._call(sys.argv[1], sys.argv[2])", call, result],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True, preexec_fn=launch.die_with_parent)
+    tail = []
+    try:
+      for raw in iter(process.stdout.readline, b""):
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        sys.stderr.write(f"[{name}] {line}\n")
+        tail = (tail + [line])[-20:]
+      code = process.wait()
+    finally:
+      if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    if code != 0:
+      raise RuntimeError(f"estimator_dist.spark: task {name} exited with code {code}; its "
+                         f"last lines:\n" + "\n".join(tail))
+    _, cloudpickle = _spark()
+    with open(result, "rb") as f:
+      return cloudpickle.load(f)
+
+
+def _call(call_path, result_path):
+  _, cloudpickle = _spark()
+  with open(call_path, "rb") as f:
+    fn, args, kwargs = cloudpickle.load(f)
+  value = fn(*args, **kwargs)
+  with open(result_path, "wb") as f:
+    cloudpickle.dump(value, f)
+
+
+def _run_horovod(train_fn, num_workers, args, kwargs, controller, env):
+  """Horovod's own Spark runner: one rank per Spark task, all-reduce over Gloo or MPI."""
+  errors.check_choice("horovod_controller", controller, horovodrun.CONTROLLERS[1:])
+  import horovod.spark  # pylint: disable=g-import-not-at-top
+  return horovod.spark.run(train_fn, args=tuple(args), kwargs=dict(kwargs or {}),
+                           num_proc=num_workers, env={**os.environ, **(env or {})},
+                           use_gloo=controller == "gloo", use_mpi=controller == "mpi")
+

@@ -1,0 +1,158 @@
+"""Kubernetes: the manifests `estimator-dist k8s` prints, checked the way the Kubeflow
+training-operator checks them, and the TF_CONFIG it would write for each pod."""
+
+import json
+import re
+
+import pytest
+import tensorflow as tf
+import yaml
+
+from estimator_dist import cluster
+from estimator_dist import errors
+from estimator_dist import kubernetes
+from estimator_dist.strategies import factory
+from tests import conftest
+
+TF_REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")
+RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+
+
+def k8s(*args):
+  code, output = conftest.run([conftest.PYTHON, "-m", "estimator_dist.cli", "k8s", *args],
+                              timeout=60)
+  assert code == 0, output
+  return yaml.safe_load(output)
+
+
+def check_replica_specs(specs, container_name):
+  """The operator's admission checks (ValidateReplicaSpecs and the TFJob webhook)."""
+  assert specs, "replica specs are required"
+  for role, spec in specs.items():
+    assert isinstance(spec["replicas"], int) and spec["replicas"] >= 1
+    assert spec["restartPolicy"] in RESTART_POLICIES
+    containers = spec["template"]["spec"]["containers"]
+    assert containers and all(c["image"] for c in containers), role
+    assert container_name in [c["name"] for c in containers], role
+
+
+def operator_tf_config(job, replicas, role, index, port=2222):
+  """TF_CONFIG as the training-operator writes it (genTFConfigJSONStr): lowercase replica
+  types, one headless-service name per pod, the evaluator left out of the cluster."""
+  namespace = job["metadata"].get("namespace", "default")
+  name = job["metadata"]["name"]
+  spec = {r.lower(): [f"{name}-{r.lower()}-{i}.{namespace}.svc:{port}" for i in range(n)]
+          for r, n in replicas.items() if r != "Evaluator"}
+  return json.dumps({"cluster": spec, "task": {"type": role.lower(), "index": index},
+                     "environment": "cloud"})
+
+
+def tfjob_pods(job):
+  replicas = {r: s["replicas"] for r, s in job["spec"]["tfReplicaSpecs"].items()}
+  return [(role, i, operator_tf_config(job, replicas, role, i))
+          for role, n in replicas.items() for i in range(n)]
+
+
+def validate_for(strategy, task):
+  """The adapter's cluster checks, without starting its servers."""
+  adapter = factory.adapter_class(strategy).__new__(factory.adapter_class(strategy))
+  adapter.task = task
+  adapter._validate_task()  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("strategy,args,replicas", [
+    ("multi_worker", ["--num_workers=3", "--evaluator"],
+     {"Chief": 1, "Worker": 2, "Evaluator": 1}),
+    ("parameter_server", ["--num_workers=2", "--num_ps=2", "--evaluator"],
+     {"Chief": 1, "Worker": 1, "PS": 2, "Evaluator": 1}),
+    ("mirrored", ["--num_workers=4"], {"Chief": 1}),
+])
+def test_tfjob_is_what_the_operator_accepts(strategy, args, replicas, monkeypatch):
+  job = k8s(f"--strategy={strategy}", *args, "--image=registry.local/train:1",
+            "--name=mnist", "--namespace=team", "--cpu=2", "--memory=4Gi",
+            "--volume_claim=runs:/shared", "--", "python", "train.py",
+            "--model_dir=/shared/run")
+  assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "TFJob")
+  assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", job["metadata"]["name"])
+  assert job["spec"]["runPolicy"]["cleanPodPolicy"] in ("None", "Running", "All")
+  specs = job["spec"]["tfReplicaSpecs"]
+  assert set(specs) <= set(TF_REPLICA_TYPES)
+  assert sum(r in specs for r in ("Chief", "Master")) <= 1
+  check_replica_specs(specs, "tensorflow")
+  assert {r: s["replicas"] for r, s in specs.items()} == replicas
+  for spec in specs.values():
+    container = spec["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python", "train.py", "--model_dir=/shared/run",
+                                    f"--strategy={strategy}"]
+    assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
+    assert container["volumeMounts"] == [{"name": "model-dir", "mountPath": "/shared"}]
+
+  # Every pod's TF_CONFIG, as the operator writes it, is a valid task of the strategy,
+  # and TensorFlow reads the cluster estimator_dist publishes as the same task.
+  for role, index, text in tfjob_pods(job):
+    task = cluster.parse_tf_config(text)
+    validate_for(strategy, task)
+    if strategy == "mirrored":
+      continue
+    monkeypatch.setenv("TF_CONFIG", task.tf_config())
+    config = tf.estimator.RunConfig()
+    assert (config.task_type, config.task_id) == (role.lower(), index)
+    assert config.is_chief == (role == "Chief")
+    if role != "Evaluator":
+      assert config.num_worker_replicas == replicas["Chief"] + replicas.get("Worker", 0)
+      assert config.num_ps_replicas == replicas.get("PS", 0)
+
+
+def test_the_one_pod_of_mirrored_trains_as_one_process():
+  job = k8s("--strategy=mirrored", "--num_workers=2", "--image=img", "--", "python", "t.py")
+  env = job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["env"]
+  assert env == [{"name": "ESTIMATOR_DIST_NUM_DEVICES", "value": "2"}]
+  (_, _, text), = tfjob_pods(job)
+  from estimator_dist.strategies import base  # pylint: disable=g-import-not-at-top
+  adapter = base.LocalAdapter(task=cluster.parse_tf_config(text))
+  config = adapter.run_config("/tmp/unused")
+  assert config.cluster_spec.as_dict() == {} and config.is_chief
+
+
+def test_horovod_is_an_mpijob():
+  job = k8s("--strategy=horovod", "--num_workers=4", "--image=img", "--gpus=1", "--",
+            "python", "train.py")
+  assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "MPIJob")
+  specs = job["spec"]["mpiReplicaSpecs"]
+  check_replica_specs(specs, "mpi")
+  assert {r: s["replicas"] for r, s in specs.items()} == {"Launcher": 1, "Worker": 4}
+  command = specs["Launcher"]["template"]["spec"]["containers"][0]["command"]
+  assert command[:7] == ["mpirun", "--allow-run-as-root", "-np", "4", "--hostfile",
+                         "/etc/mpi/hostfile", "-bind-to"]
+  assert command[-3:] == ["python", "train.py", "--strategy=horovod"]
+  worker = specs["Worker"]["template"]["spec"]["containers"][0]
+  assert worker["resources"]["limits"] == {"nvidia.com/gpu": 1}
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"image": None}, "--image is required: the container image that holds the program and "
+                      "estimator_dist."),
+    ({"image": "i", "name": "My_Job"}, "--name ('My_Job') must be a DNS label: lowercase "
+     "letters, digits and '-', starting with a letter, at most 63 characters."),
+    ({"image": "i", "volume_claim": "runs"}, "--volume_claim ('runs') must be CLAIM:/mount/path."),
+])
+def test_bad_manifest_options(kwargs, message):
+  with pytest.raises(errors.ConfigError) as e:
+    kubernetes.manifest(["python", "t.py"], "multi_worker", 2, **kwargs)
+  assert str(e.value) == message
+
+
+@pytest.mark.parametrize("role,index,rank", [
+    ("Master", 0, 0), ("Worker", 1, 2), ("PS", 0, -1), ("Evaluator", 0, -1)])
+def test_legacy_master_and_the_evaluator_outside_the_cluster(role, index, rank):
+  job = {"metadata": {"name": "mnist", "namespace": "team"}}
+  replicas = {"Master": 1, "Worker": 2, "PS": 1, "Evaluator": 1}
+  task = cluster.parse_tf_config(operator_tf_config(job, replicas, role, index))
+  assert (task.role, task.rank, task.size) == (
+      {"Master": "chief"}.get(role, role.lower()), rank, 3)
+  assert task.cluster["chief"] == ("mnist-master-0.team.svc:2222",)
+  assert "evaluator" not in task.cluster
+  validate_for("parameter_server", task)
+  # TensorFlow is given the same cluster with 'chief' for the legacy 'master'.
+  assert json.loads(task.tf_config())["cluster"]["chief"] == ["mnist-master-0.team.svc:2222"]

@@ -1,0 +1,56 @@
+"""Trains the model_zoo CNN on digits through estimator_dist.spark on local Spark.
+
+  python -m tests.programs.spark_train --strategy=multi_worker --num_workers=2 \
+      --model_dir=/tmp/m --train_steps=200
+"""
+
+import json
+
+from absl import app
+from absl import flags
+
+flags.DEFINE_string("strategy", "multi_worker", "Strategy.")
+flags.DEFINE_integer("num_workers", 2, "Workers.")
+flags.DEFINE_integer("num_ps", None, "ps tasks.")
+flags.DEFINE_string("model_dir", None, "Model directory.")
+flags.DEFINE_integer("train_steps", 200, "Global steps.")
+flags.DEFINE_integer("spark_slots", 2, "Spark local[N].")
+flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
+
+
+def train(strategy, model_dir, train_steps, fail_worker=False):
+  """What each Spark task runs: the CNN program's training, as a function."""
+  import os  # pylint: disable=g-import-not-at-top
+  import estimator_dist as ed  # pylint: disable=g-import-not-at-top
+  if fail_worker and '"type": "worker"' in os.environ.get("TF_CONFIG", ""):
+    raise ValueError("this worker fails on purpose")
+  from model_zoo import data, mnist_cnn  # pylint: disable=g-import-not-at-top
+  (x_train, y_train), (x_eval, y_eval) = data.load(image_size=28)
+  metrics = ed.train_and_evaluate(
+      mnist_cnn.model_fn, data.input_fn(x_train, y_train, shuffle=True),
+      data.input_fn(x_eval, y_eval, shuffle=False), strategy=strategy, model_dir=model_dir,
+      train_steps=train_steps, batch_size=32,
+      params={"learning_rate": 0.01, "batch_size": 32})
+  return {k: float(v) for k, v in metrics.items()} if metrics else None
+
+
+def main(_):
+  import pyspark  # pylint: disable=g-import-not-at-top
+  from estimator_dist import spark  # pylint: disable=g-import-not-at-top
+  f = flags.FLAGS
+  conf = (pyspark.SparkConf().setMaster(f"local[{f.spark_slots}]").setAppName("estimator_dist")
+          .set("spark.ui.enabled", "false").set("spark.driver.host", "127.0.0.1")
+          .set("spark.driver.bindAddress", "127.0.0.1"))
+  sc = pyspark.SparkContext(conf=conf)
+  try:
+    results = spark.run(train, f.num_workers, f.strategy, num_ps=f.num_ps,
+                        kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
+                                "train_steps": f.train_steps, "fail_worker": f.fail_worker},
+                        spark_context=sc)
+  finally:
+    sc.stop()
+  print("RESULTS", json.dumps(results), flush=True)
+
+
+if __name__ == "__main__":
+  app.run(main)

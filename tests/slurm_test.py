@@ -1,0 +1,198 @@
+"""SLURM: each task's cluster from the step's variables, the sbatch script, and a real run."""
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from estimator_dist import cluster
+from estimator_dist import errors
+from estimator_dist import launch
+from estimator_dist import slurm
+from tests import conftest
+
+
+@pytest.mark.parametrize("hostlist,hosts", [
+    ("node01", ["node01"]),
+    ("node[01-03]", ["node01", "node02", "node03"]),
+    ("node[1,3-4],gpu7", ["node1", "node3", "node4", "gpu7"]),
+    ("rack[1-2]-n[08-09]", ["rack1-n08", "rack1-n09", "rack2-n08", "rack2-n09"]),
+])
+def test_expand_hostlist(hostlist, hosts):
+  assert slurm.expand_hostlist(hostlist) == hosts
+
+
+def test_expand_tasks_per_node():
+  assert slurm.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+
+
+def two_node_step(procid, **extra):
+  """The variables srun sets for task `procid` of 4 tasks on 2 nodes."""
+  return {"SLURM_PROCID": str(procid), "SLURM_STEP_NUM_TASKS": "4",
+          "SLURM_STEP_NODELIST": "node[01-02]", "SLURM_STEP_TASKS_PER_NODE": "2(x2)", **extra}
+
+
+@pytest.mark.parametrize("extra,tf_configs", [
+    ({}, [
+        {"cluster": {"chief": ["node01:8888"], "worker": ["node01:8889", "node02:8888",
+                                                          "node02:8889"]},
+         "task": {"type": "chief", "index": 0}},
+        {"task": {"type": "worker", "index": 0}},
+        {"task": {"type": "worker", "index": 1}},
+        {"task": {"type": "worker", "index": 2}}]),
+    ({slurm.NUM_PS_ENV: "1", slurm.EVALUATOR_ENV: "1", slurm.PORT_BASE_ENV: "7000"}, [
+        {"cluster": {"chief": ["node01:7000"], "evaluator": ["node01:7001"],
+                     "ps": ["node02:7000"], "worker": ["node02:7001"]},
+         "task": {"type": "chief", "index": 0}},
+        {"task": {"type": "evaluator", "index": 0}},
+        {"task": {"type": "ps", "index": 0}},
+        {"task": {"type": "worker", "index": 0}}]),
+])
+def test_a_two_node_step_gives_each_task_its_tf_config(extra, tf_configs, monkeypatch):
+  from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver  # pylint: disable=g-import-not-at-top
+  spec = tf_configs[0]["cluster"]
+  for procid, expected in enumerate(tf_configs):
+    task = cluster.from_environment(two_node_step(procid, **extra))
+    assert task.source == "SLURM"
+    assert json.loads(task.tf_config()) == {"cluster": spec, **expected}
+    # TensorFlow's own resolver reads the same variables to the same cluster and task
+    # (it needs GPUs to be told, and 0 does not work).
+    for name, value in two_node_step(procid).items():
+      monkeypatch.setenv(name, value)
+    resolver = slurm_cluster_resolver.SlurmClusterResolver(
+        jobs={r: len(a) for r, a in spec.items()},
+        port_base=int(extra.get(slurm.PORT_BASE_ENV, 8888)), gpus_per_node=2,
+        gpus_per_task=1, auto_set_gpu=False)
+    assert resolver.cluster_spec().as_dict() == spec
+    assert resolver.get_task_info() == (task.role, task.index)
+  local = [cluster.from_environment(two_node_step(p)) for p in range(4)]
+  assert [(t.rank, t.local_rank, t.local_size) for t in local] == [
+      (0, 0, 2), (1, 1, 2), (2, 0, 2), (3, 1, 2)]
+
+
+def test_outside_a_multi_task_step_there_is_no_slurm_cluster():
+  assert slurm.task_from_environment({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "1"}) is None
+  assert slurm.task_from_environment({"SLURM_JOB_ID": "7"}) is None
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"SLURM_STEP_NODELIST": None},
+     "SLURM_STEP_NODELIST is not set: estimator_dist reads a SLURM step's tasks from "
+     "SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE, "
+     "which srun sets. Start each task with srun (see `estimator-dist slurm`)."),
+    ({"SLURM_STEP_TASKS_PER_NODE": "3,1(x2)"},
+     "SLURM_STEP_TASKS_PER_NODE '3,1(x2)' gives 5 tasks on 3 node(s), but SLURM_STEP_NODELIST "
+     "'node[01-02]' has 2 node(s) and SLURM_STEP_NUM_TASKS is 4. Set all three from one srun "
+     "step."),
+    ({"SLURM_STEP_NODELIST": "node[01-"},
+     "SLURM_STEP_NODELIST 'node[01-' / SLURM_STEP_TASKS_PER_NODE '2(x2)' cannot be read (bad "
+     "host list item 'node[01-'); they must be in SLURM's syntax, e.g. 'node[01-02]' and "
+     "'2(x2)'."),
+    ({"SLURM_PROCID": "4"},
+     "SLURM_PROCID is 4: the step has 4 tasks, so it must be 0..3."),
+    ({slurm.NUM_PS_ENV: "two"}, "ESTIMATOR_DIST_NUM_PS is 'two': it must be an integer."),
+])
+def test_bad_slurm_variables(change, message):
+  env = two_node_step(0)
+  env.update(change)
+  env = {k: v for k, v in env.items() if v is not None}
+  with pytest.raises(cluster.ClusterConfigError) as e:
+    cluster.from_environment(env)
+  assert str(e.value) == message
+
+
+def test_a_one_process_strategy_refuses_a_multi_task_step():
+  from estimator_dist.strategies import factory  # pylint: disable=g-import-not-at-top
+  with pytest.raises(cluster.ClusterConfigError) as e:
+    factory.adapter_class("local")(task=cluster.from_environment(two_node_step(1)))
+  assert str(e.value) == (
+      "strategy 'local' trains in one process, but this is task 1 of a SLURM step of 4 "
+      "tasks, so every task would train the same model alone. Start it with `srun "
+      "--ntasks=1` (estimator-dist slurm does).")
+
+
+def sbatch(*args):
+  code, output = conftest.run([conftest.PYTHON, "-m", "estimator_dist.cli", "slurm", *args],
+                              timeout=60)
+  assert code == 0, output
+  return output
+
+
+def test_sbatch_script_for_parameter_server():
+  script = sbatch("--strategy=parameter_server", "--num_workers=3", "--num_ps=2",
+                  "--evaluator", "--nodes=3", "--time=01:00:00", "--", "python", "train.py",
+                  "--model_dir=/shared/run")
+  assert script.splitlines()[0] == "#!/bin/bash"
+  for line in ["#SBATCH --nodes=3", "#SBATCH --ntasks=6", "#SBATCH --time=01:00:00",
+               "export ESTIMATOR_DIST_NUM_PS=2", "export ESTIMATOR_DIST_EVALUATOR=1",
+               "export ESTIMATOR_DIST_PORT_BASE=8888",
+               "srun --kill-on-bad-exit=1 python train.py --model_dir=/shared/run "
+               "--strategy=parameter_server"]:
+    assert line in script.splitlines(), script
+  subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+
+
+@pytest.mark.parametrize("strategy,line", [
+    ("horovod", "srun --kill-on-bad-exit=1 --mpi=pmix python train.py --strategy=horovod"),
+    ("mirrored", "srun --ntasks=1 python train.py --strategy=mirrored"),
+])
+def test_sbatch_script_for_horovod_and_mirrored(strategy, line):
+  script = sbatch(f"--strategy={strategy}", "--num_workers=4", "--", "python", "train.py")
+  assert line in script.splitlines(), script
+  assert f"#SBATCH --ntasks={4 if strategy == 'horovod' else 1}" in script
+
+
+def test_sbatch_refuses_what_cannot_run():
+  with pytest.raises(errors.ConfigError, match="needs --num_ps of at least 1"):
+    slurm.sbatch_script(["python", "t.py"], "parameter_server", 2, num_ps=0)
+  with pytest.raises(errors.ConfigError, match="--nodes=4 is more than the job's 2 task"):
+    slurm.sbatch_script(["python", "t.py"], "multi_worker", 2, nodes=4)
+  with pytest.raises(errors.ConfigError, match="give the program to run after --"):
+    slurm.sbatch_script([], "multi_worker", 2)
+
+
+def consecutive_free_ports(count):
+  for _ in range(50):
+    base = launch.free_ports(1)[0]
+    sockets = []
+    try:
+      for port in range(base, base + count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", port))
+        sockets.append(s)
+      return base
+    except OSError:
+      continue
+    finally:
+      for s in sockets:
+        s.close()
+  raise RuntimeError("no consecutive free ports")
+
+
+def test_tasks_started_as_srun_starts_them_train_together(tmp_path):
+  """Two processes with the variables of a one-node, two-task srun step: multi_worker."""
+  base = consecutive_free_ports(2)
+  processes = []
+  try:
+    for procid in range(2):
+      env = conftest.child_env(
+          SLURM_PROCID=str(procid), SLURM_STEP_NUM_TASKS="2", SLURM_STEP_NODELIST="localhost",
+          SLURM_STEP_TASKS_PER_NODE="2", SLURM_LOCALID=str(procid),
+          **{slurm.PORT_BASE_ENV: str(base)})
+      processes.append(subprocess.Popen(
+          [conftest.PYTHON, "-m", "tests.programs.plain_model", "--strategy=multi_worker",
+           f"--model_dir={tmp_path}", "--train_steps=100"], env=env, cwd=conftest.REPO,
+          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True))
+    outputs = [p.communicate(timeout=240)[0] for p in processes]
+  finally:
+    for p in processes:
+      if p.poll() is None:
+        os.killpg(p.pid, 9)
+        p.wait()
+  assert [p.returncode for p in processes] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
+  found = conftest.summaries(outputs[0])
+  assert len(found) == 1 and found[0]["workers"] == "2", outputs[0][-3000:]
+  assert float(found[0]["eval_accuracy"]) >= 0.85
+  assert "steps_run=100" in outputs[1]
