@@ -58,6 +58,14 @@ def is_loopback(host):
   return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
+def machines(num_workers, hosts=None, hostfile=None):
+  """[(host, slots)] of a job: from `hosts` or `hostfile`, else all on 127.0.0.1."""
+  if hosts and hostfile:
+    raise errors.ConfigError("give --hosts or --hostfile, not both.")
+  return (parse_hostfile(hostfile) if hostfile else
+          parse_hosts(hosts) if hosts else [("127.0.0.1", num_workers)])
+
+
 def command(program, num_workers, hosts=None, hostfile=None, network_interface=None,
             controller="auto", extra_args=""):
   """The horovodrun command that runs `program` as `num_workers` ranks.
@@ -65,17 +73,14 @@ def command(program, num_workers, hosts=None, hostfile=None, network_interface=N
   Without `hosts` or `hostfile`, all ranks run on 127.0.0.1.
   """
   errors.check_choice("horovod_controller", controller, CONTROLLERS)
-  if hosts and hostfile:
-    raise errors.ConfigError("give --hosts or --hostfile, not both.")
-  machines = (parse_hostfile(hostfile) if hostfile else
-              parse_hosts(hosts) if hosts else [("127.0.0.1", num_workers)])
-  slots = sum(n for _, n in machines)
+  machines_ = machines(num_workers, hosts, hostfile)
+  slots = sum(n for _, n in machines_)
   if slots < num_workers:
     raise errors.ConfigError(
         f"--num_workers={num_workers} Horovod ranks need {num_workers} slots, but the hosts "
-        f"have {slots} ({', '.join(f'{h}:{n}' for h, n in machines)}). Add slots or hosts.")
+        f"have {slots} ({', '.join(f'{h}:{n}' for h, n in machines_)}). Add slots or hosts.")
   if network_interface is None:
-    if not all(is_loopback(h) for h, _ in machines):
+    if not all(is_loopback(h) for h, _ in machines_):
       raise errors.ConfigError(
           "a multi-host Horovod job needs --network_interface: the interface of the private "
           "network its hosts share (for example eth1). Gloo and MPI bind to it; they accept "
@@ -89,6 +94,6 @@ def command(program, num_workers, hosts=None, hostfile=None, network_interface=N
         f"--hosts/--hostfile, --network_interface and --horovod_controller.")
   horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
   return [horovodrun, *([f"--{controller}"] if controller != "auto" else []),
-          "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines),
+          "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines_),
           "--network-interface", network_interface,
           *passed, *program]

@@ -27,6 +27,7 @@ from absl import flags
 from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
 from estimator_dist import horovodrun
+from estimator_dist import loopback
 from estimator_dist import summary
 from estimator_dist.strategies import factory
 
@@ -288,6 +289,10 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
     command.append(f"--model_dir={model_dir}")
   launcher = Launcher(out)
   launcher.log(f"strategy={strategy} workers={num_workers} model_dir={model_dir}")
+  # A job on this machine alone listens on loopback only (see estimator_dist.loopback).
+  local = horovodrun.is_loopback(host) and (strategy != "horovod" or all(
+      horovodrun.is_loopback(h) for h, _ in horovodrun.machines(num_workers, hosts, hostfile)))
+  env_of = loopback.local_only_env if local else lambda env: env
 
   def on_signal(signum, _):
     launcher.log(f"signal {signum}: stopping all tasks")
@@ -300,11 +305,12 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
                      horovodrun.command(command, num_workers, hosts, hostfile,
                                         network_interface, horovod_controller,
                                         horovodrun_args),
-                     _horovodrun_env())
+                     env_of(_horovodrun_env()))
       training = {"horovodrun"}
     elif strategy in ("local", "mirrored"):
       devices = str(num_workers) if strategy == "mirrored" else None
-      launcher.start("chief:0", command, child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
+      launcher.start("chief:0", command,
+                     env_of(child_env(**{cluster_lib.NUM_DEVICES_ENV: devices})))
       training = {"chief:0"}
     else:
       cluster = local_cluster(strategy, num_workers, num_ps, evaluator, host)
@@ -314,8 +320,8 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
           name = f"{role}:{index}"
           if role in cluster_lib.TRAINING_ROLES:
             training.add(name)
-          launcher.start(name, command,
-                         child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
+          launcher.start(name, command, env_of(
+              child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index))))
     code = launcher.wait(training, shutdown_timeout_secs)
     launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
     for fields in (f for t in launcher.tasks for f in t.summaries):

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from estimator_dist import cluster
@@ -179,3 +180,38 @@ def test_horovodrun_command_on_two_hosts():
                                extra_args="--cycle-time-ms=2")
   assert command[1:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",
                          "--cycle-time-ms=2", "python", "t.py"]
+
+
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+@pytest.mark.parametrize("strategy,args", [
+    ("multi_worker", []), ("parameter_server", []), ("horovod", []),
+    ("horovod", ["--horovod_controller=gloo"])])
+def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
+  """TensorFlow, horovodrun and MPI listen on every interface unless the launcher stops them."""
+  process = subprocess.Popen(
+      [conftest.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
+       "--num_workers=2", *args, "--", conftest.PYTHON, "-m", "tests.programs.plain_model",
+       f"--model_dir={tmp_path}", "--train_steps=300"],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
+      env=conftest.child_env(), start_new_session=True)
+  listening = set()
+  try:
+    deadline = time.monotonic() + 240
+    while process.poll() is None and time.monotonic() < deadline:
+      for p in [psutil.Process(process.pid)] + psutil.Process(process.pid).children(True):
+        try:
+          listening |= {(p.name(), c.laddr.ip) for c in p.net_connections("inet")
+                        if c.status == psutil.CONN_LISTEN}
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+          pass
+      time.sleep(0.2)
+    output = process.communicate(timeout=30)[0]
+  finally:
+    if process.poll() is None:
+      os.killpg(process.pid, signal.SIGKILL)
+      process.communicate()
+  assert process.returncode == 0, output[-3000:]
+  assert listening, "no listening socket was seen"
+  assert {ip for _, ip in listening} <= LOOPBACK, listening
