@@ -80,65 +80,68 @@ LOCAL_TASK = TaskInfo(role="chief", index=0, rank=0, size=1)
 
 
 def _fail(field: str, value, fix: str):
-  raise ClusterConfigError(f"TF_CONFIG {field} is {value!r}: {fix}")
+  raise ClusterConfigError(f"{field} is {value!r}: {fix}")
 
 
-def _check_address(role: str, index: int, address):
+def _check_address(field: str, address):
   host, sep, port = str(address).rpartition(":")
   if not isinstance(address, str) or not sep or not host or not port.isdigit():
-    _fail(f'"cluster"."{role}"[{index}]', address,
+    _fail(field, address,
           'each address must be a "host:port" string, for example "10.0.0.5:2222".')
 
 
-def _parse_cluster(cluster) -> dict:
+def _parse_cluster(cluster, name='TF_CONFIG "cluster"') -> dict:
+  """The checked cluster, 'master' named 'chief'; `name` is where it came from."""
   if not isinstance(cluster, dict):
-    _fail('"cluster"', cluster, 'it must map a task type to a list of "host:port" addresses.')
+    _fail(name, cluster, 'it must map a task type to a list of "host:port" addresses.')
   parsed, seen = {}, {}
   for role, addresses in cluster.items():
-    name = "chief" if role == "master" else role
-    if name not in ROLES:
-      _fail('"cluster" task type', role,
+    role_name = "chief" if role == "master" else role
+    if role_name not in ROLES:
+      _fail(f"{name} task type", role,
             f"use only {', '.join(ROLES)} (and the legacy 'master' for chief).")
-    if name in parsed:
-      _fail('"cluster"', sorted(cluster), "give either 'chief' or 'master', not both.")
+    if role_name in parsed:
+      _fail(name, sorted(cluster), "give either 'chief' or 'master', not both.")
     if not isinstance(addresses, (list, tuple)) or not addresses:
-      _fail(f'"cluster"."{role}"', addresses,
+      _fail(f'{name}."{role}"', addresses,
             'it must be a non-empty list of "host:port" addresses.')
     for i, address in enumerate(addresses):
-      _check_address(role, i, address)
+      _check_address(f'{name}."{role}"[{i}]', address)
       if address in seen:
-        _fail(f'"cluster"."{role}"[{i}]', address,
-              f"the same address is already {seen[address]}; every task needs its own host:port.")
+        _fail(f'{name}."{role}"[{i}]', address, f"the same address is already "
+              f"{seen[address]}; every task needs its own host:port.")
       seen[address] = f"{role}[{i}]"
-    parsed[name] = tuple(addresses)
+    parsed[role_name] = tuple(addresses)
   for single in ("chief", "evaluator"):
     if len(parsed.get(single, ())) > 1:
-      _fail(f'"cluster"."{single}"', list(parsed[single]),
+      _fail(f'{name}."{single}"', list(parsed[single]),
             f"a cluster has at most one {single}; list the others under 'worker'.")
   if not parsed.get("chief") and not parsed.get("worker"):
-    _fail('"cluster"', cluster, "it needs a 'chief' or at least one 'worker' task to train.")
+    _fail(name, cluster, "it needs a 'chief' or at least one 'worker' task to train.")
   return parsed
 
 
 def _parse_task(task, cluster):
   if not isinstance(task, dict) or "type" not in task:
-    _fail('"task"', task, 'it must name this process, e.g. {"type": "worker", "index": 0}.')
+    _fail('TF_CONFIG "task"', task,
+          'it must name this process, e.g. {"type": "worker", "index": 0}.')
   role = "chief" if task["type"] == "master" else task["type"]
   index = task.get("index", 0)
   if not isinstance(index, int) or isinstance(index, bool):
-    _fail('"task"."index"', index, "it must be an integer, the task's position in its list.")
+    _fail('TF_CONFIG "task"."index"', index,
+          "it must be an integer, the task's position in its list.")
   if role == "evaluator" and index != 0:
-    _fail('"task"."index"', index, "a job has one evaluator and its index is 0.")
+    _fail('TF_CONFIG "task"."index"', index, "a job has one evaluator and its index is 0.")
   # The Kubeflow TFJob operator leaves the evaluator out of the cluster, as TensorFlow
   # allows: it does not train.
   if role == "evaluator" and role not in cluster:
     return role, index
   if role not in cluster:
-    _fail('"task"."type"', task["type"],
+    _fail('TF_CONFIG "task"."type"', task["type"],
           f"it must be one of the cluster's task types {sorted(cluster)}.")
   count = len(cluster[role])
   if not 0 <= index < count:
-    _fail('"task"."index"', index,
+    _fail('TF_CONFIG "task"."index"', index,
           f"the cluster has {count} '{role}' task(s), so use 0..{count - 1}.")
   return role, index
 
@@ -154,7 +157,7 @@ def parse_tf_config(text: Optional[str]) -> TaskInfo:
         f"TF_CONFIG is not valid JSON ({e.msg} at character {e.pos}): {text[:200]!r}. "
         f"Set it to a JSON object such as {TF_CONFIG_EXAMPLE}") from None
   if not isinstance(config, dict):
-    _fail("", config, f"it must be a JSON object such as {TF_CONFIG_EXAMPLE}")
+    _fail("TF_CONFIG", config, f"it must be a JSON object such as {TF_CONFIG_EXAMPLE}")
   if not config.get("cluster"):
     return LOCAL_TASK
   cluster = _parse_cluster(config["cluster"])
@@ -183,6 +186,26 @@ def _local_place(cluster, address, rank):
   training = [a for role in TRAINING_ROLES for a in cluster.get(role, ())]
   local = [a for a in training if a.rpartition(":")[0] == host]
   return (local.index(address) if rank >= 0 else -1), max(len(local), 1)
+
+
+def client_task(remote_cluster) -> TaskInfo:
+  """The standalone client that drives `remote_cluster`, a cluster of standard servers.
+
+  `remote_cluster` maps roles to addresses, as a dict or its JSON. The client is the
+  chief of the job: it writes the checkpoints and evaluates the end.
+  """
+  if isinstance(remote_cluster, str):
+    try:
+      remote_cluster = json.loads(remote_cluster)
+    except json.JSONDecodeError as e:
+      raise ClusterConfigError(
+          f"remote_cluster is not valid JSON ({e.msg} at character {e.pos}): "
+          f"{remote_cluster[:200]!r}. Give it as '{{\"worker\": [\"host1:2222\"], "
+          f"\"ps\": [\"host2:2222\"]}}'.") from None
+  cluster = _parse_cluster(remote_cluster, name="remote_cluster")
+  size = len(cluster.get("chief", ())) + len(cluster.get("worker", ()))
+  return TaskInfo(role="chief", index=0, rank=0, size=size, cluster=cluster,
+                  source="remote_cluster")
 
 
 def from_horovod_environment(env: Mapping[str, str]) -> Optional[TaskInfo]:

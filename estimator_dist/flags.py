@@ -25,6 +25,7 @@ _STRATEGY_FLAGS = {
     "hvd_reduction": ("horovod", "reduction"),
     "backward_passes_per_step": ("horovod", "backward_passes_per_step"),
     "gradient_predivide_factor": ("horovod", "gradient_predivide_factor"),
+    "remote_cluster": ("parameter_server", "remote_cluster"),
 }
 
 
@@ -77,6 +78,11 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
   flags.DEFINE_float("gradient_predivide_factor", 1.0,
                      "horovod: divide gradients by this before the sum, the rest after.",
                      flag_values=f)
+
+  flags.DEFINE_string("remote_cluster", None,
+                      "parameter_server: train as a standalone client of standard TensorFlow "
+                      "servers, given as JSON: '{\"worker\": [...], \"ps\": [...]}'.",
+                      flag_values=f)
 
   def _warmup_within_training(v):
     return v["warmup_steps"] is None or v["warmup_steps"] < v["train_steps"]

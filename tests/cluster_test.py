@@ -49,7 +49,7 @@ EXAMPLE = ('{"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222"]}, '
     ('{"cluster": ',
      "TF_CONFIG is not valid JSON (Expecting value at character 12): '{\"cluster\": '. "
      f"Set it to a JSON object such as {EXAMPLE}"),
-    ("[1, 2]", f"TF_CONFIG  is [1, 2]: it must be a JSON object such as {EXAMPLE}"),
+    ("[1, 2]", f"TF_CONFIG is [1, 2]: it must be a JSON object such as {EXAMPLE}"),
     (tf_config({"chief": ["h:1"], "trainer": ["h:2"]}),
      "TF_CONFIG \"cluster\" task type is 'trainer': use only chief, worker, ps, evaluator "
      "(and the legacy 'master' for chief)."),

@@ -7,10 +7,13 @@ and a ps exits once it has dequeued one token per training task.
 """
 
 import contextlib
+import os
 
 import tensorflow as tf
 from absl import logging
+from tensorflow.python.distribute import distribute_config  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import base
 
 _DONE_QUEUE = "estimator_dist_training_done_{}"
@@ -52,12 +55,27 @@ class ParameterServerAdapter(base.StrategyAdapter):
   allowed_roles = ("chief", "worker", "ps", "evaluator")
   needs_ps = True
 
-  def __init__(self, task=None, ps_done_timeout_secs=None, **options):
+  def __init__(self, task=None, ps_done_timeout_secs=None, remote_cluster=None, **options):
+    self.remote = remote_cluster is not None
+    if self.remote:
+      if cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")).cluster:
+        raise cluster_lib.ClusterConfigError(
+            "remote_cluster makes this process a client that drives the cluster, so TF_CONFIG "
+            "must not describe one; unset TF_CONFIG.")
+      task = cluster_lib.client_task(remote_cluster)
     super().__init__(task, **options)
     self.ps_done_timeout_secs = ps_done_timeout_secs
     self._strategy = None
     if self.task.is_training:
       self._strategy = tf.compat.v1.distribute.experimental.ParameterServerStrategy()
+
+  def _validate_task(self):
+    if not self.remote:
+      super()._validate_task()
+    elif not self.task.cluster.get("ps"):
+      raise cluster_lib.ClusterConfigError(
+          f"remote_cluster has {sorted(self.task.cluster)}, but strategy 'parameter_server' "
+          f"needs at least one 'ps' task: add \"ps\": [\"host:port\"].")
 
   @property
   def num_replicas(self):
@@ -66,10 +84,20 @@ class ParameterServerAdapter(base.StrategyAdapter):
   def distribute_strategy(self):
     return self._strategy
 
+  def run_config(self, model_dir, **kwargs):
+    if not self.remote:
+      return super().run_config(model_dir, **kwargs)
+    # The standalone client mode of TensorFlow's distribute coordinator: this process
+    # drives every worker of the remote cluster, one thread each.
+    kwargs.setdefault("session_config", self.session_config())
+    return tf.estimator.RunConfig(
+        model_dir=model_dir, experimental_distribute=distribute_config.DistributeConfig(
+            train_distribute=self._strategy, remote_cluster=dict(self.task.cluster)), **kwargs)
+
   def session_config(self):
     # RunConfig's between-graph defaults: talk only to the ps tasks and to yourself.
     config = super().session_config()
-    if self.task.is_training:
+    if self.task.is_training and not self.remote:
       config.device_filters.extend(["/job:ps", f"/job:{self.task.role}/task:{self.task.index}"])
     return config
 
@@ -77,9 +105,9 @@ class ParameterServerAdapter(base.StrategyAdapter):
     if self.task.role == "ps":
       self._serve()
       return None
-    if self.task.is_chief:
+    if self.task.is_chief and not self.remote:
       return super().train(estimator, train_spec, eval_spec)
-    with _ready_poll_every(1):
+    with _ready_poll_every(1):  # A client runs its remote workers' sessions in threads.
       return super().train(estimator, train_spec, eval_spec)
 
   def _serve(self):
@@ -102,7 +130,7 @@ class ParameterServerAdapter(base.StrategyAdapter):
 
   def after_training(self):
     """Tells every ps that this training task is done."""
-    if not self.task.is_training:
+    if not self.task.is_training or self.remote:  # Standard servers wait for no token.
       return
     for i, address in enumerate(self.task.cluster["ps"]):
       with tf.Graph().as_default():
