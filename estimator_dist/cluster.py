@@ -243,9 +243,12 @@ def assign_roles(addresses, num_ps=0, evaluator=False, source="local"):
   counts = {"chief": 1, "evaluator": int(bool(evaluator)), "ps": num_ps}
   counts["worker"] = len(addresses) - sum(counts.values())
   if counts["worker"] < 0:
+    need = len(addresses) - counts["worker"]
+    roles = ["the chief", *([f"{num_ps} ps"] if num_ps else []),
+             *(["the evaluator"] if evaluator else [])]
     raise ClusterConfigError(
-        f"{source} started {len(addresses)} task(s), fewer than the chief, {num_ps} ps and "
-        f"{counts['evaluator']} evaluator need. Start at least {len(addresses) - counts['worker']}.")
+        f"{source} started {len(addresses)} task(s), fewer than the {need} that "
+        f"{', '.join(roles[:-1])} and {roles[-1]} need. Start at least {need}.")
   cluster, roles, position = {}, [], 0
   for role in sorted(counts):
     if counts[role]:

@@ -27,6 +27,7 @@ TF_PORT_NAME = "tfjob-port"
 MPI_CONTAINER = "mpi"
 MPI_HOSTFILE = "/etc/mpi/hostfile"  # Written by the operator into the launcher pod.
 RESTART_POLICIES = ("OnFailure", "Never", "Always", "ExitCode")
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"  # Set by the operator on each pod.
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -49,6 +50,8 @@ def define_flags():
   flags.DEFINE_string("volume_claim", None, "A PersistentVolumeClaim for the shared model_dir, "
                       "as CLAIM:MOUNT_PATH.")
   flags.DEFINE_integer("port", 2222, "TensorFlow server port in each pod.", lower_bound=1)
+  flags.DEFINE_bool("network_policy", True, "Also print a NetworkPolicy that lets only the "
+                    "job's own pods reach its pods: their servers have no authentication.")
 
 
 def _container(name, image, command, resources, mounts, port=None):
@@ -125,6 +128,16 @@ def manifest(command, strategy, num_workers, image, num_ps=None, evaluator=False
       "runPolicy": run_policy, "tfReplicaSpecs": specs}}
 
 
+def network_policy(name, namespace=None):
+  """A NetworkPolicy that admits only the job's pods (the operator labels them)."""
+  pods = {"matchLabels": {JOB_NAME_LABEL: name}}
+  return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+          "metadata": {"name": f"{name}-own-pods-only",
+                       **({"namespace": namespace} if namespace else {})},
+          "spec": {"podSelector": pods, "policyTypes": ["Ingress"],
+                   "ingress": [{"from": [{"podSelector": pods}]}]}}
+
+
 def main(argv):
   f = flags.FLAGS
   try:
@@ -134,7 +147,8 @@ def main(argv):
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator-dist k8s: {e}\n")
     return 2
-  sys.stdout.write(yaml.safe_dump(job, sort_keys=False))
+  documents = [job] + ([network_policy(f.name, f.namespace)] if f.network_policy else [])
+  sys.stdout.write(yaml.safe_dump_all(documents, sort_keys=False))
   return 0
 
 

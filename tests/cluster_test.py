@@ -179,7 +179,7 @@ def test_roles_follow_slurm_cluster_resolver_order(num_ps, evaluator, expected):
 def test_too_few_tasks_for_the_roles():
   with pytest.raises(cluster.ClusterConfigError) as e:
     cluster.assign_roles(["a:1", "a:2"], num_ps=2, source="Spark")
-  assert str(e.value) == ("Spark started 2 task(s), fewer than the chief, 2 ps and 0 evaluator "
+  assert str(e.value) == ("Spark started 2 task(s), fewer than the 3 that the chief and 2 ps "
                           "need. Start at least 3.")
 
 

@@ -22,7 +22,13 @@ def k8s(*args):
   code, output = conftest.run([conftest.PYTHON, "-m", "estimator_dist.cli", "k8s", *args],
                               timeout=60)
   assert code == 0, output
-  return yaml.safe_load(output)
+  job, policy = yaml.safe_load_all(output)
+  # Only the job's own pods may reach them.
+  pods = {"matchLabels": {"training.kubeflow.org/job-name": job["metadata"]["name"]}}
+  assert policy["kind"] == "NetworkPolicy" and policy["spec"]["podSelector"] == pods
+  assert policy["spec"]["ingress"] == [{"from": [{"podSelector": pods}]}]
+  assert policy["metadata"].get("namespace") == job["metadata"].get("namespace")
+  return job
 
 
 def check_replica_specs(specs, container_name):

@@ -54,6 +54,7 @@ class ParameterServerAdapter(base.StrategyAdapter):
   synchronous = False
   allowed_roles = ("chief", "worker", "ps", "evaluator")
   needs_ps = True
+  remote = False  # True: a standalone client of remote_cluster.
 
   def __init__(self, task=None, ps_done_timeout_secs=None, remote_cluster=None, **options):
     self.remote = remote_cluster is not None
