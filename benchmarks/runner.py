@@ -17,6 +17,7 @@ from benchmarks import models
 from benchmarks import timing
 from estimator_dist import launch
 from estimator_dist import placement
+from estimator_dist import processes
 
 BASELINES = {"horovod": "benchmarks.baselines.horovod_estimator"}
 DISTRIBUTE_BASELINE = "benchmarks.baselines.distribute_estimator"
@@ -95,7 +96,7 @@ def run(job, settings):
 
 def _independent(command, model_dir, num_workers, log):
   """`num_workers` copies of a one-process training, started together, unconnected."""
-  launcher = launch.Launcher(log)
+  launcher = processes.Launcher(log)
   names = [f"local:{i}" for i in range(num_workers)]
   try:
     for i, name in enumerate(names):
@@ -104,7 +105,7 @@ def _independent(command, model_dir, num_workers, log):
       pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
       launcher.start(name, [*pin, *command, "--strategy=local",
                             f"--model_dir={os.path.join(model_dir, str(i))}"],
-                     launch.child_env())
+                     processes.child_env())
     return launcher.wait(set(names), shutdown_timeout_secs=60)
   finally:
     launcher.stop_all()

@@ -18,7 +18,7 @@ from absl import flags
 
 from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
-from estimator_dist import launch
+from estimator_dist import jobs
 from estimator_dist.strategies import factory
 
 API_VERSION = "kubeflow.org/v1"
@@ -32,12 +32,7 @@ _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def define_flags():
-  flags.DEFINE_enum("strategy", "multi_worker", factory.STRATEGIES + tuple(factory.ALIASES),
-                    "Distribution strategy; passed to the program as --strategy.")
-  flags.DEFINE_integer("num_workers", 2, "Training pods (mirrored: replicas in one pod).",
-                       lower_bound=1)
-  flags.DEFINE_integer("num_ps", None, "parameter_server: ps pods (default 1).", lower_bound=0)
-  flags.DEFINE_bool("evaluator", False, "multi_worker, parameter_server: add an evaluator pod.")
+  jobs.define_flags("Training pods (mirrored: replicas in one pod).")
   flags.DEFINE_string("image", None, "Container image with the program and estimator_dist.")
   flags.DEFINE_string("name", "estimator-dist", "Job name (a DNS label).")
   flags.DEFINE_string("namespace", None, "Namespace of the job (default: kubectl's).")
@@ -77,9 +72,9 @@ def manifest(command, strategy, num_workers, image, num_ps=None, evaluator=False
              backoff_limit=3, cpu=None, memory=None, gpus=0, volume_claim=None, port=2222):
   """The job as a dict: a TFJob, or an MPIJob for horovod."""
   strategy = factory.ALIASES.get(strategy, strategy)
-  num_ps = launch.default_num_ps(strategy, num_ps)
-  launch.check_topology(strategy, num_workers, num_ps, evaluator)
-  launch.check_command(command)
+  num_ps = jobs.default_num_ps(strategy, num_ps)
+  jobs.check_topology(strategy, num_workers, num_ps, evaluator)
+  jobs.check_command(command)
   if not image:
     raise errors.ConfigError("--image is required: the container image that holds the "
                              "program and estimator_dist.")

@@ -19,6 +19,7 @@ from absl import flags
 
 from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
+from estimator_dist import jobs
 from estimator_dist.strategies import factory
 
 # Set by the sbatch script (or the user) for every task of the step.
@@ -132,12 +133,7 @@ def task_from_environment(env):
 
 # -- estimator-dist slurm ------------------------------------------------------------------
 def define_flags():
-  flags.DEFINE_enum("strategy", "multi_worker", factory.STRATEGIES + tuple(factory.ALIASES),
-                    "Distribution strategy; passed to the program as --strategy.")
-  flags.DEFINE_integer("num_workers", 2, "Training tasks (mirrored: replicas of one task).",
-                       lower_bound=1)
-  flags.DEFINE_integer("num_ps", None, "parameter_server: ps tasks (default 1).", lower_bound=0)
-  flags.DEFINE_bool("evaluator", False, "multi_worker, parameter_server: add an evaluator task.")
+  jobs.define_flags("Training tasks (mirrored: replicas of one task).")
   flags.DEFINE_integer("nodes", None, "Nodes to allocate (default: SLURM decides).", lower_bound=1)
   flags.DEFINE_integer("cpus_per_task", None, "#SBATCH --cpus-per-task.", lower_bound=1)
   flags.DEFINE_integer("gpus_per_task", None, "#SBATCH --gpus-per-task.", lower_bound=0)
@@ -153,11 +149,10 @@ def sbatch_script(command, strategy, num_workers, num_ps=None, evaluator=False, 
                   cpus_per_task=None, gpus_per_task=None, time=None, partition=None,
                   job_name="estimator-dist", port_base=DEFAULT_PORT_BASE, srun_mpi="pmix"):
   """The sbatch script that runs `command` as the tasks of `strategy`."""
-  from estimator_dist import launch  # pylint: disable=g-import-not-at-top
   strategy = factory.ALIASES.get(strategy, strategy)
-  num_ps = launch.default_num_ps(strategy, num_ps)
-  launch.check_topology(strategy, num_workers, num_ps, evaluator)
-  launch.check_command(command)
+  num_ps = jobs.default_num_ps(strategy, num_ps)
+  jobs.check_topology(strategy, num_workers, num_ps, evaluator)
+  jobs.check_command(command)
   one_process = strategy in ("local", "mirrored")
   num_tasks = 1 if one_process else num_workers + num_ps + int(evaluator)
   if nodes and nodes > num_tasks:

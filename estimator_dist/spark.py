@@ -20,8 +20,10 @@ import tempfile
 
 from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
+from estimator_dist import jobs
 from estimator_dist import horovodrun
 from estimator_dist import launch
+from estimator_dist import processes
 from estimator_dist.strategies import factory
 
 
@@ -44,8 +46,8 @@ def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(
   stops every other task.
   """
   strategy = factory.ALIASES.get(strategy, strategy)
-  num_ps = launch.default_num_ps(strategy, num_ps)
-  launch.check_topology(strategy, num_workers, num_ps, evaluator)
+  num_ps = jobs.default_num_ps(strategy, num_ps)
+  jobs.check_topology(strategy, num_workers, num_ps, evaluator)
   pyspark, cloudpickle = _spark()
   logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
   sc = spark_context or pyspark.SparkContext.getOrCreate()
@@ -93,12 +95,12 @@ def _run_in_new_process(payload, name, extra_env):
     call, result = os.path.join(workdir, "call"), os.path.join(workdir, "result")
     with open(call, "wb") as f:
       f.write(payload)
-    env = launch.child_env(**extra_env)
+    env = processes.child_env(**extra_env)
     process = subprocess.Popen(
         [sys.executable, "-c", "import sys; from estimator_dist import spark; "
          "spark._call(sys.argv[1], sys.argv[2])", call, result],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=launch.die_with_parent)
+        start_new_session=True, preexec_fn=processes.die_with_parent)
     tail = []
     try:
       for raw in iter(process.stdout.readline, b""):

@@ -11,6 +11,7 @@ import pytest
 
 from estimator_dist import cluster
 from estimator_dist import horovodrun
+from estimator_dist import jobs
 from estimator_dist import launch
 from tests import conftest
 
@@ -51,7 +52,7 @@ def test_local_cluster_has_distinct_loopback_ports():
 ])
 def test_topologies_that_cannot_work(args, message):
   with pytest.raises(launch.errors.ConfigError, match=message):
-    launch.check_topology(*args)
+    jobs.check_topology(*args)
 
 
 def test_every_task_gets_its_tf_config_and_prefix():

@@ -1,0 +1,166 @@
+"""The processes of a job: started, their output copied with a prefix, and all stopped.
+
+A task's processes are its process group and every descendant; stopping a task stops
+them all, and a task dies with the launcher.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from estimator_dist import summary
+
+# horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
+_HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
+
+class Task:
+  """One child process; its output is copied line by line with a prefix."""
+
+  def __init__(self, name, command, env, out):
+    self.name = name
+    self.summaries = []
+    self.process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
+    self._thread = threading.Thread(target=self._copy, args=(out,), daemon=True)
+    self._thread.start()
+
+  def _copy(self, out):
+    for raw in iter(self.process.stdout.readline, b""):
+      line = raw.decode("utf-8", "replace").rstrip("\n")
+      match = _HOROVOD_LINE.match(line)
+      prefix = f"[worker:{match.group(1)}]" if match else f"[{self.name}]"
+      text = match.group(2) if match else line
+      fields = summary.parse_line(text)
+      if fields:
+        self.summaries.append(fields)
+      out.write(f"{prefix} {text}\n")
+      out.flush()
+
+  def stop(self, grace_secs=10):
+    """SIGTERM to the task's processes, SIGKILL after `grace_secs`.
+
+    The task's processes are its process group and every descendant, found before
+    any is signalled (mpirun starts its ranks in process groups of their own).
+    """
+    family = _descendants(self.process.pid)
+    for sig, wait in ((signal.SIGTERM, grace_secs), (signal.SIGKILL, 5)):
+      if self.process.poll() is not None and not _alive(family):
+        break
+      _signal_all(self.process.pid, family, sig)
+      try:
+        self.process.wait(wait)
+      except subprocess.TimeoutExpired:
+        pass
+      deadline = time.monotonic() + wait
+      while _alive(family) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _signal_all(self.process.pid, family, signal.SIGKILL)  # Anything left goes too.
+    self._thread.join(5)
+
+
+def _signal_all(group, pids, sig):
+  for kill, target in [(os.killpg, group)] + [(os.kill, pid) for pid in pids]:
+    try:
+      kill(target, sig)
+    except (ProcessLookupError, PermissionError):
+      pass
+
+
+def _alive(pids):
+  alive = []
+  for pid in pids:
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+          alive.append(pid)
+    except (OSError, IndexError):
+      pass
+  return alive
+
+
+def _descendants(pid):
+  """The pids of every process descended from `pid` (Linux /proc)."""
+  children = {}
+  for entry in os.listdir("/proc"):
+    if entry.isdigit():
+      try:
+        with open(f"/proc/{entry}/stat") as f:
+          parent = int(f.read().rsplit(")", 1)[1].split()[1])
+      except (OSError, ValueError, IndexError):
+        continue
+      children.setdefault(parent, []).append(int(entry))
+  found, todo = [], [pid]
+  while todo:
+    for child in children.get(todo.pop(), []):
+      found.append(child)
+      todo.append(child)
+  return found
+
+
+def die_with_parent():
+  """Linux: the child gets SIGKILL if the launcher dies without cleaning up."""
+  try:
+    import ctypes  # pylint: disable=g-import-not-at-top
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+  except OSError:
+    pass
+
+
+def _exit_code(returncode):
+  return 128 - returncode if returncode < 0 else returncode
+
+
+class Launcher:
+  """Starts the tasks, watches them, and stops them all on failure or signal."""
+
+  def __init__(self, out=sys.stdout):
+    self.out = out
+    self.tasks = []
+
+  def log(self, message):
+    self.out.write(f"[launch] {message}\n")
+    self.out.flush()
+
+  def start(self, name, command, env):
+    self.tasks.append(Task(name, command, env, self.out))
+
+  def stop_all(self):
+    for task in self.tasks:
+      task.stop()
+
+  def wait(self, training, shutdown_timeout_secs):
+    """Waits for the `training` tasks; returns the exit code of the job."""
+    deadline = None
+    while True:
+      for task in self.tasks:
+        code = task.process.poll()
+        if code not in (None, 0):
+          self.log(f"{task.name} exited with code {code}; stopping the other tasks")
+          self.stop_all()
+          return _exit_code(code)
+      running = [t for t in self.tasks if t.process.poll() is None]
+      if not running:
+        return 0
+      if not any(t.name in training for t in running):
+        deadline = deadline or time.monotonic() + shutdown_timeout_secs
+        if time.monotonic() > deadline:
+          names = ", ".join(t.name for t in running)
+          self.log(f"training ended but {names} did not exit within "
+                   f"{shutdown_timeout_secs}s; stopping them")
+          self.stop_all()
+          return 1
+      time.sleep(0.2)
+
+
+def child_env(**extra):
+  """The environment of a task: this one without TF_CONFIG, unbuffered, plus `extra`."""
+  env = dict(os.environ)
+  env.pop("TF_CONFIG", None)
+  env["PYTHONUNBUFFERED"] = "1"
+  env.update({k: v for k, v in extra.items() if v is not None})
+  return env
