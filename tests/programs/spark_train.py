@@ -5,6 +5,8 @@
 """
 
 import json
+import os
+import sys
 
 from absl import app
 from absl import flags
@@ -38,6 +40,8 @@ def main(_):
   import pyspark  # pylint: disable=g-import-not-at-top
   from estimator_dist import spark  # pylint: disable=g-import-not-at-top
   f = flags.FLAGS
+  # The executors' Python: this one, which has estimator_dist and Horovod.
+  os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
   conf = (pyspark.SparkConf().setMaster(f"local[{f.spark_slots}]").setAppName("estimator_dist")
           .set("spark.ui.enabled", "false").set("spark.driver.host", "127.0.0.1")
           .set("spark.driver.bindAddress", "127.0.0.1"))
