@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
+from estimator_dist import guards
 from estimator_dist.strategies import base
 
 LR_SCALINGS = ("linear", "sqrt", "none")
@@ -93,6 +94,7 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
     with adapter.gradient_context():
       spec = call()
     adapter.check_train_spec(spec)
+    guards.record_loss(spec.loss)
     hooks = adapter.training_hooks()
     if hooks:
       spec = spec._replace(training_hooks=tuple(spec.training_hooks) + tuple(hooks))

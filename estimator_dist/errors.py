@@ -5,6 +5,10 @@ class ConfigError(ValueError):
   """Bad input to estimator_dist: a flag, an option, TF_CONFIG, a model_fn or input_fn."""
 
 
+class TrainingDiverged(RuntimeError):
+  """The loss or the weights stopped being finite; the message names the step."""
+
+
 def check_args(fn, kind, allowed, fix):
   """The argument names of `fn`; ConfigError if it is not callable or takes others."""
   from tensorflow_estimator.python.estimator import util  # pylint: disable=g-import-not-at-top

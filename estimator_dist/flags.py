@@ -26,6 +26,7 @@ _STRATEGY_FLAGS = {
     "backward_passes_per_step": ("horovod", "backward_passes_per_step"),
     "gradient_predivide_factor": ("horovod", "gradient_predivide_factor"),
     "remote_cluster": ("parameter_server", "remote_cluster"),
+    "global_batch_size": ("horovod", "global_batch_size"),
 }
 
 
@@ -79,6 +80,10 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                      "horovod: divide gradients by this before the sum, the rest after.",
                      flag_values=f)
 
+  flags.DEFINE_integer("global_batch_size", None,
+                       "horovod: examples per update, whatever the number of ranks; each "
+                       "rank accumulates micro-batches of --batch_size.", lower_bound=1,
+                       flag_values=f)
   flags.DEFINE_string("remote_cluster", None,
                       "parameter_server: train as a standalone client of standard TensorFlow "
                       "servers, given as JSON: '{\"worker\": [...], \"ps\": [...]}'.",
@@ -118,6 +123,8 @@ def options_from_flags(flag_values=flags.FLAGS):
   for name, (owner, option) in _STRATEGY_FLAGS.items():
     if owner == strategy and f[name].value is not None:
       strategy_options[option] = f[name].value
+  if "global_batch_size" in strategy_options:
+    strategy_options["batch_size"] = f.batch_size  # The micro-batch.
   return dict(strategy=strategy, model_dir=f.model_dir, train_steps=f.train_steps,
               eval_steps=f.eval_steps, batch_size=f.batch_size, learning_rate=f.learning_rate,
               lr_scaling=f.lr_scaling, warmup_steps=f.warmup_steps,
@@ -138,4 +145,8 @@ def run_program(main):
       sys.stderr.write(f"error: {e}\n")
       sys.stderr.flush()
       sys.exit(2)
+    except errors.TrainingDiverged as e:
+      sys.stderr.write(f"error: {e}\n")
+      sys.stderr.flush()
+      sys.exit(3)
   app.run(guarded)

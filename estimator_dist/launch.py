@@ -21,12 +21,15 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
+from estimator_dist import heartbeat
 from estimator_dist import horovodrun
 from estimator_dist import jobs
 from estimator_dist import loopback
 from estimator_dist import processes
 from estimator_dist import summary
 from estimator_dist.strategies import factory
+
+DIVERGED_EXIT_CODE = 3  # What run_program exits with when training diverged.
 
 
 def define_flags():
@@ -45,6 +48,12 @@ def define_flags():
                       "their private network, which Gloo and MPI bind to (e.g. eth1).")
   flags.DEFINE_string("horovodrun_args", "", "horovod: more horovodrun options, passed as "
                       "they are, e.g. '--fusion-threshold-mb=32 --cycle-time-ms=2'.")
+  flags.DEFINE_integer("max_restarts", 0, "When a task fails, start the whole job again up "
+                       "to this many times; it resumes from the latest checkpoint.",
+                       lower_bound=0)
+  flags.DEFINE_integer("hang_timeout_secs", 300, "Stop the job (and restart it, with "
+                       "--max_restarts) when a training task of a local job makes no "
+                       "progress for this long; 0 never does.", lower_bound=0)
   flags.DEFINE_integer("shutdown_timeout_secs", 300,
                        "After training ends, seconds ps and evaluator tasks get to exit.",
                        lower_bound=1)
@@ -83,11 +92,14 @@ def _horovodrun_env():
 def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_dir=None,
            host="127.0.0.1", shutdown_timeout_secs=300, out=sys.stdout,
            horovod_controller="auto", hosts=None, hostfile=None, network_interface=None,
-           horovodrun_args=""):
+           horovodrun_args="", max_restarts=0, hang_timeout_secs=300):
   """Runs `command` as a job; returns its exit code.
 
-  Every strategy runs on this machine, except horovod given `hosts` or `hostfile`.
+  Every strategy runs on this machine, except horovod given `hosts` or `hostfile`. When
+  a task fails, every task is stopped; with `max_restarts`, the whole job then starts
+  again (up to that many times) and resumes from the latest checkpoint.
   """
+  errors.check_positive("max_restarts", max_restarts + 1)
   strategy = factory.ALIASES.get(strategy, strategy)
   num_ps = jobs.default_num_ps(strategy, num_ps)
   jobs.check_topology(strategy, num_workers, num_ps, evaluator)
@@ -98,53 +110,76 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
         f"{strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
         f"and `estimator-dist slurm`) or estimator_dist.spark.run.")
   command = list(command) + [f"--strategy={strategy}"]
-  if not any(a.startswith("--model_dir") for a in command):
+  given = [a.split("=", 1)[1] for a in command if a.startswith("--model_dir=")]
+  if given:
+    model_dir = given[-1]
+  else:
     model_dir = model_dir or tempfile.mkdtemp(prefix="estimator_dist_")
     command.append(f"--model_dir={model_dir}")
-  launcher = processes.Launcher(out)
-  launcher.log(f"strategy={strategy} workers={num_workers} model_dir={model_dir}")
-  # A job on this machine alone listens on loopback only (see estimator_dist.loopback).
   local = horovodrun.is_loopback(host) and (strategy != "horovod" or all(
       horovodrun.is_loopback(h) for h, _ in horovodrun.machines(num_workers, hosts, hostfile)))
-  env_of = loopback.local_only_env if local else lambda env: env
+  # Heartbeats go through a directory of this machine: local jobs only.
+  launcher = processes.Launcher(out, hang_timeout_secs if local else None)
+  launcher.log(f"strategy={strategy} workers={num_workers} model_dir={model_dir}")
+
+  def env_of(env):
+    if launcher.heartbeats:
+      env = {**env, heartbeat.HEARTBEAT_ENV: launcher.heartbeats}
+    # A job on this machine alone listens on loopback only (see estimator_dist.loopback).
+    return loopback.local_only_env(env) if local else env
 
   def on_signal(signum, _):
     launcher.log(f"signal {signum}: stopping all tasks")
     launcher.stop_all()
     sys.exit(128 + signum)
   previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-  try:
+
+  def start_tasks():
+    """Starts every task of the job; returns the names of the training tasks."""
     if strategy == "horovod":
       launcher.start("horovodrun",
                      horovodrun.command(command, num_workers, hosts, hostfile,
                                         network_interface, horovod_controller,
                                         horovodrun_args),
                      env_of(_horovodrun_env()))
-      training = {"horovodrun"}
-    elif strategy in ("local", "mirrored"):
+      return {"horovodrun"}
+    if strategy in ("local", "mirrored"):
       devices = str(num_workers) if strategy == "mirrored" else None
       launcher.start("chief:0", command,
                      env_of(processes.child_env(**{cluster_lib.NUM_DEVICES_ENV: devices})))
-      training = {"chief:0"}
-    else:
-      cluster = local_cluster(strategy, num_workers, num_ps, evaluator, host)
-      training = set()
-      for role, addresses in cluster.items():
-        for index in range(len(addresses)):
-          name = f"{role}:{index}"
-          if role in cluster_lib.TRAINING_ROLES:
-            training.add(name)
-          launcher.start(name, command, env_of(
-              processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index))))
-    code = launcher.wait(training, shutdown_timeout_secs)
+      return {"chief:0"}
+    cluster = local_cluster(strategy, num_workers, num_ps, evaluator, host)
+    for role, addresses in cluster.items():
+      for index in range(len(addresses)):
+        launcher.start(f"{role}:{index}", command, env_of(
+            processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index))))
+    return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
+            for i in range(len(cluster.get(role, ())))}
+
+  try:
+    for attempt in range(max_restarts + 1):
+      if attempt:
+        launcher.forget_tasks()
+        launcher.log(f"restart {attempt} of {max_restarts}: starting every task again; "
+                     f"training resumes from {_latest_checkpoint(model_dir)}")
+      code = launcher.wait(start_tasks(), shutdown_timeout_secs)
+      if code in (0, DIVERGED_EXIT_CODE):
+        break
+    if code == DIVERGED_EXIT_CODE:
+      launcher.log("training diverged; a restart from the same checkpoint would diverge again")
     launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
     for fields in (f for t in launcher.tasks for f in t.summaries):
       launcher.log("summary\n" + summary.format_table(fields))
     return code
   finally:
-    launcher.stop_all()
+    launcher.close()
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _latest_checkpoint(model_dir):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.train.latest_checkpoint(model_dir) or f"the start (no checkpoint in {model_dir})"
 
 
 def main(argv):
@@ -153,7 +188,8 @@ def main(argv):
     return launch(argv[1:], f.strategy, f.num_workers, f.num_ps, f.evaluator, f.model_dir,
                   f.host, f.shutdown_timeout_secs, horovod_controller=f.horovod_controller,
                   hosts=f.hosts, hostfile=f.hostfile, network_interface=f.network_interface,
-                  horovodrun_args=f.horovodrun_args)
+                  horovodrun_args=f.horovodrun_args, max_restarts=f.max_restarts,
+                  hang_timeout_secs=f.hang_timeout_secs)
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.launch: {e}\n")
     return 2

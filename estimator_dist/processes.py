@@ -6,13 +6,18 @@ them all, and a task dies with the launcher.
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
+from estimator_dist import heartbeat
 from estimator_dist import summary
+
+HANG_EXIT_CODE = 124  # A job stopped because a training task made no progress.
 
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
@@ -118,9 +123,12 @@ def _exit_code(returncode):
 class Launcher:
   """Starts the tasks, watches them, and stops them all on failure or signal."""
 
-  def __init__(self, out=sys.stdout):
+  def __init__(self, out=sys.stdout, hang_timeout_secs=None):
     self.out = out
     self.tasks = []
+    self.hang_timeout_secs = hang_timeout_secs
+    self.heartbeats = (tempfile.mkdtemp(prefix="estimator_dist_heartbeats_")
+                       if hang_timeout_secs else None)
 
   def log(self, message):
     self.out.write(f"[launch] {message}\n")
@@ -133,6 +141,19 @@ class Launcher:
     for task in self.tasks:
       task.stop()
 
+  def forget_tasks(self):
+    """Stops every task and forgets them, for a new start of the job."""
+    self.stop_all()
+    self.tasks = []
+    if self.heartbeats:
+      for name in os.listdir(self.heartbeats):
+        os.remove(os.path.join(self.heartbeats, name))
+
+  def close(self):
+    self.stop_all()
+    if self.heartbeats:
+      shutil.rmtree(self.heartbeats, ignore_errors=True)
+
   def wait(self, training, shutdown_timeout_secs):
     """Waits for the `training` tasks; returns the exit code of the job."""
     deadline = None
@@ -143,6 +164,12 @@ class Launcher:
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
+      stuck = self.heartbeats and heartbeat.stalled(self.heartbeats, self.hang_timeout_secs)
+      if stuck:
+        self.log(f"no training progress on {', '.join(stuck)} for {self.hang_timeout_secs}s "
+                 f"(heartbeat); stopping the job")
+        self.stop_all()
+        return HANG_EXIT_CODE
       running = [t for t in self.tasks if t.process.poll() is None]
       if not running:
         return 0

@@ -6,6 +6,7 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
+from estimator_dist import guards
 from estimator_dist import decorator
 from estimator_dist import inputs
 from estimator_dist import summary
@@ -118,9 +119,11 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
   estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
                                      params=params)
   throughput = ThroughputHook()
-  train_spec = tf.estimator.TrainSpec(adapter.wrap_input_fn(train_input_fn),
-                                      max_steps=train_steps,
-                                      hooks=[throughput, *hooks])
+  train_spec = tf.estimator.TrainSpec(
+      adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
+      hooks=[guards.NanLossHook(model_dir), throughput, *guards.heartbeat_hooks(adapter.task),
+             *hooks],
+      saving_listeners=[guards.FiniteCheckpoints(model_dir)])
   eval_spec = None
   if eval_input_fn is not None:
     eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=eval_steps, start_delay_secs=0,

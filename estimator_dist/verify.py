@@ -60,8 +60,9 @@ def _train(_):
   ed.train_and_evaluate(module.model_fn, module.input_fn, None, params=params, **options)
 
 
-def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, model_dir):
-  command = [sys.executable, "-m", "estimator_dist.verify", "--train_only",
+def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, model_dir,
+         extra=()):
+  command = [sys.executable, "-m", "estimator_dist.verify", "--train_only", *extra,
              f"--module={FLAGS.module}", f"--model_dir={model_dir}",
              f"--train_steps={FLAGS.train_steps}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
@@ -120,23 +121,26 @@ def main(_):
   # oneDNN picks kernels by batch size, which changes rounding between batch splits.
   os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
   strategy = ed.strategies.factory.ALIASES.get(FLAGS.strategy, FLAGS.strategy)
-  n, batch = FLAGS.num_workers, FLAGS.batch_size
+  n, batch, global_batch = FLAGS.num_workers, FLAGS.batch_size, FLAGS.global_batch_size
   replicas = 1 if strategy == "parameter_server" else n
+  # With --global_batch_size, each worker accumulates micro-batches of --batch_size.
+  reference_batch = global_batch or batch * replicas
+  extra = [f"--global_batch_size={global_batch}"] if global_batch else []
   work = FLAGS.work_dir or tempfile.mkdtemp(prefix="estimator_dist_verify_")
   os.makedirs(work, exist_ok=True)
   single_dir, dist_dir = os.path.join(work, "single"), os.path.join(work, "distributed")
   reference_rate = FLAGS.reference_learning_rate or FLAGS.learning_rate
-  single_rate = _run("single", "local", 1, batch * replicas, reference_rate, "none", single_dir)
+  single_rate = _run("single", "local", 1, reference_batch, reference_rate, "none", single_dir)
   start_from(single_dir, dist_dir)
   dist_rate = _run("distributed", strategy, n, batch, FLAGS.learning_rate,
-                   FLAGS.lr_scaling or "none", dist_dir)
+                   FLAGS.lr_scaling or "none", dist_dir, extra)
   rows = compare(single_dir, dist_dir)
   worst = max((r[3] for r in rows), default=np.inf)
   passed = worst <= FLAGS.tolerance
   print(f"estimator_dist verify: {FLAGS.module}, {FLAGS.train_steps} steps at global batch "
-        f"{batch * replicas}, {strategy} on {n} worker(s) against one worker")
+        f"{reference_batch}, {strategy} on {n} worker(s) against one worker")
   print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")
-  print(f"  {'single worker':22s} {1:7d} {batch * replicas:12d} {single_rate:14g}")
+  print(f"  {'single worker':22s} {1:7d} {reference_batch:12d} {single_rate:14g}")
   print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:14g}")
   print(f"  {'weight':40s} {'max |diff|':>11s} {'max |ref|':>11s} {'relative':>11s}")
   for name, diff, scale, rel in rows:

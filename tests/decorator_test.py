@@ -193,3 +193,18 @@ def test_horovod_refuses_a_train_op_without_a_v1_optimizer():
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=tf.no_op())
   with pytest.raises(ed.ConfigError, match="no gradient would be all-reduced"):
     build(ed.distributed(model_fn, lr_scaling="none"), adapter)
+
+
+def test_micro_batches_spread_the_remainder_over_the_first_ranks():
+  from estimator_dist.strategies import accumulation  # pylint: disable=g-import-not-at-top
+  assert accumulation.micro_batches_per_rank(320, 32, 3) == [4, 3, 3]
+  assert accumulation.micro_batches_per_rank(64, 32, 2) == [1, 1]
+  with pytest.raises(ed.ConfigError) as e:
+    accumulation.micro_batches_per_rank(100, 32, 2)
+  assert str(e.value) == ("global_batch_size (100) must be a multiple of batch_size (32), the "
+                          "size of one micro-batch.")
+  with pytest.raises(ed.ConfigError) as e:
+    accumulation.micro_batches_per_rank(64, 32, 4)
+  assert str(e.value) == (
+      "global_batch_size (64) is 2 micro-batch(es) of 32, fewer than the 4 ranks; each rank "
+      "needs at least one. Use a global_batch_size of at least 128 or a smaller batch_size.")

@@ -103,3 +103,22 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
                           lr_scaling="none")
   rows = verify.compare(str(local), str(chain))
   assert rows and max(r[3] for r in rows) <= 1e-5, rows
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_a_fixed_global_batch_is_one_update_on_any_number_of_workers(workers, tmp_path):
+  """Global batch 32 in micro-batches of 8: 1 worker x 4 passes, 2 x 2 and 4 x 1.
+
+  Each is 10 applied updates (global_step counts updates, not micro-batches) that match
+  one worker at batch 32; the learning rate follows the global batch (x4), not the
+  number of workers.
+  """
+  code, worst, verdict, output = run_verify(
+      "--strategy=horovod", f"--num_workers={workers}", "--module=model_zoo.mnist_dnn",
+      "--batch_size=8", "--global_batch_size=32", "--lr_scaling=linear",
+      "--reference_learning_rate=0.04", f"--work_dir={tmp_path}")
+  assert (code, verdict) == (0, "PASS"), output[-3000:]
+  assert worst <= 1e-5
+  assert re.search(rf"horovod\s+{workers}\s+8\s+0.04\n", output)
+  log = (tmp_path / "distributed.log").read_text()
+  assert f"global batch 32: {4 // workers} micro-batch(es) of 8 on this rank per update" in log

@@ -194,7 +194,7 @@ class StrategyAdapter:
     """Runs this task's share of training. Returns eval metrics if it evaluated the end."""
     if eval_spec is None and not self.task.cluster:
       estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
-                      hooks=train_spec.hooks)
+                      hooks=train_spec.hooks, saving_listeners=train_spec.saving_listeners)
       return None
     if eval_spec is None:
       # A TF_CONFIG cluster trains only through train_and_evaluate; without an evaluator

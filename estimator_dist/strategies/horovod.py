@@ -17,6 +17,7 @@ from absl import logging
 
 from estimator_dist import errors
 from estimator_dist import cluster as cluster_lib
+from estimator_dist.strategies import accumulation
 from estimator_dist.strategies import base
 
 REDUCTIONS = ("average", "sum", "adasum")
@@ -53,7 +54,8 @@ class HorovodAdapter(base.StrategyAdapter):
   name = "horovod"
 
   def __init__(self, task=None, compression="none", reduction="average",
-               backward_passes_per_step=1, gradient_predivide_factor=1.0, **options):
+               backward_passes_per_step=1, gradient_predivide_factor=1.0,
+               global_batch_size=None, batch_size=None, **options):
     errors.check_choice("compression", compression, COMPRESSIONS)
     errors.check_choice("reduction", reduction, REDUCTIONS)
     errors.check_positive("backward_passes_per_step", backward_passes_per_step)
@@ -64,6 +66,13 @@ class HorovodAdapter(base.StrategyAdapter):
       raise errors.ConfigError(
           f"gradient_predivide_factor ({gradient_predivide_factor}) works only with "
           f"reduction='average', not {reduction!r}.")
+    if global_batch_size is not None and (
+        backward_passes_per_step != 1 or reduction != "average" or
+        gradient_predivide_factor != 1.0 or batch_size is None):
+      raise errors.ConfigError(
+          f"global_batch_size ({global_batch_size}) needs batch_size, the micro-batch, and "
+          f"sets the passes per update itself: drop backward_passes_per_step, "
+          f"gradient_predivide_factor and reduction={reduction!r}.")
     self.hvd = _import_horovod()
     if not tf.config.list_physical_devices("GPU"):
       for name, value in CPU_DEFAULTS.items():
@@ -78,6 +87,11 @@ class HorovodAdapter(base.StrategyAdapter):
     hvd = self.hvd
     self._hvd_optimizers = (hvd._DistributedOptimizer, hvd._DistributedAdasumOptimizer)  # pylint: disable=protected-access
     super().__init__(task, **options)
+    self.global_batch_size, self.batch_size = global_batch_size, batch_size
+    self.passes = None
+    if global_batch_size is not None:
+      self.passes = accumulation.micro_batches_per_rank(
+          global_batch_size, batch_size, self.task.size)[self.task.rank]
     if not self.task.is_chief:
       logging.set_verbosity(logging.WARNING)
       tf.get_logger().setLevel("WARNING")
@@ -95,7 +109,16 @@ class HorovodAdapter(base.StrategyAdapter):
 
   @property
   def num_replicas(self):
+    if self.global_batch_size:  # The learning rate follows the global batch.
+      return self.global_batch_size // self.batch_size
     return self.task.size
+
+  def describe(self):
+    text = super().describe()
+    if self.passes:
+      text += (f", global batch {self.global_batch_size}: {self.passes} micro-batch(es) of "
+               f"{self.batch_size} on this rank per update")
+    return text
 
   def session_config(self):
     config = super().session_config()
@@ -119,6 +142,14 @@ class HorovodAdapter(base.StrategyAdapter):
   def _distributed_optimizer(self, optimizer):
     """The Horovod DistributedOptimizer of `optimizer`, made once."""
     wrapped = optimizer.__dict__.get("_estimator_dist_horovod")
+    if wrapped is None and self.passes:
+      hvd = self.hvd
+      compression = hvd.Compression.fp16 if self.compression == "fp16" else hvd.Compression.none
+      wrapped = accumulation.Accumulator(
+          optimizer, _ORIGINAL,
+          lambda t: hvd.allreduce(t, op=hvd.Sum, compression=compression),
+          self.passes, self.global_batch_size // self.batch_size)
+      optimizer.__dict__["_estimator_dist_horovod"] = wrapped
     if wrapped is None:
       hvd = self.hvd
       wrapped = hvd.DistributedOptimizer(
@@ -163,7 +194,7 @@ class HorovodAdapter(base.StrategyAdapter):
   @contextlib.contextmanager
   def gradient_context(self):
     self._allreduced = 0
-    if self.task.size == 1:  # One rank has nothing to all-reduce or broadcast.
+    if self.task.size == 1 and not self.passes:  # One rank has nothing to all-reduce.
       yield
       return
     patches = [(_Optimizer, m, self._routed(m)) for m in _ORIGINAL]
@@ -194,6 +225,8 @@ class HorovodAdapter(base.StrategyAdapter):
     # tf.estimator.train_and_evaluate would evaluate on rank 0 in the middle of training
     # and restart sessions unevenly across ranks; every rank trains, the chief evaluates
     # once training has ended on all ranks.
-    estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks)
+    # Only rank 0 writes checkpoints, so only it has checkpoint listeners.
+    estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks,
+                    saving_listeners=train_spec.saving_listeners if self.task.is_chief else None)
     return None
 

@@ -38,7 +38,7 @@ class CountSteps(tf.estimator.SessionRunHook):
     print(f"steps_run={self.steps}", flush=True)
 
 
-def main(_):
+def main(_, model=model_fn):
   options = ed.options_from_flags()
   (x, y), (x_eval, y_eval) = data.load()
   x, y = x.reshape(len(x), -1)[:FLAGS.examples], y[:FLAGS.examples]
@@ -49,7 +49,7 @@ def main(_):
 
   def eval_input_fn():
     return tf.data.Dataset.from_tensor_slices((x_eval, y_eval)).batch(100)
-  ed.train_and_evaluate(model_fn, train_input_fn, eval_input_fn, hooks=[CountSteps()], **options)
+  ed.train_and_evaluate(model, train_input_fn, eval_input_fn, hooks=[CountSteps()], **options)
 
 
 if __name__ == "__main__":

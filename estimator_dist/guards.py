@@ -1,0 +1,103 @@
+"""Training that diverges or stalls stops, naming what happened; checkpoints stay good.
+
+The model_fn wrapper puts the training loss in a graph collection. `NanLossHook` runs
+before Estimator's own NaN check and stops training with the step and the last good
+checkpoint. `FiniteCheckpoints` refuses to write a checkpoint of weights that are not
+finite, so the last good checkpoint stays the latest one. `HeartbeatHook` lets the
+launcher notice a task that stopped making progress (estimator_dist.heartbeat).
+"""
+
+import math
+import os
+import time
+
+import tensorflow as tf
+
+from estimator_dist import errors
+from estimator_dist import heartbeat
+
+LOSS_COLLECTION = "estimator_dist_training_loss"
+
+
+def record_loss(loss):
+  """Called while the TRAIN graph is built: the loss the guards watch."""
+  tf.compat.v1.add_to_collection(LOSS_COLLECTION, loss)
+
+
+def _diverged(what, step, model_dir):
+  latest = tf.train.latest_checkpoint(model_dir) if model_dir else None
+  kept = (f"The latest checkpoint, {latest}, is from before it." if latest
+          else "No checkpoint was written.")
+  return errors.TrainingDiverged(
+      f"training diverged: {what} at global step {step}. {kept} Lower the learning rate "
+      f"(or its warmup), check the input for NaN or Inf, then train again from there.")
+
+
+class NanLossHook(tf.estimator.SessionRunHook):
+  """Stops training when the loss is NaN or infinite, naming the step."""
+
+  def __init__(self, model_dir):
+    self._model_dir = model_dir
+    self._fetches = None
+
+  def begin(self):
+    losses = tf.compat.v1.get_collection(LOSS_COLLECTION)
+    if losses:
+      self._fetches = (losses[-1], tf.compat.v1.train.get_global_step())
+
+  def before_run(self, run_context):
+    return tf.estimator.SessionRunArgs(self._fetches) if self._fetches else None
+
+  def after_run(self, run_context, run_values):
+    if self._fetches:
+      loss, step = run_values.results
+      if not math.isfinite(float(loss)):
+        raise _diverged(f"the loss is {float(loss)}", step, self._model_dir)
+
+
+class FiniteCheckpoints(tf.estimator.CheckpointSaverListener):
+  """Refuses to write a checkpoint whose trainable weights are not all finite."""
+
+  def __init__(self, model_dir):
+    self._model_dir = model_dir
+    self._finite = None
+
+  def begin(self):
+    weights = tf.compat.v1.trainable_variables()
+    if weights:
+      self._finite = tf.reduce_all(
+          [tf.reduce_all(tf.math.is_finite(tf.cast(w, tf.float32))) for w in weights])
+
+  def before_save(self, session, global_step_value):
+    if self._finite is not None and not session.run(self._finite):
+      raise _diverged("the weights are not finite", global_step_value, self._model_dir)
+
+
+def heartbeat_hooks(task):
+  """The heartbeat hook of this training task, if the launcher asked for heartbeats."""
+  directory = os.environ.get(heartbeat.HEARTBEAT_ENV)
+  if not directory or not task.is_training:
+    return []
+  return [HeartbeatHook(os.path.join(directory, f"{task.role}:{task.index}"))]
+
+
+class HeartbeatHook(tf.estimator.SessionRunHook):
+  """Touches `path` at most every `every_secs` while training runs; removes it at the end."""
+
+  def __init__(self, path, every_secs=1.0):
+    self._path = path
+    self._every_secs = every_secs
+    self._last = None
+
+  def after_run(self, run_context, run_values):
+    now = time.monotonic()
+    if self._last is None or now - self._last >= self._every_secs:
+      with open(self._path, "a"):
+        os.utime(self._path)
+      self._last = now
+
+  def end(self, session):
+    try:
+      os.remove(self._path)
+    except FileNotFoundError:
+      pass

@@ -1,0 +1,199 @@
+"""Faults, for real on 127.0.0.1: a worker killed with SIGKILL, a kill during checkpoint
+writes, a loss that becomes NaN. Nothing hangs, nothing is lost beyond one checkpoint
+interval, and no process is left behind (conftest checks the process table)."""
+
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+import tensorflow as tf
+
+from tests import conftest
+
+STEPS, INTERVAL = 2000, 100
+
+
+class Job:
+  """A launcher run whose output is read as it comes, each line with its time."""
+
+  def __init__(self, *launch_args, program="tests.programs.plain_model", program_args=()):
+    self.lines = []
+    self.process = subprocess.Popen(
+        [conftest.PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", conftest.PYTHON,
+         "-m", program, *program_args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
+        env=conftest.child_env(), start_new_session=True)
+    self._reader = threading.Thread(target=self._read, daemon=True)
+    self._reader.start()
+
+  def _read(self):
+    for line in self.process.stdout:
+      self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+  def wait(self, timeout):
+    try:
+      self.process.wait(timeout)
+    except subprocess.TimeoutExpired:
+      os.killpg(self.process.pid, signal.SIGKILL)
+      self.process.wait()
+      pytest.fail(f"the job did not end within {timeout}s:\n{self.output[-5000:]}")
+    finally:
+      self._reader.join(10)
+    return self.process.returncode
+
+  @property
+  def output(self):
+    return "\n".join(line for _, line in self.lines)
+
+  def first(self, text):
+    """(time, line) of the first line containing `text`."""
+    return next(((t, line) for t, line in self.lines if text in line), (None, None))
+
+  def kill(self):
+    if self.process.poll() is None:
+      os.killpg(self.process.pid, signal.SIGKILL)
+      self.process.wait()
+
+
+def checkpoint_step(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  return int(path.rsplit("-", 1)[1]) if path else -1
+
+
+def wait_for_checkpoint(model_dir, step, job, timeout=180):
+  deadline = time.monotonic() + timeout
+  while checkpoint_step(model_dir) < step:
+    assert job.process.poll() is None, job.output[-5000:]
+    assert time.monotonic() < deadline, f"no checkpoint {step}:\n{job.output[-5000:]}"
+    time.sleep(0.05)
+
+
+def training_process(job, strategy):
+  """The non-chief worker's process: TF_CONFIG worker 0, or Horovod rank 1."""
+  for p in psutil.Process(job.process.pid).children(recursive=True):
+    try:
+      env, command = p.environ(), " ".join(p.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+      continue
+    if "plain_model" not in command:
+      continue
+    if strategy == "horovod" and "1" in (env.get("HOROVOD_RANK"),
+                                         env.get("OMPI_COMM_WORLD_RANK")):
+      return p
+    if '"task": {"type": "worker", "index": 0}' in env.get("TF_CONFIG", ""):
+      return p
+  raise AssertionError("no worker process found")
+
+
+def restorable(model_dir):
+  """Reads every tensor of the latest checkpoint; returns its step."""
+  reader = tf.train.load_checkpoint(model_dir)
+  for name in reader.get_variable_to_shape_map():
+    assert np.all(np.isfinite(reader.get_tensor(name))) or name == "global_step"
+  return int(reader.get_tensor("global_step"))
+
+
+@pytest.mark.parametrize("strategy,args", [
+    ("multi_worker", []), ("horovod", []), ("parameter_server", ["--evaluator"])])
+def test_a_killed_worker_restarts_the_job_from_the_last_checkpoint(strategy, args, tmp_path):
+  model_dir = str(tmp_path)
+  job = Job(f"--strategy={strategy}", "--num_workers=2", "--max_restarts=1", *args,
+            program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
+                          f"--save_checkpoints_steps={INTERVAL}", "--eval_throttle_secs=1"])
+  try:
+    wait_for_checkpoint(model_dir, 2 * INTERVAL, job)
+    victim = training_process(job, strategy)
+    killed_at, saved = time.monotonic(), checkpoint_step(model_dir)
+    victim.send_signal(signal.SIGKILL)
+    code = job.wait(timeout=400)
+  finally:
+    job.kill()
+  output = job.output
+  assert code == 0, output[-5000:]
+  # The launcher noticed the death and stopped the rest, within a bounded time.
+  noticed, line = job.first("exited with code")
+  assert noticed is not None, output[-5000:]
+  assert noticed - killed_at < 60, line
+  # It restarted once, from the latest checkpoint, which is at most one interval old.
+  restart = re.search(r"restart 1 of 1: starting every task again; training resumes from "
+                      r"\S+model\.ckpt-(\d+)", output)
+  assert restart, output[-5000:]
+  resumed = int(restart.group(1))
+  assert saved <= resumed < saved + 2 * INTERVAL
+  assert f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in output
+  # The job reached the step it asked for, and its final checkpoint reads back.
+  assert STEPS <= restorable(model_dir) <= STEPS + 2
+  summary = conftest.summaries(output)
+  assert len(summary) == 1 and float(summary[0]["eval_accuracy"]) >= 0.85
+
+
+def test_a_kill_during_checkpoint_writes_leaves_a_checkpoint_that_restores(tmp_path):
+  """The CNN saves 13 MB at every step; the chief is killed at random moments."""
+  model_dir, rng, resumed = str(tmp_path), random.Random(0), []
+  for _ in range(3):
+    job = Job("--strategy=multi_worker", "--num_workers=2", program="model_zoo.mnist_cnn",
+              program_args=[f"--model_dir={model_dir}", "--train_steps=1000",
+                            "--save_checkpoints_steps=1"])
+    try:
+      wait_for_checkpoint(model_dir, checkpoint_step(model_dir) + 2, job)
+      time.sleep(rng.uniform(0.0, 2.0))
+      for p in psutil.Process(job.process.pid).children(recursive=True):
+        if '"type": "chief"' in p.environ().get("TF_CONFIG", ""):
+          p.send_signal(signal.SIGKILL)
+      assert job.wait(timeout=120) != 0
+    finally:
+      job.kill()
+    resumed.append(restorable(model_dir))
+  assert resumed == sorted(resumed) and resumed[0] > 0, resumed
+
+
+def test_a_nan_loss_stops_training_naming_the_step_and_keeps_the_good_checkpoint(tmp_path):
+  model_dir = str(tmp_path)
+  job = Job("--strategy=horovod", "--num_workers=2", "--max_restarts=2",
+            program="tests.programs.diverging_model",
+            program_args=[f"--model_dir={model_dir}", "--nan_from_step=12",
+                          "--save_checkpoints_steps=5"])
+  try:
+    code = job.wait(timeout=180)
+  finally:
+    job.kill()
+  output = job.output
+  assert code == 3, output[-5000:]
+  found = re.search(r"training diverged: the loss is nan at global step (\d+)\. The latest "
+                    r"checkpoint, \S+model\.ckpt-(\d+), is from before it\.", output)
+  assert found, output[-5000:]
+  assert int(found.group(1)) in (12, 13) and int(found.group(2)) == 10
+  assert "a restart from the same checkpoint would diverge again" in output
+  assert "restart 1 of 2" not in output
+  assert restorable(model_dir) == 10
+
+
+def test_a_stopped_worker_is_noticed_by_its_heartbeat_and_the_job_restarts(tmp_path):
+  """SIGSTOP: the worker is alive but makes no progress, and neither does its peer."""
+  model_dir = str(tmp_path)
+  job = Job("--strategy=multi_worker", "--num_workers=2", "--max_restarts=1",
+            "--hang_timeout_secs=15",
+            program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
+                          f"--save_checkpoints_steps={INTERVAL}"])
+  try:
+    wait_for_checkpoint(model_dir, 2 * INTERVAL, job)
+    stopped_at = time.monotonic()
+    training_process(job, "multi_worker").send_signal(signal.SIGSTOP)
+    code = job.wait(timeout=400)
+  finally:
+    job.kill()
+  output = job.output
+  assert code == 0, output[-5000:]
+  noticed, line = job.first("for 15s (heartbeat); stopping the job")
+  assert noticed is not None, output[-5000:]
+  # The last beat came up to a second before the stop.
+  assert 14 <= noticed - stopped_at < 60, line
+  assert "restart 1 of 1: starting every task again" in output
+  assert STEPS <= restorable(model_dir) <= STEPS + 1
