@@ -16,7 +16,8 @@ CONTROLLERS = ("auto", "mpi", "gloo")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 # Options the launcher sets itself; the rest of horovodrun's options pass through.
 _OWN_OPTIONS = ("-np", "--num-proc", "-H", "--hosts", "-hostfile", "--hostfile",
-                "--network-interface", "--gloo", "--mpi", "-p", "--ssh-port")
+                "--network-interface", "--gloo", "--mpi", "-p", "--ssh-port", "--min-np",
+                "--max-np", "--host-discovery-script")
 _HOST = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+$")
 
 
@@ -67,12 +68,17 @@ def machines(num_workers, hosts=None, hostfile=None):
 
 
 def command(program, num_workers, hosts=None, hostfile=None, network_interface=None,
-            controller="auto", extra_args=""):
+            controller="auto", extra_args="", elastic=None):
   """The horovodrun command that runs `program` as `num_workers` ranks.
 
-  Without `hosts` or `hostfile`, all ranks run on 127.0.0.1.
+  Without `hosts` or `hostfile`, all ranks run on 127.0.0.1. `elastic` is
+  (min_workers, max_workers, host_discovery_script): horovodrun then starts and stops
+  ranks as the script's output ('host:slots' lines) changes.
   """
   errors.check_choice("horovod_controller", controller, CONTROLLERS)
+  if elastic:
+    return _elastic_command(program, num_workers, network_interface, controller, extra_args,
+                            *elastic)
   machines_ = machines(num_workers, hosts, hostfile)
   slots = sum(n for _, n in machines_)
   if slots < num_workers:
@@ -86,14 +92,38 @@ def command(program, num_workers, hosts=None, hostfile=None, network_interface=N
           "network its hosts share (for example eth1). Gloo and MPI bind to it; they accept "
           "anyone who can reach their ports.")
     network_interface = "lo"
+  return [_horovodrun(), *([f"--{controller}"] if controller != "auto" else []),
+          "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines_),
+          "--network-interface", network_interface, *_passed(extra_args), *program]
+
+
+def _horovodrun():
+  return os.path.join(os.path.dirname(sys.executable), "horovodrun")
+
+
+def _passed(extra_args):
   passed = shlex.split(extra_args or "")
   own = sorted({a.split("=")[0] for a in passed} & set(_OWN_OPTIONS))
   if own:
     raise errors.ConfigError(
         f"--horovodrun_args may not set {own}: the launcher sets them from --num_workers, "
-        f"--hosts/--hostfile, --network_interface and --horovod_controller.")
-  horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-  return [horovodrun, *([f"--{controller}"] if controller != "auto" else []),
-          "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines_),
-          "--network-interface", network_interface,
-          *passed, *program]
+        f"--hosts/--hostfile, --network_interface, --horovod_controller and --elastic.")
+  return passed
+
+
+def _elastic_command(program, num_workers, network_interface, controller, extra_args,
+                     min_workers, max_workers, discovery_script):
+  if controller == "mpi":
+    raise errors.ConfigError("--elastic needs Gloo (Horovod's elastic mode does not run on "
+                             "MPI); drop --horovod_controller=mpi.")
+  errors.check_positive("min_workers", min_workers)
+  if not min_workers <= num_workers <= max_workers:
+    raise errors.ConfigError(
+        f"--elastic needs --min_workers <= --num_workers <= --max_workers; got {min_workers}, "
+        f"{num_workers}, {max_workers}.")
+  if not os.access(discovery_script, os.X_OK):
+    raise errors.ConfigError(f"--host_discovery_script {discovery_script!r} is not an "
+                             f"executable file; it must print one 'host:slots' line per host.")
+  return [_horovodrun(), "--gloo", "-np", str(num_workers), "--min-np", str(min_workers),
+          "--max-np", str(max_workers), "--host-discovery-script", discovery_script,
+          "--network-interface", network_interface or "lo", *_passed(extra_args), *program]

@@ -11,6 +11,7 @@ When a task fails the others are stopped and the launcher exits with that task's
 Ctrl-C stops everything.
 """
 
+import os
 import signal
 import socket
 import sys
@@ -48,6 +49,13 @@ def define_flags():
                       "their private network, which Gloo and MPI bind to (e.g. eth1).")
   flags.DEFINE_string("horovodrun_args", "", "horovod: more horovodrun options, passed as "
                       "they are, e.g. '--fusion-threshold-mb=32 --cycle-time-ms=2'.")
+  flags.DEFINE_bool("elastic", False, "horovod: elastic training; ranks come and go between "
+                    "--min_workers and --max_workers as the hosts change.")
+  flags.DEFINE_integer("min_workers", None, "--elastic: fewest ranks (default 1).")
+  flags.DEFINE_integer("max_workers", None, "--elastic: most ranks (default --num_workers).")
+  flags.DEFINE_string("host_discovery_script", None, "--elastic: prints one 'host:slots' line "
+                      "per available host (default: a script that prints a file of this "
+                      "machine's slots, which you edit).")
   flags.DEFINE_integer("max_restarts", 0, "When a task fails, start the whole job again up "
                        "to this many times; it resumes from the latest checkpoint.",
                        lower_bound=0)
@@ -92,7 +100,8 @@ def _horovodrun_env():
 def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_dir=None,
            host="127.0.0.1", shutdown_timeout_secs=300, out=sys.stdout,
            horovod_controller="auto", hosts=None, hostfile=None, network_interface=None,
-           horovodrun_args="", max_restarts=0, hang_timeout_secs=300):
+           horovodrun_args="", max_restarts=0, hang_timeout_secs=300, elastic=False,
+           min_workers=None, max_workers=None, host_discovery_script=None):
   """Runs `command` as a job; returns its exit code.
 
   Every strategy runs on this machine, except horovod given `hosts` or `hostfile`. When
@@ -104,9 +113,9 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
   num_ps = jobs.default_num_ps(strategy, num_ps)
   jobs.check_topology(strategy, num_workers, num_ps, evaluator)
   jobs.check_command(command)
-  if strategy != "horovod" and (hosts or hostfile or horovodrun_args):
+  if strategy != "horovod" and (hosts or hostfile or horovodrun_args or elastic):
     raise errors.ConfigError(
-        f"--hosts, --hostfile and --horovodrun_args apply to --strategy=horovod; "
+        f"--hosts, --hostfile, --horovodrun_args and --elastic apply to --strategy=horovod; "
         f"{strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
         f"and `estimator-dist slurm`) or estimator_dist.spark.run.")
   command = list(command) + [f"--strategy={strategy}"]
@@ -134,13 +143,19 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
     sys.exit(128 + signum)
   previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
 
+  elastic_args = None
+  if elastic:
+    if not host_discovery_script:
+      host_discovery_script = _local_discovery_script(num_workers, launcher)
+    elastic_args = (min_workers or 1, max_workers or num_workers, host_discovery_script)
+
   def start_tasks():
     """Starts every task of the job; returns the names of the training tasks."""
     if strategy == "horovod":
       launcher.start("horovodrun",
                      horovodrun.command(command, num_workers, hosts, hostfile,
                                         network_interface, horovod_controller,
-                                        horovodrun_args),
+                                        horovodrun_args, elastic_args),
                      env_of(_horovodrun_env()))
       return {"horovodrun"}
     if strategy in ("local", "mirrored"):
@@ -177,6 +192,20 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
       signal.signal(s, handler)
 
 
+def _local_discovery_script(num_workers, launcher):
+  """A host discovery script that prints a file of this machine's slots; returns its path."""
+  directory = launcher.temporary_directory("estimator_dist_elastic_")
+  hosts, script = os.path.join(directory, "hosts"), os.path.join(directory, "discover.sh")
+  with open(hosts, "w") as f:
+    f.write(f"localhost:{num_workers}\n")
+  with open(script, "w") as f:
+    f.write(f"#!/bin/sh\ncat {hosts}\n")
+  os.chmod(script, 0o755)
+  launcher.log(f"elastic: the hosts are the lines of {hosts} (host:slots); edit it to add "
+               f"or remove workers")
+  return script
+
+
 def _latest_checkpoint(model_dir):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.train.latest_checkpoint(model_dir) or f"the start (no checkpoint in {model_dir})"
@@ -189,7 +218,9 @@ def main(argv):
                   f.host, f.shutdown_timeout_secs, horovod_controller=f.horovod_controller,
                   hosts=f.hosts, hostfile=f.hostfile, network_interface=f.network_interface,
                   horovodrun_args=f.horovodrun_args, max_restarts=f.max_restarts,
-                  hang_timeout_secs=f.hang_timeout_secs)
+                  hang_timeout_secs=f.hang_timeout_secs, elastic=f.elastic,
+                  min_workers=f.min_workers, max_workers=f.max_workers,
+                  host_discovery_script=f.host_discovery_script)
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.launch: {e}\n")
     return 2

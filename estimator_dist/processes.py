@@ -127,8 +127,14 @@ class Launcher:
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
-    self.heartbeats = (tempfile.mkdtemp(prefix="estimator_dist_heartbeats_")
+    self._directories = []
+    self.heartbeats = (self.temporary_directory("estimator_dist_heartbeats_")
                        if hang_timeout_secs else None)
+
+  def temporary_directory(self, prefix):
+    """A new directory, removed when the launcher closes."""
+    self._directories.append(tempfile.mkdtemp(prefix=prefix))
+    return self._directories[-1]
 
   def log(self, message):
     self.out.write(f"[launch] {message}\n")
@@ -151,8 +157,8 @@ class Launcher:
 
   def close(self):
     self.stop_all()
-    if self.heartbeats:
-      shutil.rmtree(self.heartbeats, ignore_errors=True)
+    for directory in self._directories:
+      shutil.rmtree(directory, ignore_errors=True)
 
   def wait(self, training, shutdown_timeout_secs):
     """Waits for the `training` tasks; returns the exit code of the job."""

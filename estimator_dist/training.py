@@ -8,6 +8,7 @@ from absl import logging
 from estimator_dist import errors
 from estimator_dist import guards
 from estimator_dist import decorator
+from estimator_dist import elastic
 from estimator_dist import inputs
 from estimator_dist import summary
 from estimator_dist.strategies import base
@@ -114,33 +115,43 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
 
   checkpoints = ({"save_checkpoints_steps": save_checkpoints_steps}
                  if save_checkpoints_steps else {})
-  config = adapter.run_config(model_dir, tf_random_seed=random_seed,
-                              keep_checkpoint_max=keep_checkpoint_max, **checkpoints)
-  estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
-                                     params=params)
-  throughput = ThroughputHook()
-  train_spec = tf.estimator.TrainSpec(
-      adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
-      hooks=[guards.NanLossHook(model_dir), throughput, *guards.heartbeat_hooks(adapter.task),
-             *hooks],
-      saving_listeners=[guards.FiniteCheckpoints(model_dir)])
   eval_spec = None
   if eval_input_fn is not None:
     eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=eval_steps, start_delay_secs=0,
                                       throttle_secs=eval_throttle_secs)
-  examples_per_step = (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
-                       if batch_size else None)
-  logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
-               adapter.describe(), batch_size, examples_per_step, train_steps)
+  throughput = ThroughputHook()
 
-  metrics = adapter.train(estimator, train_spec, eval_spec)
+  def train_with(adapter, more_hooks=()):
+    """Builds the Estimator for `adapter` and trains; returns (adapter, metrics)."""
+    config = adapter.run_config(model_dir, tf_random_seed=random_seed,
+                                keep_checkpoint_max=keep_checkpoint_max, **checkpoints)
+    estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
+                                       params=params)
+    train_spec = tf.estimator.TrainSpec(
+        adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
+        hooks=[guards.NanLossHook(model_dir), throughput,
+               *guards.heartbeat_hooks(adapter.task), *more_hooks, *hooks],
+        saving_listeners=[guards.FiniteCheckpoints(model_dir)])
+    logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
+                 adapter.describe(), batch_size, examples_per_step(adapter), train_steps)
+    return adapter, adapter.train(estimator, train_spec, eval_spec)
+
+  def examples_per_step(adapter):
+    return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
+            if batch_size else None)
+
+  if elastic.enabled(adapter):
+    adapter, metrics = elastic.run(adapter, train_with, model_dir)
+  else:
+    adapter, metrics = train_with(adapter)
   adapter.after_training()
   if not adapter.task.is_chief or eval_spec is None:
     return None
   if not metrics or metrics.get("global_step", -1) < train_steps:
     metrics = evaluate(model_fn, eval_input_fn, model_dir=model_dir, params=params,
                        eval_steps=eval_steps)
-  _print_summary(adapter, train_steps, examples_per_step, throughput.steps_per_sec, metrics)
+  _print_summary(adapter, train_steps, examples_per_step(adapter), throughput.steps_per_sec,
+                 metrics)
   return metrics
 
 

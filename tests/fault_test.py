@@ -100,21 +100,31 @@ def restorable(model_dir):
   return int(reader.get_tensor("global_step"))
 
 
-@pytest.mark.parametrize("strategy,args", [
-    ("multi_worker", []), ("horovod", []), ("parameter_server", ["--evaluator"])])
-def test_a_killed_worker_restarts_the_job_from_the_last_checkpoint(strategy, args, tmp_path):
-  model_dir = str(tmp_path)
-  job = Job(f"--strategy={strategy}", "--num_workers=2", "--max_restarts=1", *args,
+def signal_a_worker(model_dir, strategy, sig, *launch_args):
+  """Runs a restartable job and sends `sig` to a worker once checkpoint 200 exists.
+
+  Returns (the job once ended, its exit code, when the signal was sent, the latest
+  checkpoint step then).
+  """
+  job = Job(f"--strategy={strategy}", "--num_workers=2", "--max_restarts=1", *launch_args,
             program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
                           f"--save_checkpoints_steps={INTERVAL}", "--eval_throttle_secs=1"])
   try:
     wait_for_checkpoint(model_dir, 2 * INTERVAL, job)
     victim = training_process(job, strategy)
-    killed_at, saved = time.monotonic(), checkpoint_step(model_dir)
-    victim.send_signal(signal.SIGKILL)
+    sent_at, saved = time.monotonic(), checkpoint_step(model_dir)
+    victim.send_signal(sig)
     code = job.wait(timeout=400)
   finally:
     job.kill()
+  return job, code, sent_at, saved
+
+
+@pytest.mark.parametrize("strategy,args", [
+    ("multi_worker", []), ("horovod", []), ("parameter_server", ["--evaluator"])])
+def test_a_killed_worker_restarts_the_job_from_the_last_checkpoint(strategy, args, tmp_path):
+  model_dir = str(tmp_path)
+  job, code, killed_at, saved = signal_a_worker(model_dir, strategy, signal.SIGKILL, *args)
   output = job.output
   assert code == 0, output[-5000:]
   # The launcher noticed the death and stopped the rest, within a bounded time.
@@ -178,17 +188,8 @@ def test_a_nan_loss_stops_training_naming_the_step_and_keeps_the_good_checkpoint
 def test_a_stopped_worker_is_noticed_by_its_heartbeat_and_the_job_restarts(tmp_path):
   """SIGSTOP: the worker is alive but makes no progress, and neither does its peer."""
   model_dir = str(tmp_path)
-  job = Job("--strategy=multi_worker", "--num_workers=2", "--max_restarts=1",
-            "--hang_timeout_secs=15",
-            program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
-                          f"--save_checkpoints_steps={INTERVAL}"])
-  try:
-    wait_for_checkpoint(model_dir, 2 * INTERVAL, job)
-    stopped_at = time.monotonic()
-    training_process(job, "multi_worker").send_signal(signal.SIGSTOP)
-    code = job.wait(timeout=400)
-  finally:
-    job.kill()
+  job, code, stopped_at, _ = signal_a_worker(model_dir, "multi_worker", signal.SIGSTOP,
+                                             "--hang_timeout_secs=15")
   output = job.output
   assert code == 0, output[-5000:]
   noticed, line = job.first("for 15s (heartbeat); stopping the job")
@@ -197,3 +198,39 @@ def test_a_stopped_worker_is_noticed_by_its_heartbeat_and_the_job_restarts(tmp_p
   assert 14 <= noticed - stopped_at < 60, line
   assert "restart 1 of 1: starting every task again" in output
   assert STEPS <= restorable(model_dir) <= STEPS + 1
+
+
+def test_elastic_horovod_loses_a_worker_gains_one_and_finishes_the_run(tmp_path):
+  """horovodrun --min-np/--max-np through the launcher; the hosts file loses a slot, then
+  gets it back. The global batch stays 64 throughout."""
+  model_dir, steps = str(tmp_path), 5000
+  job = Job("--strategy=horovod", "--num_workers=2", "--elastic", "--max_workers=3",
+            program_args=[f"--model_dir={model_dir}", f"--train_steps={steps}",
+                          "--save_checkpoints_steps=500", "--global_batch_size=64",
+                          "--batch_size=32"])
+  try:
+    wait_for_checkpoint(model_dir, 500, job)
+    hosts = re.search(r"elastic: the hosts are the lines of (\S+) ", job.output).group(1)
+    with open(hosts, "w") as f:
+      f.write("localhost:1\n")
+    deadline = time.monotonic() + 120
+    while "round on 1 rank(s)" not in job.output:
+      assert job.process.poll() is None and time.monotonic() < deadline, job.output[-5000:]
+      time.sleep(0.2)
+    with open(hosts, "w") as f:
+      f.write("localhost:2\n")
+    code = job.wait(timeout=400)
+  finally:
+    job.kill()
+  output = job.output
+  assert code == 0, output[-5000:]
+  rounds = re.findall(r"elastic round on (\d) rank\(s\), from (\S+)", output)
+  changes = [int(s) for s in re.findall(r"the hosts changed at step (\d+); saved it", output)]
+  assert [int(n) for n, _ in rounds] == [2, 1, 2], rounds
+  assert len(changes) == 2 and changes == sorted(changes)
+  # Each round resumed from the step the hosts changed at: nothing was lost.
+  assert [start for _, start in rounds[1:]] == [f"{model_dir}/model.ckpt-{s}" for s in changes]
+  assert restorable(model_dir) == steps
+  summary, = conftest.summaries(output)
+  # steps x global batch: the examples the run asked for.
+  assert (summary["steps"], summary["global_batch"]) == (str(steps), "64")

@@ -73,6 +73,11 @@ class HorovodAdapter(base.StrategyAdapter):
           f"global_batch_size ({global_batch_size}) needs batch_size, the micro-batch, and "
           f"sets the passes per update itself: drop backward_passes_per_step, "
           f"gradient_predivide_factor and reduction={reduction!r}.")
+    self._options = dict(
+        compression=compression, reduction=reduction,
+        backward_passes_per_step=backward_passes_per_step,
+        gradient_predivide_factor=gradient_predivide_factor,
+        global_batch_size=global_batch_size, batch_size=batch_size, **options)
     self.hvd = _import_horovod()
     if not tf.config.list_physical_devices("GPU"):
       for name, value in CPU_DEFAULTS.items():
@@ -103,6 +108,10 @@ class HorovodAdapter(base.StrategyAdapter):
         role="chief" if hvd.rank() == 0 else "worker", index=hvd.rank(), rank=hvd.rank(),
         size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size(),
         source="horovod")
+
+  def renewed(self):
+    """The same adapter for Horovod's current ranks (after an elastic reset)."""
+    return type(self)(**self._options)
 
   def _validate_task(self):
     """Horovod's ranks are the task; a TF_CONFIG cluster is refused when they are read."""
