@@ -7,8 +7,9 @@ For tf.distribute strategies every task is a process with its own TF_CONFIG on f
 ports of 127.0.0.1; for Horovod the program runs under `horovodrun` (MPI when Horovod
 was built with it, else Gloo), on this machine or on the hosts given with --hosts or
 --hostfile. Output lines are prefixed with the task (`[worker:1]`).
-When a task fails the others are stopped and the launcher exits with that task's code;
-Ctrl-C stops everything.
+When a task fails or stops making progress (heartbeats), the others are stopped and the
+launcher exits with that task's code, or with --max_restarts starts the job again from
+its latest checkpoint. --elastic runs Horovod's elastic mode. Ctrl-C stops everything.
 """
 
 import os
