@@ -166,7 +166,7 @@ def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
      "a file with one 'hostname slots=N' line per machine."),
     ({"extra_args": "-np 8 --cycle-time-ms=2"},
      "--horovodrun_args may not set ['-np']: the launcher sets them from --num_workers, "
-     "--hosts/--hostfile, --network_interface and --horovod_controller."),
+     "--hosts/--hostfile, --network_interface, --horovod_controller and --elastic."),
 ])
 def test_horovodrun_command_refuses_what_cannot_work(kwargs, message):
   kwargs = {"num_workers": 2, **kwargs}
