@@ -219,10 +219,14 @@ def from_horovod_environment(env: Mapping[str, str]) -> Optional[TaskInfo]:
         raise ClusterConfigError(
             f"{'/'.join(names)} are {[env.get(n) for n in names]}: they must be integers, "
             f"as horovodrun and mpirun set them.") from None
-      return TaskInfo(role="chief" if rank == 0 else "worker", index=rank, rank=rank,
-                      size=size, local_rank=local_rank, local_size=local_size,
-                      source="horovod")
+      return horovod_task(rank, size, local_rank, local_size)
   return None
+
+
+def horovod_task(rank, size, local_rank, local_size) -> TaskInfo:
+  """Horovod rank `rank` of `size`: rank 0 is the chief."""
+  return TaskInfo(role="chief" if rank == 0 else "worker", index=rank, rank=rank, size=size,
+                  local_rank=local_rank, local_size=local_size, source="horovod")
 
 
 def from_environment(env: Optional[Mapping[str, str]] = None) -> TaskInfo:

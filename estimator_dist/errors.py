@@ -9,6 +9,9 @@ class TrainingDiverged(RuntimeError):
   """The loss or the weights stopped being finite; the message names the step."""
 
 
+DIVERGED_EXIT_CODE = 3  # What a program run by run_program exits with when it diverged.
+
+
 def check_args(fn, kind, allowed, fix):
   """The argument names of `fn`; ConfigError if it is not callable or takes others."""
   from tensorflow_estimator.python.estimator import util  # pylint: disable=g-import-not-at-top

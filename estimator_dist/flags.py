@@ -148,5 +148,5 @@ def run_program(main):
     except errors.TrainingDiverged as e:
       sys.stderr.write(f"error: {e}\n")
       sys.stderr.flush()
-      sys.exit(3)
+      sys.exit(errors.DIVERGED_EXIT_CODE)
   app.run(guarded)

@@ -31,8 +31,6 @@ from estimator_dist import processes
 from estimator_dist import summary
 from estimator_dist.strategies import factory
 
-DIVERGED_EXIT_CODE = 3  # What run_program exits with when training diverged.
-
 
 def define_flags():
   jobs.define_flags()
@@ -179,9 +177,9 @@ def launch(command, strategy, num_workers, num_ps=None, evaluator=False, model_d
         launcher.log(f"restart {attempt} of {max_restarts}: starting every task again; "
                      f"training resumes from {_latest_checkpoint(model_dir)}")
       code = launcher.wait(start_tasks(), shutdown_timeout_secs)
-      if code in (0, DIVERGED_EXIT_CODE):
+      if code in (0, errors.DIVERGED_EXIT_CODE):
         break
-    if code == DIVERGED_EXIT_CODE:
+    if code == errors.DIVERGED_EXIT_CODE:
       launcher.log("training diverged; a restart from the same checkpoint would diverge again")
     launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
     for fields in (f for t in launcher.tasks for f in t.summaries):

@@ -4,6 +4,7 @@ A task's processes are its process group and every descendant; stopping a task s
 them all, and a task dies with the launcher.
 """
 
+import collections
 import os
 import re
 import shutil
@@ -23,11 +24,15 @@ HANG_EXIT_CODE = 124  # A job stopped because a training task made no progress.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
 
 class Task:
-  """One child process; its output is copied line by line with a prefix."""
+  """One child process; its output is copied line by line with a prefix.
+
+  `tail` keeps its last lines, for an error message.
+  """
 
   def __init__(self, name, command, env, out):
     self.name = name
     self.summaries = []
+    self.tail = collections.deque(maxlen=20)
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
@@ -40,6 +45,7 @@ class Task:
       match = _HOROVOD_LINE.match(line)
       prefix = f"[worker:{match.group(1)}]" if match else f"[{self.name}]"
       text = match.group(2) if match else line
+      self.tail.append(text)
       fields = summary.parse_line(text)
       if fields:
         self.summaries.append(fields)

@@ -13,8 +13,6 @@ the same strategy and a model_dir every executor can reach.
 
 import logging
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 
@@ -95,26 +93,17 @@ def _run_in_new_process(payload, name, extra_env):
     call, result = os.path.join(workdir, "call"), os.path.join(workdir, "result")
     with open(call, "wb") as f:
       f.write(payload)
-    env = processes.child_env(**extra_env)
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from estimator_dist import spark; "
-         "spark._call(sys.argv[1], sys.argv[2])", call, result],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=processes.die_with_parent)
-    tail = []
+    task = processes.Task(
+        name, [sys.executable, "-c", "import sys; from estimator_dist import spark; "
+               "spark._call(sys.argv[1], sys.argv[2])", call, result],
+        processes.child_env(**extra_env), sys.stderr)
     try:
-      for raw in iter(process.stdout.readline, b""):
-        line = raw.decode("utf-8", "replace").rstrip("\n")
-        sys.stderr.write(f"[{name}] {line}\n")
-        tail = (tail + [line])[-20:]
-      code = process.wait()
+      code = task.process.wait()
     finally:
-      if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+      task.stop()  # Waits for the output, and stops anything the task left running.
     if code != 0:
       raise RuntimeError(f"estimator_dist.spark: task {name} exited with code {code}; its "
-                         f"last lines:\n" + "\n".join(tail))
+                         f"last lines:\n" + "\n".join(task.tail))
     _, cloudpickle = _spark()
     with open(result, "rb") as f:
       return cloudpickle.load(f)

@@ -104,10 +104,7 @@ class HorovodAdapter(base.StrategyAdapter):
   def _task_from_environment(self):
     base.refuse_cluster(self.name, cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")))
     hvd = self.hvd
-    return cluster_lib.TaskInfo(
-        role="chief" if hvd.rank() == 0 else "worker", index=hvd.rank(), rank=hvd.rank(),
-        size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size(),
-        source="horovod")
+    return cluster_lib.horovod_task(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size())
 
   def renewed(self):
     """The same adapter for Horovod's current ranks (after an elastic reset)."""
@@ -151,22 +148,20 @@ class HorovodAdapter(base.StrategyAdapter):
   def _distributed_optimizer(self, optimizer):
     """The Horovod DistributedOptimizer of `optimizer`, made once."""
     wrapped = optimizer.__dict__.get("_estimator_dist_horovod")
-    if wrapped is None and self.passes:
-      hvd = self.hvd
-      compression = hvd.Compression.fp16 if self.compression == "fp16" else hvd.Compression.none
-      wrapped = accumulation.Accumulator(
-          optimizer, _ORIGINAL,
-          lambda t: hvd.allreduce(t, op=hvd.Sum, compression=compression),
-          self.passes, self.global_batch_size // self.batch_size)
-      optimizer.__dict__["_estimator_dist_horovod"] = wrapped
     if wrapped is None:
       hvd = self.hvd
-      wrapped = hvd.DistributedOptimizer(
-          optimizer,
-          compression=hvd.Compression.fp16 if self.compression == "fp16" else hvd.Compression.none,
-          op={"average": hvd.Average, "sum": hvd.Sum, "adasum": hvd.Adasum}[self.reduction],
-          backward_passes_per_step=self.backward_passes_per_step,
-          gradient_predivide_factor=self.gradient_predivide_factor)
+      compression = hvd.Compression.fp16 if self.compression == "fp16" else hvd.Compression.none
+      if self.passes:  # A fixed global batch: accumulate, then all-reduce the sums.
+        wrapped = accumulation.Accumulator(
+            optimizer, _ORIGINAL,
+            lambda t: hvd.allreduce(t, op=hvd.Sum, compression=compression),
+            self.passes, self.global_batch_size // self.batch_size)
+      else:
+        wrapped = hvd.DistributedOptimizer(
+            optimizer, compression=compression,
+            op={"average": hvd.Average, "sum": hvd.Sum, "adasum": hvd.Adasum}[self.reduction],
+            backward_passes_per_step=self.backward_passes_per_step,
+            gradient_predivide_factor=self.gradient_predivide_factor)
       optimizer.__dict__["_estimator_dist_horovod"] = wrapped
     return wrapped
 
