@@ -27,7 +27,7 @@ from benchmarks import projection
 from benchmarks import report
 from benchmarks import runner
 from benchmarks import stats
-from estimator_dist.strategies import factory
+from estimator_dist.strategies import traits
 
 STRATEGIES = ("horovod", "multi_worker", "parameter_server", "mirrored")
 # Options the benchmark also reports for Horovod; none is a default (they change the math
@@ -65,8 +65,10 @@ def define_flags():
   flags.DEFINE_float("project_bandwidth_gbps", None, "--project: the network's bandwidth in "
                      "Gbit/s, instead of the one fitted to this machine's runs.", lower_bound=0.0)
 
+  def _benchmarked(names):
+    return names and all(s in traits.NAMES and traits.of(s).name in STRATEGIES for s in names)
   flags.register_validator(
-      "strategies", lambda v: v and all(factory.ALIASES.get(s, s) in STRATEGIES for s in v),
+      "strategies", _benchmarked,
       f"--strategies takes a comma-separated list of {', '.join(STRATEGIES)}.")
   flags.register_validator(
       "num_workers", lambda v: v and all(n.isdigit() and int(n) > 0 for n in v),
@@ -82,7 +84,7 @@ def define_flags():
 
 def jobs(f):
   """Every job of one benchmark, in the order they run."""
-  strategies = [factory.ALIASES.get(s, s) for s in f.strategies]
+  strategies = [traits.of(s).name for s in f.strategies]
   counts = sorted({int(n) for n in f.num_workers})
   planned = []
   for n in counts:

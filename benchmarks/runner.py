@@ -15,9 +15,10 @@ import time
 
 from benchmarks import models
 from benchmarks import timing
-from estimator_dist import launch
-from estimator_dist import placement
-from estimator_dist import processes
+from estimator_dist.jobs import launcher as launcher_lib
+from estimator_dist.jobs import processes
+from estimator_dist.jobs import spec
+from estimator_dist.task import placement
 
 BASELINES = {"horovod": "benchmarks.baselines.horovod_estimator"}
 DISTRIBUTE_BASELINE = "benchmarks.baselines.distribute_estimator"
@@ -84,8 +85,10 @@ def run(job, settings):
       code = _independent(command, model_dir, job.num_workers, log)
     else:
       grace = _PS_GRACE_SECS if job.kind == "baseline" else 120
-      code = launch.launch([*command, f"--model_dir={model_dir}"], job.strategy,
-                           job.num_workers, out=log, shutdown_timeout_secs=grace)
+      code = launcher_lib.launch(
+          spec.JobSpec(strategy=job.strategy, num_workers=job.num_workers,
+                       command=[*command, f"--model_dir={model_dir}"]),
+          options=launcher_lib.LaunchOptions(shutdown_timeout_secs=grace), out=log)
   timings = timing.read_dir(timing_dir)
   if job.kind == "baseline" and job.strategy == "parameter_server" and len(timings) == (
       job.num_workers):

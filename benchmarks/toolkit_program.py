@@ -20,17 +20,16 @@ flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep (0 keeps all
 
 def main(_):
   f = flags.FLAGS
-  options = ed.options_from_flags()
-  adapter = ed.create_strategy(options.pop("strategy"), **options.pop("strategy_options"))
+  options = ed.options_from_flags().replace(keep_checkpoint_max=f.keep_checkpoint_max)
+  adapter = ed.create_strategy(options.strategy, **options.strategy_options)
   (x, y), _ = models.load(f.model, f.data)
   local_replicas = adapter.num_replicas if adapter.name == "mirrored" else 1
   hook = timing.TimingHook(timing.task_path(f.timing_dir, task.name()),
-                           options["batch_size"] * local_replicas)
+                           options.batch_size * local_replicas)
   ed.train_and_evaluate(models.MODELS[f.model].module.model_fn,
-                        data.input_fn(x, y, shuffle=True), strategy=adapter,
-                        params={"batch_size": options["batch_size"]},
-                        hooks=[hook], keep_checkpoint_max=f.keep_checkpoint_max,
-                        **options)
+                        data.input_fn(x, y, shuffle=True), adapter=adapter,
+                        params={"batch_size": options.batch_size}, hooks=[hook],
+                        options=options)
 
 
 if __name__ == "__main__":

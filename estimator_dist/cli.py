@@ -4,9 +4,10 @@ import sys
 
 _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
-    "k8s": ("estimator_dist.kubernetes", "Print the Kubeflow job manifest of a job."),
-    "slurm": ("estimator_dist.slurm", "Print the sbatch script of a job."),
-    "verify": ("estimator_dist.verify", "Check that a strategy does the math of one worker."),
+    "k8s": ("estimator_dist.jobs.kubernetes", "Print the Kubeflow job manifest of a job."),
+    "slurm": ("estimator_dist.jobs.slurm", "Print the sbatch script of a job."),
+    "verify": ("estimator_dist.jobs.verify",
+               "Check that a strategy does the math of one worker."),
     "bench": ("benchmarks.compare_strategies", "Compare strategies' speed on this machine."),
 }
 

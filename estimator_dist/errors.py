@@ -36,3 +36,8 @@ def check_positive(name, value, allow_none=False):
     return
   if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
     raise ConfigError(f"{name} ({value!r}) must be a positive integer.")
+
+
+def check_non_negative(name, value):
+  if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    raise ConfigError(f"{name} ({value!r}) must be a non-negative integer.")

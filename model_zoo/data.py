@@ -108,7 +108,7 @@ def train_from_flags(model_fn, image_size=None, **params):
   (x_train, y_train), (x_eval, y_eval) = load_from_flags(image_size)
   ed.train_and_evaluate(model_fn, input_fn(x_train, y_train, shuffle=True),
                         input_fn(x_eval, y_eval, shuffle=False),
-                        params={"batch_size": options["batch_size"], **params}, **options)
+                        params={"batch_size": options.batch_size, **params}, options=options)
 
 
 def input_fn(x, y, shuffle):

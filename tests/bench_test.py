@@ -1,13 +1,15 @@
 """The benchmark: its statistics and cost model, and a short real run of every job kind."""
 
 import json
+import math
 import os
 
+import pytest
 from absl.testing import absltest
 
 from benchmarks import projection
 from benchmarks import stats
-from tests import conftest
+from tests import helpers
 
 
 def _timing(start, step_secs, steps, examples=64):
@@ -67,12 +69,13 @@ class ProjectionTest(absltest.TestCase):
     self.assertIsNone(projection.fit(self.rows()[:2], 64, 10e6))
 
 
+@pytest.mark.processes
 def test_benchmark_smoke(tmp_path):
   """A short real benchmark of horovod: independent, toolkit and hand-written jobs,
   time to accuracy on digits, the table, JSON, charts and projection."""
   out = tmp_path / "bench"
-  code, output = conftest.run(
-      [conftest.PYTHON, "benchmarks/compare_strategies.py", "--strategies=horovod",
+  code, output = helpers.run(
+      [helpers.PYTHON, "benchmarks/compare_strategies.py", "--strategies=horovod",
        "--num_workers=1,2", "--steps=30", "--warmup_steps=5", "--window_steps=5",
        "--horovod_variants=", "--data=digits", "--target_accuracy=0.2",
        "--checkpoint_every=10", "--project", f"--output_dir={out}"], timeout=500)
@@ -83,11 +86,14 @@ def test_benchmark_smoke(tmp_path):
     results = json.load(f)
   rows = {(r["kind"], r["workers"]): r for r in results["rows"]}
   assert set(rows) == {(k, n) for k in ("independent", "toolkit", "baseline") for n in (1, 2)}
+  # Structure and finite positive numbers only: speed is measured, never asserted.
   for row in rows.values():
-    assert row["exit_code"] == 0 and row["examples_per_sec"] > 0, row
-    assert 0 < row["efficiency"] < 2, row
-  assert 0.5 < rows[("toolkit", 2)]["overhead"] < 2
-  assert rows[("toolkit", 2)]["time_to_accuracy"] > 0
+    assert row["exit_code"] == 0, row
+    for key in ("examples_per_sec", "efficiency"):
+      assert math.isfinite(row[key]) and row[key] > 0, (key, row)
+  for key in ("overhead", "time_to_accuracy"):
+    value = rows[("toolkit", 2)][key]
+    assert math.isfinite(value) and value > 0, (key, value)
   assert len(results["projection"]["rows"]) == 3 * len(projection.WORKERS)
   for name in ("results.png", "projection.png"):
     with open(out / name, "rb") as f:

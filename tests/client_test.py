@@ -5,23 +5,27 @@ import os
 import signal
 import subprocess
 
-from estimator_dist import launch
-from tests import conftest
+import pytest
+
+from estimator_dist.jobs import launcher
+from tests import helpers
+
+pytestmark = pytest.mark.processes
 
 
 def test_parameter_server_client_trains_on_standard_servers(tmp_path):
-  ports = launch.free_ports(3)
+  ports = launcher.free_ports(3)
   cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:2]], "ps": [f"127.0.0.1:{ports[2]}"]}
   servers = []
   try:
     for role, index in [("worker", 0), ("worker", 1), ("ps", 0)]:
-      env = conftest.child_env(TF_CONFIG=json.dumps(
+      env = helpers.child_env(TF_CONFIG=json.dumps(
           {"cluster": cluster, "task": {"type": role, "index": index}}))
       servers.append(subprocess.Popen(
-          [conftest.PYTHON, "-m", "estimator_dist.server"], env=env, cwd=conftest.REPO,
+          [helpers.PYTHON, "-m", "estimator_dist.jobs.server"], env=env, cwd=helpers.REPO,
           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-    code, output = conftest.run(
-        [conftest.PYTHON, "-m", "tests.programs.plain_model", "--strategy=parameter_server",
+    code, output = helpers.run(
+        [helpers.PYTHON, "-m", "tests.programs.plain_model", "--strategy=parameter_server",
          f"--remote_cluster={json.dumps(cluster)}", f"--model_dir={tmp_path}",
          "--train_steps=1000"], timeout=240)
   finally:
@@ -29,7 +33,7 @@ def test_parameter_server_client_trains_on_standard_servers(tmp_path):
       os.killpg(server.pid, signal.SIGKILL)
       server.wait()
   assert code == 0, output[-5000:]
-  found = conftest.summaries(output)
+  found = helpers.summaries(output)
   assert len(found) == 1, output[-5000:]
   assert found[0]["strategy"] == "parameter_server"
   assert float(found[0]["eval_accuracy"]) >= 0.85

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from estimator_dist import cluster
+from estimator_dist.task import cluster
+from estimator_dist.task import environment
 from estimator_dist.strategies import factory
 
 
@@ -125,7 +126,7 @@ def test_strategy_refuses_a_cluster_it_cannot_use(strategy, spec, role, message)
 
 
 def test_ranks_of_horovodrun_are_refused_by_tf_config_strategies():
-  task = cluster.from_environment({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"})
+  task = environment.task_from_environment({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"})
   with pytest.raises(cluster.ClusterConfigError) as e:
     factory.adapter_class("multi_worker")(task=task)
   assert str(e.value) == (
@@ -145,7 +146,7 @@ def test_ranks_of_horovodrun_are_refused_by_tf_config_strategies():
      ("chief", 0, 2, 0, 2)),
 ])
 def test_horovod_environment(env, expected):
-  task = cluster.from_environment(env)
+  task = environment.task_from_environment(env)
   assert (task.role, task.rank, task.size, task.local_rank, task.local_size) == expected
   assert task.source == "horovod"
 
@@ -154,8 +155,8 @@ def test_tf_config_comes_before_every_other_source():
   env = {"TF_CONFIG": tf_config({"chief": ["h:1"], "worker": ["h:2"]}, "worker"),
          "HOROVOD_RANK": "0", "HOROVOD_SIZE": "2", "SLURM_PROCID": "0",
          "SLURM_STEP_NUM_TASKS": "2"}
-  assert cluster.from_environment(env).source == "TF_CONFIG"
-  assert cluster.from_environment({}) == cluster.LOCAL_TASK
+  assert environment.task_from_environment(env).source == "TF_CONFIG"
+  assert environment.task_from_environment({}) == cluster.LOCAL_TASK
 
 
 def test_task_info_cannot_be_changed():

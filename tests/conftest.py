@@ -1,73 +1,11 @@
-"""Shared helpers: run real processes, and make sure none outlives its test."""
+"""The suite's fixtures: no test leaves a process it started."""
 
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 
 import psutil
 import pytest
 
-PYTHON = sys.executable
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Every process a test starts inherits this variable, so a survivor is found even
-# after it has been orphaned and adopted by init.
-TOKEN_VAR = "ESTIMATOR_DIST_TEST_PROCESS"
-TOKEN = uuid.uuid4().hex
-
-
-def child_env(**extra):
-  env = dict(os.environ)
-  env.pop("TF_CONFIG", None)
-  env["PYTHONWARNINGS"] = "ignore"
-  env["TF_CPP_MIN_LOG_LEVEL"] = "1"
-  env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-  env[TOKEN_VAR] = TOKEN
-  env.update(extra)
-  return env
-
-
-def run(command, timeout=300, env=None):
-  """Runs `command` in its own process group; returns (exit code, output).
-
-  On timeout the whole group is killed and the test fails with the output so far.
-  """
-  process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=env or child_env(), cwd=REPO,
-                             start_new_session=True, text=True)
-  try:
-    output, _ = process.communicate(timeout=timeout)
-  except subprocess.TimeoutExpired:
-    os.killpg(process.pid, signal.SIGKILL)
-    output, _ = process.communicate()
-    pytest.fail(f"{command} did not finish within {timeout}s; output:\n{output[-5000:]}")
-  return process.returncode, output
-
-
-def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300):
-  """Runs `program` (a module) through the launcher; returns (exit code, output)."""
-  return run([PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-              f"--num_workers={num_workers}", *launch_args, "--", PYTHON, "-m", program,
-              *args], timeout=timeout)
-
-
-def summaries(output):
-  from estimator_dist import summary  # pylint: disable=g-import-not-at-top
-  return [fields for fields in map(summary.parse_line, output.splitlines()) if fields]
-
-
-def our_processes():
-  found = []
-  for p in psutil.process_iter():
-    try:
-      if p.pid != os.getpid() and p.status() != psutil.STATUS_ZOMBIE and (
-          p.environ().get(TOKEN_VAR) == TOKEN):
-        found.append(p)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-      pass
-  return found
+from tests import helpers
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +13,7 @@ def no_process_left_behind():
   """Fails a test that leaves any process it started running, orphaned or not."""
   yield
   deadline = time.monotonic() + 10
-  while (left := our_processes()) and time.monotonic() < deadline:
+  while (left := helpers.our_processes()) and time.monotonic() < deadline:
     time.sleep(0.2)
   names = []
   for p in left:

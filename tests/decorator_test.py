@@ -5,18 +5,23 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist import decorator
-from estimator_dist.strategies import base
+from estimator_dist.strategies import local
+from estimator_dist.task import cluster
+from estimator_dist.task import decorator
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 
 
-class Replicas(base.LocalAdapter):
+class Replicas(local.LocalAdapter):
   """A local adapter that reports `n` replicas (synchronous or not)."""
 
   def __init__(self, n, synchronous=True):
-    super().__init__(task=base.cluster_lib.LOCAL_TASK)
-    self.n, self.synchronous = n, synchronous
+    super().__init__(task=cluster.LOCAL_TASK)
+    self.n, self._synchronous = n, synchronous
+
+  @property
+  def synchronous(self):
+    return self._synchronous
 
   @property
   def num_replicas(self):
@@ -107,8 +112,11 @@ def test_missing_rate_is_an_error_not_a_silent_unscaled_rate():
     return linear_model_fn({})(features, labels, mode, {"learning_rate": 0.1})
   with pytest.raises(ed.ConfigError, match=r"params has no 'learning_rate' to scale"):
     build(ed.distributed(model_fn), Replicas(2), params={"lr": 0.1})
-  build(ed.distributed(model_fn, lr_scaling="none"), Replicas(2), params={"lr": 0.1})
-  build(ed.distributed(model_fn), Replicas(1), params={"lr": 0.1})
+  # Unscaled on purpose, or nothing to scale: the model trains at its own rate.
+  for decorated, replicas in ((ed.distributed(model_fn, lr_scaling="none"), 2),
+                              (ed.distributed(model_fn), 1)):
+    _, spec = build(decorated, Replicas(replicas), params={"lr": 0.1})
+    assert spec.train_op is not None
 
 
 def test_lr_param_names_the_key():
@@ -140,10 +148,35 @@ def test_bad_options_fail_at_decoration(options, message):
     ed.distributed(**options)(linear_model_fn({}))
 
 
-def test_subset_signatures_are_accepted():
+def test_subset_signatures_get_only_their_arguments():
+  seen = {}
+
   def model_fn(features, mode):
+    seen["mode"] = mode
     return linear_model_fn({})(features, tf.ones([4, 1]), mode, {"learning_rate": 0.1})
-  build(ed.distributed(model_fn, lr_scaling="none"), Replicas(1))
+  _, spec = build(ed.distributed(model_fn, lr_scaling="none"), Replicas(1))
+  assert seen == {"mode": TRAIN} and spec.train_op is not None
+
+
+def test_program_options_override_the_decorators_and_keep_its_key():
+  model_fn = ed.distributed(linear_model_fn({}), lr_scaling="sqrt", warmup_steps=5,
+                            lr_param="base_lr")
+  redecorated, options = decorator.decorated(model_fn, lr_scaling="linear")
+  assert options == decorator.RateOptions(lr_scaling="linear", warmup_steps=5,
+                                          lr_param="base_lr")
+  # Decorating again wraps the user's function, not the decorated one.
+  _, again = decorator.decorated(redecorated)
+  assert again == options
+
+
+def test_outside_any_adapter_the_model_fn_is_one_process():
+  seen = {}
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.compat.v1.train.get_or_create_global_step()
+    ed.distributed(linear_model_fn(seen))(tf.ones([4, 3]), tf.ones([4, 1]), TRAIN,
+                                          {"learning_rate": 0.1}, None)
+  assert seen["learning_rate"] == pytest.approx(0.1)
 
 
 def allreduce_ops(graph):

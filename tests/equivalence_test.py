@@ -6,16 +6,18 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist import verify
+from estimator_dist.jobs import verify
 from model_zoo import mnist_dnn
-from tests import conftest
+from tests import helpers
+
+pytestmark = pytest.mark.processes
 
 _RESULT = re.compile(r"max relative difference (\S+) (<=|>) tolerance (\S+): (PASS|FAIL)")
 
 
 def run_verify(*args, timeout=300):
-  script = conftest.os.path.join(conftest.os.path.dirname(conftest.PYTHON), "estimator-dist")
-  code, output = conftest.run([script, "verify", *args], timeout=timeout)
+  script = helpers.os.path.join(helpers.os.path.dirname(helpers.PYTHON), "estimator-dist")
+  code, output = helpers.run([script, "verify", *args], timeout=timeout)
   found = _RESULT.search(output)
   assert found, output[-4000:]
   return code, float(found.group(1)), found.group(4), output
@@ -60,7 +62,7 @@ def test_verify_catches_workers_that_read_the_same_data():
 
 
 def test_every_parameter_server_worker_updates_the_variables(tmp_path):
-  code, output = conftest.launch("parameter_server", "tests.programs.plain_model",
+  code, output = helpers.launch("parameter_server", "tests.programs.plain_model",
                                  f"--model_dir={tmp_path}", "--train_steps=300")
   assert code == 0, output[-3000:]
   steps = [int(line.rsplit("=", 1)[1]) for line in output.splitlines()
@@ -84,8 +86,8 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
   chain = tmp_path / "chain"
   for i, (strategy, workers, batch) in enumerate(CHAIN):
     steps = 5 * (i + 1)
-    code, output = conftest.launch(
-        strategy, "estimator_dist.verify", "--train_only", "--module=model_zoo.mnist_dnn",
+    code, output = helpers.launch(
+        strategy, "estimator_dist.jobs.verify", "--train_only", "--module=model_zoo.mnist_dnn",
         f"--model_dir={chain}", f"--train_steps={steps}", f"--batch_size={batch}",
         "--lr_scaling=none", num_workers=workers)
     assert code == 0, output[-3000:]

@@ -1,11 +1,15 @@
 """The factory and each adapter's refusal of a cluster it cannot use."""
 
 import json
+import os
 
 import pytest
 
 import estimator_dist as ed
 from estimator_dist.strategies import factory
+from estimator_dist.strategies import traits
+from estimator_dist.task import cluster
+from estimator_dist.task import environment
 
 CHIEF_WORKER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
 
@@ -24,6 +28,26 @@ def test_names():
   assert factory.adapter_class("collective_all_reduce") is factory.adapter_class("multi_worker")
 
 
+@pytest.mark.parametrize("name", ed.STRATEGIES)
+def test_each_adapter_reads_its_facts_from_the_one_table(name):
+  cls = factory.adapter_class(name)
+  task = ed.TaskInfo("chief", 0, 0, 1)
+  if traits.TABLE[name].uses_tf_config:
+    task = cluster.task_in({"chief": ("h:1",), "ps": ("h:2",)} if traits.TABLE[name].needs_ps
+                           else {"chief": ("h:1",)}, "chief", 0, source="TF_CONFIG")
+  assert cls.name == name and cls(task=task).traits is traits.TABLE[name]
+
+
+def test_construction_has_no_side_effects(tf_config, monkeypatch):
+  """Validating a task starts nothing and publishes nothing; start() does both."""
+  tf_config(dict(CHIEF_WORKER, ps=["127.0.0.1:3"]))
+  text = os.environ["TF_CONFIG"]
+  task = environment.task_from_environment()
+  adapter = factory.adapter_class("parameter_server")(task=task)
+  assert not adapter.started and adapter.cpus is None and os.environ["TF_CONFIG"] == text
+  assert adapter.distribute_strategy() is None
+
+
 def test_local_adapter(tf_config):
   adapter = ed.create_strategy("local")
   assert (adapter.task.rank, adapter.task.size, adapter.task.is_chief) == (0, 1, True)
@@ -33,7 +57,18 @@ def test_local_adapter(tf_config):
 def test_horovod_adapter_knows_its_rank(tf_config):
   adapter = ed.create_strategy("horovod", compression="fp16")
   assert (adapter.task.rank, adapter.task.size, adapter.task.source) == (0, 1, "horovod")
-  assert adapter.run_config("/tmp/m").save_checkpoints_secs == 600
+  assert adapter.options.compression == "fp16" and adapter.started
+
+
+def test_only_the_first_horovod_rank_writes_checkpoints_and_summaries(tf_config):
+  def config(rank):
+    adapter = ed.create_strategy("horovod", task=ed.TaskInfo("chief" if rank == 0 else "worker",
+                                                            rank, rank, 2))
+    return adapter.run_config("/tmp/m", save_checkpoints_steps=100)
+  chief, other = config(0), config(1)
+  assert (chief.save_checkpoints_steps, chief.save_summary_steps) == (100, 100)
+  assert (other.save_checkpoints_steps, other.save_checkpoints_secs, other.save_summary_steps,
+          other.log_step_count_steps) == (None, None, None, None)
 
 
 def test_unknown_strategy():
@@ -80,8 +115,12 @@ def test_multi_worker_refuses_ps(tf_config):
 @pytest.mark.parametrize("name", ["local", "mirrored", "horovod"])
 def test_single_process_strategies_refuse_a_cluster(tf_config, name):
   tf_config(CHIEF_WORKER)
-  with pytest.raises(ed.ClusterConfigError, match="TF_CONFIG"):
+  with pytest.raises(ed.ClusterConfigError) as e:
     ed.create_strategy(name)
+  assert str(e.value) == (
+      f"strategy '{name}' does not use TF_CONFIG, but TF_CONFIG describes a cluster ['chief', "
+      f"'worker'], which Estimator would wait for. Unset TF_CONFIG (the launcher does), or "
+      f"pick multi_worker or parameter_server to train on that cluster.")
 
 
 def test_bad_multi_worker_communication(tf_config):

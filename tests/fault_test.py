@@ -15,7 +15,9 @@ import psutil
 import pytest
 import tensorflow as tf
 
-from tests import conftest
+from tests import helpers
+
+pytestmark = pytest.mark.processes
 
 STEPS, INTERVAL = 2000, 100
 
@@ -26,10 +28,10 @@ class Job:
   def __init__(self, *launch_args, program="tests.programs.plain_model", program_args=()):
     self.lines = []
     self.process = subprocess.Popen(
-        [conftest.PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", conftest.PYTHON,
+        [helpers.PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", helpers.PYTHON,
          "-m", program, *program_args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
-        env=conftest.child_env(), start_new_session=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
+        env=helpers.child_env(), start_new_session=True)
     self._reader = threading.Thread(target=self._read, daemon=True)
     self._reader.start()
 
@@ -140,7 +142,7 @@ def test_a_killed_worker_restarts_the_job_from_the_last_checkpoint(strategy, arg
   assert f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in output
   # The job reached the step it asked for, and its final checkpoint reads back.
   assert STEPS <= restorable(model_dir) <= STEPS + 2
-  summary = conftest.summaries(output)
+  summary = helpers.summaries(output)
   assert len(summary) == 1 and float(summary[0]["eval_accuracy"]) >= 0.85
 
 
@@ -231,6 +233,6 @@ def test_elastic_horovod_loses_a_worker_gains_one_and_finishes_the_run(tmp_path)
   # Each round resumed from the step the hosts changed at: nothing was lost.
   assert [start for _, start in rounds[1:]] == [f"{model_dir}/model.ckpt-{s}" for s in changes]
   assert restorable(model_dir) == steps
-  summary, = conftest.summaries(output)
+  summary, = helpers.summaries(output)
   # steps x global batch: the examples the run asked for.
   assert (summary["steps"], summary["global_batch"]) == (str(steps), "64")

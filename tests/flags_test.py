@@ -15,8 +15,8 @@ def parse(*argv):
 
 def test_defaults_give_a_local_run():
   options = ed.options_from_flags(parse("--model_dir=/tmp/m"))
-  assert options["strategy"] == "local" and options["model_dir"] == "/tmp/m"
-  assert options["strategy_options"] == {"intra_op_threads": 0, "inter_op_threads": 0,
+  assert options.strategy == "local" and options.model_dir == "/tmp/m"
+  assert dict(options.strategy_options) == {"intra_op_threads": 0, "inter_op_threads": 0,
                                          "cpu_affinity": "auto"}
 
 
@@ -25,18 +25,18 @@ def test_backend_options_reach_their_strategy():
       "--model_dir=/m", "--strategy=horovod", "--hvd_compression=fp16", "--hvd_reduction=sum",
       "--backward_passes_per_step=2", "--learning_rate=0.5", "--lr_scaling=sqrt",
       "--warmup_steps=10", "--batch_size=16"))
-  assert options["strategy_options"] == {
+  assert dict(options.strategy_options) == {
       "intra_op_threads": 0, "inter_op_threads": 0, "cpu_affinity": "auto", "compression": "fp16",
       "reduction": "sum", "backward_passes_per_step": 2, "gradient_predivide_factor": 1.0}
-  assert (options["learning_rate"], options["lr_scaling"], options["warmup_steps"],
-          options["batch_size"]) == (0.5, "sqrt", 10, 16)
+  assert (options.learning_rate, options.lr_scaling, options.warmup_steps,
+          options.batch_size) == (0.5, "sqrt", 10, 16)
 
 
 def test_alias_and_communication():
   options = ed.options_from_flags(parse(
       "--model_dir=/m", "--strategy=collective_all_reduce", "--communication=ring"))
-  assert options["strategy"] == "multi_worker"
-  assert options["strategy_options"]["communication"] == "ring"
+  assert options.strategy == "multi_worker"
+  assert options.strategy_options["communication"] == "ring"
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist import inputs
+from estimator_dist.task import inputs
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 

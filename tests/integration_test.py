@@ -7,7 +7,9 @@ import tensorflow as tf
 import estimator_dist as ed
 from model_zoo import data
 from model_zoo import mnist_cnn
-from tests import conftest
+from tests import helpers
+
+pytestmark = pytest.mark.processes
 
 STRATEGIES = ["mirrored", "multi_worker", "parameter_server", "horovod"]
 # parameter_server runs chief + worker + ps + evaluator.
@@ -16,10 +18,10 @@ PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=
 
 
 def train(strategy, program, *args):
-  code, output = conftest.launch(strategy, program, *args, *PROGRAM_ARGS.get(strategy, []),
+  code, output = helpers.launch(strategy, program, *args, *PROGRAM_ARGS.get(strategy, []),
                                  launch_args=LAUNCH_ARGS.get(strategy, []))
   assert code == 0, output[-5000:]
-  found = conftest.summaries(output)
+  found = helpers.summaries(output)
   assert len(found) == 1, output[-5000:]
   assert found[0]["strategy"] == strategy
   return found[0], output
@@ -88,9 +90,9 @@ def test_horovod_with_unequal_shards_completes_on_every_rank():
 ])
 def test_bad_input_ends_at_once_with_the_fix(env, args, message, tmp_path):
   extra = {"TF_CONFIG": env} if env else {}
-  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.mnist_cnn",
+  code, output = helpers.run([helpers.PYTHON, "-m", "model_zoo.mnist_cnn",
                                f"--model_dir={tmp_path}", *args],
-                              timeout=60, env=conftest.child_env(**extra))
+                              timeout=60, env=helpers.child_env(**extra))
   assert code != 0
   assert message in output
   assert "Traceback" not in output

@@ -8,21 +8,20 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from estimator_dist import cluster
+from estimator_dist.task import cluster
 from estimator_dist import errors
-from estimator_dist import kubernetes
-from estimator_dist.strategies import factory
-from tests import conftest
+from estimator_dist.jobs import kubernetes
+from estimator_dist.strategies import checks
+from estimator_dist.strategies import local
+from estimator_dist.strategies import traits
+from tests import helpers
 
 TF_REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 
 
 def k8s(*args):
-  code, output = conftest.run([conftest.PYTHON, "-m", "estimator_dist.cli", "k8s", *args],
-                              timeout=60)
-  assert code == 0, output
-  job, policy = yaml.safe_load_all(output)
+  job, policy = yaml.safe_load_all(kubernetes.manifest_from_args(list(args)))
   # Only the job's own pods may reach them.
   pods = {"matchLabels": {"training.kubeflow.org/job-name": job["metadata"]["name"]}}
   assert policy["kind"] == "NetworkPolicy" and policy["spec"]["podSelector"] == pods
@@ -61,9 +60,16 @@ def tfjob_pods(job):
 
 def validate_for(strategy, task):
   """The adapter's cluster checks, without starting its servers."""
-  adapter = factory.adapter_class(strategy).__new__(factory.adapter_class(strategy))
-  adapter.task = task
-  adapter._validate_task()  # pylint: disable=protected-access
+  return checks.check_task(traits.of(strategy), task)
+
+
+@pytest.mark.processes
+def test_the_command_prints_the_manifest():
+  args = ["--strategy=multi_worker", "--image=img", "--", "python", "t.py"]
+  code, output = helpers.run([helpers.PYTHON, "-m", "estimator_dist.cli", "k8s", *args],
+                             timeout=60)
+  assert code == 0, output
+  assert output == kubernetes.manifest_from_args(args)
 
 
 @pytest.mark.parametrize("strategy,args,replicas", [
@@ -115,8 +121,7 @@ def test_the_one_pod_of_mirrored_trains_as_one_process():
   env = job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["env"]
   assert env == [{"name": "ESTIMATOR_DIST_NUM_DEVICES", "value": "2"}]
   (_, _, text), = tfjob_pods(job)
-  from estimator_dist.strategies import base  # pylint: disable=g-import-not-at-top
-  adapter = base.LocalAdapter(task=cluster.parse_tf_config(text))
+  adapter = local.LocalAdapter(task=cluster.parse_tf_config(text))
   config = adapter.run_config("/tmp/unused")
   assert config.cluster_spec.as_dict() == {} and config.is_chief
 
@@ -145,7 +150,7 @@ def test_horovod_is_an_mpijob():
 ])
 def test_bad_manifest_options(kwargs, message):
   with pytest.raises(errors.ConfigError) as e:
-    kubernetes.manifest(["python", "t.py"], "multi_worker", 2, **kwargs)
+    kubernetes.KubernetesOptions(**kwargs)
   assert str(e.value) == message
 
 

@@ -9,11 +9,12 @@ import time
 import psutil
 import pytest
 
-from estimator_dist import cluster
-from estimator_dist import horovodrun
-from estimator_dist import jobs
-from estimator_dist import launch
-from tests import conftest
+from estimator_dist import errors
+from estimator_dist.task import cluster
+from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import spec
+from estimator_dist.jobs import launcher
+from tests import helpers
 
 # A task that reports its TF_CONFIG, then fails if it is worker:0 (exit 3), ends if it
 # is the chief, or else sleeps until it is stopped.
@@ -32,16 +33,21 @@ time.sleep(600)
 
 
 def run_launcher(*args, env=None, timeout=60):
-  return conftest.run([conftest.PYTHON, "-m", "estimator_dist.launch", *args, "--",
-                       conftest.PYTHON, "-c", TASK], env=conftest.child_env(**(env or {})),
+  return helpers.run([helpers.PYTHON, "-m", "estimator_dist.launch", *args, "--",
+                       helpers.PYTHON, "-c", TASK], env=helpers.child_env(**(env or {})),
                       timeout=timeout)
 
 
 def test_local_cluster_has_distinct_loopback_ports():
-  spec = launch.local_cluster("parameter_server", 3, num_ps=2, evaluator=True)
+  spec = launcher.local_cluster(job("parameter_server", 3, num_ps=2, evaluator=True))
   addresses = [a for role in spec.values() for a in role]
   assert {r: len(a) for r, a in spec.items()} == {"chief": 1, "worker": 2, "ps": 2, "evaluator": 1}
   assert len(set(addresses)) == 6 and all(a.startswith("127.0.0.1:") for a in addresses)
+
+
+def job(strategy, num_workers=2, **kwargs):
+  return spec.JobSpec(strategy=strategy, num_workers=num_workers, command=["python", "t.py"],
+                      **kwargs)
 
 
 @pytest.mark.parametrize("args,message", [
@@ -51,10 +57,21 @@ def test_local_cluster_has_distinct_loopback_ports():
     (("local", 2, 0, False), "use --num_workers=1"),
 ])
 def test_topologies_that_cannot_work(args, message):
-  with pytest.raises(launch.errors.ConfigError, match=message):
-    jobs.check_topology(*args)
+  strategy, num_workers, num_ps, evaluator = args
+  with pytest.raises(errors.ConfigError, match=message):
+    job(strategy, num_workers, num_ps=num_ps, evaluator=evaluator)
 
 
+def test_a_job_is_a_checked_value():
+  value = job("collective_all_reduce", 3, evaluator=True)
+  assert (value.strategy, value.num_ps, value.num_tasks) == ("multi_worker", 0, 4)
+  assert value.program == ("python", "t.py", "--strategy=multi_worker")
+  assert job("parameter_server").num_ps == 1
+  with pytest.raises(errors.ConfigError, match="give the program to run after --"):
+    spec.JobSpec(strategy="multi_worker")
+
+
+@pytest.mark.processes
 def test_every_task_gets_its_tf_config_and_prefix():
   code, output = run_launcher("--strategy=parameter_server", "--num_workers=2",
                               "--model_dir=/tmp/m", env={"FAIL_ROLE": "worker"})
@@ -70,6 +87,7 @@ def test_every_task_gets_its_tf_config_and_prefix():
                    "[ps:0]": {"type": "ps", "index": 0}}
 
 
+@pytest.mark.processes
 def test_a_failing_task_stops_the_others_and_gives_its_code():
   start = time.monotonic()
   code, output = run_launcher("--strategy=multi_worker", "--num_workers=3",
@@ -79,6 +97,7 @@ def test_a_failing_task_stops_the_others_and_gives_its_code():
   assert time.monotonic() - start < 45
 
 
+@pytest.mark.processes
 def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
   code, output = run_launcher("--strategy=parameter_server", "--num_workers=1",
                               "--shutdown_timeout_secs=2", env={"END_ROLE": "chief"})
@@ -89,12 +108,13 @@ def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
 @pytest.mark.parametrize("strategy,sig,code", [
     ("multi_worker", signal.SIGINT, 130), ("multi_worker", signal.SIGTERM, 143),
     ("horovod", signal.SIGINT, 130)])
+@pytest.mark.processes
 def test_ctrl_c_stops_every_task(strategy, sig, code):
   process = subprocess.Popen(
-      [conftest.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-       "--num_workers=2", "--", conftest.PYTHON, "-c", TASK],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
-      env=conftest.child_env(), start_new_session=True)
+      [helpers.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
+       "--num_workers=2", "--", helpers.PYTHON, "-c", TASK],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
+      env=helpers.child_env(), start_new_session=True)
   started, lines = 0, []
   while started < 2:
     lines.append(process.stdout.readline())
@@ -110,17 +130,18 @@ def test_ctrl_c_stops_every_task(strategy, sig, code):
 
 
 def test_tf_config_written_by_the_launcher_parses():
-  spec = launch.local_cluster("multi_worker", 2)
+  spec = launcher.local_cluster(job("multi_worker", 2))
   task = cluster.parse_tf_config(cluster.tf_config(spec, "worker", 0))
   assert (task.rank, task.size) == (1, 2)
 
 
+@pytest.mark.processes
 def test_console_script():
-  script = os.path.join(os.path.dirname(conftest.PYTHON), "estimator-dist")
-  code, output = conftest.run([script, "launch", "--strategy=local", "--num_workers=1", "--",
-                               conftest.PYTHON, "-c", "print('hello')"], timeout=60)
+  script = os.path.join(os.path.dirname(helpers.PYTHON), "estimator-dist")
+  code, output = helpers.run([script, "launch", "--strategy=local", "--num_workers=1", "--",
+                               helpers.PYTHON, "-c", "print('hello')"], timeout=60)
   assert code == 0 and "[chief:0] hello" in output, output
-  code, output = conftest.run([script, "frobnicate"], timeout=60)
+  code, output = helpers.run([script, "frobnicate"], timeout=60)
   assert code == 2 and "usage: estimator-dist COMMAND" in output
 
 
@@ -135,6 +156,7 @@ print("rank", hvd.rank(), "size", hvd.size(), "sum", total,
 
 
 @pytest.mark.parametrize("where", ["hosts", "hostfile"])
+@pytest.mark.processes
 def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
   if where == "hosts":
     place = "--hosts=localhost:1,127.0.0.1:1"
@@ -142,10 +164,10 @@ def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
     hostfile = tmp_path / "hosts"
     hostfile.write_text("# two slots on this machine\nlocalhost slots=2\n")
     place = f"--hostfile={hostfile}"
-  code, output = conftest.run(
-      [conftest.PYTHON, "-m", "estimator_dist.launch", "--strategy=horovod", "--num_workers=2",
+  code, output = helpers.run(
+      [helpers.PYTHON, "-m", "estimator_dist.launch", "--strategy=horovod", "--num_workers=2",
        place, "--horovod_controller=gloo", "--horovodrun_args=--fusion-threshold-mb=16", "--",
-       conftest.PYTHON, "-c", HOROVOD_TASK], timeout=120)
+       helpers.PYTHON, "-c", HOROVOD_TASK], timeout=120)
   assert code == 0, output
   for rank in range(2):
     assert f"[worker:{rank}] rank {rank} size 2 sum 1 fusion {16 * 1024 * 1024}" in output
@@ -169,16 +191,16 @@ def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
      "--hosts/--hostfile, --network_interface, --horovod_controller and --elastic."),
 ])
 def test_horovodrun_command_refuses_what_cannot_work(kwargs, message):
-  kwargs = {"num_workers": 2, **kwargs}
-  with pytest.raises(launch.errors.ConfigError) as e:
-    horovodrun.command(["python", "t.py"], **kwargs)
+  num_workers = kwargs.pop("num_workers", 2)
+  with pytest.raises(errors.ConfigError) as e:
+    horovodrun.command(["python", "t.py"], num_workers, horovodrun.HorovodRun(**kwargs))
   assert str(e.value) == message
 
 
 def test_horovodrun_command_on_two_hosts():
-  command = horovodrun.command(["python", "t.py"], 4, hosts="h1:2,h2:2",
-                               network_interface="eth1", controller="mpi",
-                               extra_args="--cycle-time-ms=2")
+  command = horovodrun.command(["python", "t.py"], 4, horovodrun.HorovodRun(
+      hosts="h1:2,h2:2", network_interface="eth1", controller="mpi",
+      extra_args="--cycle-time-ms=2"))
   assert command[1:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",
                          "--cycle-time-ms=2", "python", "t.py"]
 
@@ -189,14 +211,15 @@ LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 @pytest.mark.parametrize("strategy,args", [
     ("multi_worker", []), ("parameter_server", []), ("horovod", []),
     ("horovod", ["--horovod_controller=gloo"])])
+@pytest.mark.processes
 def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
   """TensorFlow, horovodrun and MPI listen on every interface unless the launcher stops them."""
   process = subprocess.Popen(
-      [conftest.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-       "--num_workers=2", *args, "--", conftest.PYTHON, "-m", "tests.programs.plain_model",
+      [helpers.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
+       "--num_workers=2", *args, "--", helpers.PYTHON, "-m", "tests.programs.plain_model",
        f"--model_dir={tmp_path}", "--train_steps=300"],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=conftest.REPO,
-      env=conftest.child_env(), start_new_session=True)
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
+      env=helpers.child_env(), start_new_session=True)
   listening = set()
   try:
     deadline = time.monotonic() + 240

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from model_zoo import data
-from tests import conftest
+from tests import helpers
+
+pytestmark = pytest.mark.processes
 
 
 def test_digits_upsample_to_mnist_shape():
@@ -43,19 +45,19 @@ def test_synthetic():
 
 
 def test_dnn_program_trains_on_digits(tmp_path):
-  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.mnist_dnn",
+  code, output = helpers.run([helpers.PYTHON, "-m", "model_zoo.mnist_dnn",
                                f"--model_dir={tmp_path}", "--train_steps=300"], timeout=120)
   assert code == 0, output[-3000:]
-  (summary,) = conftest.summaries(output)
+  (summary,) = helpers.summaries(output)
   assert float(summary["eval_accuracy"]) >= 0.90
 
 
 def test_cnn_program_on_synthetic_data(tmp_path):
-  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.mnist_cnn", "--synthetic",
+  code, output = helpers.run([helpers.PYTHON, "-m", "model_zoo.mnist_cnn", "--synthetic",
                                "--synthetic_examples=256", f"--model_dir={tmp_path}",
                                "--train_steps=5"], timeout=120)
   assert code == 0, output[-3000:]
-  assert conftest.summaries(output)[0]["steps"] == "5"
+  assert helpers.summaries(output)[0]["steps"] == "5"
 
 
 def test_digits_upsample_to_32x32_for_the_resnet():
@@ -64,8 +66,8 @@ def test_digits_upsample_to_32x32_for_the_resnet():
 
 
 def test_resnet_program_trains_on_digits(tmp_path):
-  code, output = conftest.run([conftest.PYTHON, "-m", "model_zoo.resnet", "--resnet_blocks=1",
+  code, output = helpers.run([helpers.PYTHON, "-m", "model_zoo.resnet", "--resnet_blocks=1",
                                f"--model_dir={tmp_path}", "--train_steps=150"], timeout=300)
   assert code == 0, output[-3000:]
-  (summary,) = conftest.summaries(output)
+  (summary,) = helpers.summaries(output)
   assert float(summary["eval_accuracy"]) >= 0.90

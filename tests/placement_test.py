@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from estimator_dist import cluster
+from estimator_dist.task import cluster
 from estimator_dist import errors
-from estimator_dist import placement
-from tests import conftest
+from estimator_dist.task import placement
+from tests import helpers
 
 
 @pytest.mark.parametrize("cpus,rank,size,expected", [
@@ -25,7 +25,7 @@ def test_bad_choice_names_the_options():
 
 PIN = """
 import json, os, sys
-from estimator_dist import cluster, placement
+from estimator_dist.task import cluster, placement
 task = cluster.parse_tf_config(sys.argv[1])
 print(json.dumps([placement.apply(sys.argv[2], task),
                   [sorted(os.sched_getaffinity(int(t)))
@@ -37,10 +37,11 @@ print(json.dumps([placement.apply(sys.argv[2], task),
 @pytest.mark.parametrize("role,index,affinity,pinned", [
     ("worker", 0, "auto", True), ("chief", 0, "auto", True), ("worker", 0, "none", False),
     ("ps", 0, "auto", False)])
+@pytest.mark.processes
 def test_apply_pins_every_thread_of_a_shared_host(role, index, affinity, pinned):
   spec = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
   config = cluster.tf_config(spec, role, index)
-  code, output = conftest.run([conftest.PYTHON, "-c", PIN, config, affinity])
+  code, output = helpers.run([helpers.PYTHON, "-c", PIN, config, affinity])
   assert code == 0, output
   cpus, threads = json.loads(output.strip().splitlines()[-1])
   everything = sorted(os.sched_getaffinity(0))

@@ -7,11 +7,14 @@ import subprocess
 
 import pytest
 
-from estimator_dist import cluster
+from estimator_dist.task import cluster
+from estimator_dist.task import environment
 from estimator_dist import errors
-from estimator_dist import launch
-from estimator_dist import slurm
-from tests import conftest
+from estimator_dist.jobs import launcher
+from estimator_dist.jobs import slurm
+from estimator_dist.jobs import spec
+from estimator_dist.task import slurm_env
+from tests import helpers
 
 
 @pytest.mark.parametrize("hostlist,hosts", [
@@ -21,11 +24,11 @@ from tests import conftest
     ("rack[1-2]-n[08-09]", ["rack1-n08", "rack1-n09", "rack2-n08", "rack2-n09"]),
 ])
 def test_expand_hostlist(hostlist, hosts):
-  assert slurm.expand_hostlist(hostlist) == hosts
+  assert slurm_env.expand_hostlist(hostlist) == hosts
 
 
 def test_expand_tasks_per_node():
-  assert slurm.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+  assert slurm_env.expand_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
 
 
 def two_node_step(procid, **extra):
@@ -42,7 +45,7 @@ def two_node_step(procid, **extra):
         {"task": {"type": "worker", "index": 0}},
         {"task": {"type": "worker", "index": 1}},
         {"task": {"type": "worker", "index": 2}}]),
-    ({slurm.NUM_PS_ENV: "1", slurm.EVALUATOR_ENV: "1", slurm.PORT_BASE_ENV: "7000"}, [
+    ({slurm_env.NUM_PS_ENV: "1", slurm_env.EVALUATOR_ENV: "1", slurm_env.PORT_BASE_ENV: "7000"}, [
         {"cluster": {"chief": ["node01:7000"], "evaluator": ["node01:7001"],
                      "ps": ["node02:7000"], "worker": ["node02:7001"]},
          "task": {"type": "chief", "index": 0}},
@@ -54,7 +57,7 @@ def test_a_two_node_step_gives_each_task_its_tf_config(extra, tf_configs, monkey
   from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver  # pylint: disable=g-import-not-at-top
   spec = tf_configs[0]["cluster"]
   for procid, expected in enumerate(tf_configs):
-    task = cluster.from_environment(two_node_step(procid, **extra))
+    task = environment.task_from_environment(two_node_step(procid, **extra))
     assert task.source == "SLURM"
     assert json.loads(task.tf_config()) == {"cluster": spec, **expected}
     # TensorFlow's own resolver reads the same variables to the same cluster and task
@@ -63,18 +66,18 @@ def test_a_two_node_step_gives_each_task_its_tf_config(extra, tf_configs, monkey
       monkeypatch.setenv(name, value)
     resolver = slurm_cluster_resolver.SlurmClusterResolver(
         jobs={r: len(a) for r, a in spec.items()},
-        port_base=int(extra.get(slurm.PORT_BASE_ENV, 8888)), gpus_per_node=2,
+        port_base=int(extra.get(slurm_env.PORT_BASE_ENV, 8888)), gpus_per_node=2,
         gpus_per_task=1, auto_set_gpu=False)
     assert resolver.cluster_spec().as_dict() == spec
     assert resolver.get_task_info() == (task.role, task.index)
-  local = [cluster.from_environment(two_node_step(p)) for p in range(4)]
+  local = [environment.task_from_environment(two_node_step(p)) for p in range(4)]
   assert [(t.rank, t.local_rank, t.local_size) for t in local] == [
       (0, 0, 2), (1, 1, 2), (2, 0, 2), (3, 1, 2)]
 
 
 def test_outside_a_multi_task_step_there_is_no_slurm_cluster():
-  assert slurm.task_from_environment({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "1"}) is None
-  assert slurm.task_from_environment({"SLURM_JOB_ID": "7"}) is None
+  assert slurm_env.task_from_environment({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "1"}) is None
+  assert slurm_env.task_from_environment({"SLURM_JOB_ID": "7"}) is None
 
 
 @pytest.mark.parametrize("change,message", [
@@ -92,21 +95,21 @@ def test_outside_a_multi_task_step_there_is_no_slurm_cluster():
      "'2(x2)'."),
     ({"SLURM_PROCID": "4"},
      "SLURM_PROCID is 4: the step has 4 tasks, so it must be 0..3."),
-    ({slurm.NUM_PS_ENV: "two"}, "ESTIMATOR_DIST_NUM_PS is 'two': it must be an integer."),
+    ({slurm_env.NUM_PS_ENV: "two"}, "ESTIMATOR_DIST_NUM_PS is 'two': it must be an integer."),
 ])
 def test_bad_slurm_variables(change, message):
   env = two_node_step(0)
   env.update(change)
   env = {k: v for k, v in env.items() if v is not None}
   with pytest.raises(cluster.ClusterConfigError) as e:
-    cluster.from_environment(env)
+    environment.task_from_environment(env)
   assert str(e.value) == message
 
 
 def test_a_one_process_strategy_refuses_a_multi_task_step():
   from estimator_dist.strategies import factory  # pylint: disable=g-import-not-at-top
   with pytest.raises(cluster.ClusterConfigError) as e:
-    factory.adapter_class("local")(task=cluster.from_environment(two_node_step(1)))
+    factory.adapter_class("local")(task=environment.task_from_environment(two_node_step(1)))
   assert str(e.value) == (
       "strategy 'local' trains in one process, but this is task 1 of a SLURM step of 4 "
       "tasks, so every task would train the same model alone. Start it with `srun "
@@ -114,10 +117,16 @@ def test_a_one_process_strategy_refuses_a_multi_task_step():
 
 
 def sbatch(*args):
-  code, output = conftest.run([conftest.PYTHON, "-m", "estimator_dist.cli", "slurm", *args],
-                              timeout=60)
+  return slurm.script_from_args(list(args))
+
+
+@pytest.mark.processes
+def test_the_command_prints_the_script():
+  args = ["--strategy=multi_worker", "--num_workers=2", "--", "python", "train.py"]
+  code, output = helpers.run([helpers.PYTHON, "-m", "estimator_dist.cli", "slurm", *args],
+                             timeout=60)
   assert code == 0, output
-  return output
+  assert output == sbatch(*args)
 
 
 def test_sbatch_script_for_parameter_server():
@@ -146,16 +155,17 @@ def test_sbatch_script_for_horovod_and_mirrored(strategy, line):
 
 def test_sbatch_refuses_what_cannot_run():
   with pytest.raises(errors.ConfigError, match="needs --num_ps of at least 1"):
-    slurm.sbatch_script(["python", "t.py"], "parameter_server", 2, num_ps=0)
+    sbatch("--strategy=parameter_server", "--num_ps=0", "--", "python", "t.py")
   with pytest.raises(errors.ConfigError, match="--nodes=4 is more than the job's 2 task"):
-    slurm.sbatch_script(["python", "t.py"], "multi_worker", 2, nodes=4)
+    slurm.sbatch_script(spec.JobSpec(strategy="multi_worker", num_workers=2,
+                                     command=["python", "t.py"]), slurm.SlurmOptions(nodes=4))
   with pytest.raises(errors.ConfigError, match="give the program to run after --"):
-    slurm.sbatch_script([], "multi_worker", 2)
+    sbatch("--strategy=multi_worker")
 
 
 def consecutive_free_ports(count):
   for _ in range(50):
-    base = launch.free_ports(1)[0]
+    base = launcher.free_ports(1)[0]
     sockets = []
     try:
       for port in range(base, base + count):
@@ -171,19 +181,20 @@ def consecutive_free_ports(count):
   raise RuntimeError("no consecutive free ports")
 
 
+@pytest.mark.processes
 def test_tasks_started_as_srun_starts_them_train_together(tmp_path):
   """Two processes with the variables of a one-node, two-task srun step: multi_worker."""
   base = consecutive_free_ports(2)
   processes = []
   try:
     for procid in range(2):
-      env = conftest.child_env(
+      env = helpers.child_env(
           SLURM_PROCID=str(procid), SLURM_STEP_NUM_TASKS="2", SLURM_STEP_NODELIST="localhost",
           SLURM_STEP_TASKS_PER_NODE="2", SLURM_LOCALID=str(procid),
-          **{slurm.PORT_BASE_ENV: str(base)})
+          **{slurm_env.PORT_BASE_ENV: str(base)})
       processes.append(subprocess.Popen(
-          [conftest.PYTHON, "-m", "tests.programs.plain_model", "--strategy=multi_worker",
-           f"--model_dir={tmp_path}", "--train_steps=100"], env=env, cwd=conftest.REPO,
+          [helpers.PYTHON, "-m", "tests.programs.plain_model", "--strategy=multi_worker",
+           f"--model_dir={tmp_path}", "--train_steps=100"], env=env, cwd=helpers.REPO,
           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True))
     outputs = [p.communicate(timeout=240)[0] for p in processes]
   finally:
@@ -192,7 +203,7 @@ def test_tasks_started_as_srun_starts_them_train_together(tmp_path):
         os.killpg(p.pid, 9)
         p.wait()
   assert [p.returncode for p in processes] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
-  found = conftest.summaries(outputs[0])
+  found = helpers.summaries(outputs[0])
   assert len(found) == 1 and found[0]["workers"] == "2", outputs[0][-3000:]
   assert float(found[0]["eval_accuracy"]) >= 0.85
   assert "steps_run=100" in outputs[1]

@@ -4,11 +4,13 @@ import json
 
 import pytest
 
-from tests import conftest
+from tests import helpers
+
+pytestmark = pytest.mark.processes
 
 
 def spark_train(*args, timeout=400):
-  return conftest.run([conftest.PYTHON, "-m", "tests.programs.spark_train", *args],
+  return helpers.run([helpers.PYTHON, "-m", "tests.programs.spark_train", *args],
                       timeout=timeout)
 
 
@@ -33,7 +35,7 @@ def test_cnn_trains_through_spark_like_through_the_launcher(strategy, args, step
   # The same bar as the launcher's CNN test (tests/integration_test.py), same steps.
   assert chief["global_step"] >= steps and chief["accuracy"] >= 0.90, chief
   assert others == [None] * (2 if strategy == "parameter_server" else 1)
-  found = conftest.summaries(output)
+  found = helpers.summaries(output)
   assert len(found) == 1 and (found[0]["workers"], found[0]["replicas"]) == ("2", "2")
 
 

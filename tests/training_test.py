@@ -63,6 +63,10 @@ def test_learning_rate_sets_the_key_the_decorator_scales(tmp_path):
     ({"train_steps": 5, "model_dir": ""}, "model_dir must name a directory"),
     ({"train_steps": 5, "batch_size": -1}, r"batch_size \(-1\) must be a positive integer"),
     ({"train_steps": 5, "strategy": "spark"}, r"strategy \('spark'\) is not one of"),
+    ({"train_steps": 5, "warmup_steps": 5}, r"warmup_steps \(5\) must be smaller than "
+                                            r"train_steps \(5\)"),
+    ({"train_steps": 5, "strategy_options": {"fusion": 1}},
+     r"strategy 'local' does not take option\(s\) \['fusion'\]"),
 ])
 def test_bad_arguments(tmp_path, kwargs, message):
   kwargs.setdefault("model_dir", str(tmp_path))
@@ -83,7 +87,8 @@ def test_chief_evaluates_alone_while_tf_config_describes_the_cluster(tmp_path, m
                         params={"learning_rate": 0.1})
   monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["127.0.0.1:1"], "worker": '
                      '["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}}')
-  metrics = ed.evaluate(make_model_fn([]), input_fn, model_dir=str(tmp_path),
+  seen = []
+  metrics = ed.evaluate(ed.distributed(make_model_fn(seen)), input_fn, model_dir=str(tmp_path),
                         params={"learning_rate": 0.1})
   assert metrics["global_step"] == 5
-  assert ed.distributed(make_model_fn([]))  # decorating needs no cluster either
+  assert seen and seen[0] == pytest.approx(0.1)  # one process: the rate is not scaled

@@ -1,52 +1,45 @@
-"""The adapter interface every backend implements, and the local (single-process) one."""
+"""The adapter interface every backend implements; its defaults are one local process.
+
+An adapter's life has two steps:
+- construction (`Adapter(task=..., options=...)`) checks and stores; it has no side
+  effects, so a task can be validated anywhere;
+- `start()` is the one step with side effects: it reads the task from the environment
+  when none was given, publishes the validated cluster to TF_CONFIG, pins this process
+  to its CPUs and starts the backend (a tf.distribute strategy, `hvd.init`). The factory
+  calls it.
+"""
 
 import contextlib
-import json
+import dataclasses
 import os
-import threading
 
 import tensorflow as tf
 
-from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
-from estimator_dist import inputs
-from estimator_dist import placement
-
-_ACTIVE = threading.local()
-
-
-def current_adapter():
-  """The adapter whose model_fn is being built on this thread (None outside one)."""
-  return getattr(_ACTIVE, "adapter", None)
+from estimator_dist.strategies import checks
+from estimator_dist.strategies import context
+from estimator_dist.strategies import traits as traits_lib
+from estimator_dist.task import environment
+from estimator_dist.task import inputs
+from estimator_dist.task import placement
 
 
-@contextlib.contextmanager
-def _active(adapter):
-  previous, _ACTIVE.adapter = current_adapter(), adapter
-  try:
-    yield
-  finally:
-    _ACTIVE.adapter = previous
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+  """Options every adapter takes.
 
+  intra_op_threads, inter_op_threads: TensorFlow's thread pools (0: TF's default).
+  cpu_affinity: "auto" pins each training process that shares a host to its own share
+    of the CPUs; "none" leaves placement to the OS.
+  """
+  intra_op_threads: int = 0
+  inter_op_threads: int = 0
+  cpu_affinity: str = "auto"
 
-def refuse_cluster(name, task):
-  """A one-process strategy must not run as one of several tasks: each would train alone."""
-  if task.source == "horovod" and task.size > 1:
-    raise cluster_lib.ClusterConfigError(
-        f"strategy '{name}' trains in one process, but this is rank {task.rank} of "
-        f"{task.size} started by horovodrun or mpirun, so every rank would train the same "
-        f"model alone. Use --strategy=horovod, or start one process.")
-  if task.source == "SLURM":
-    raise cluster_lib.ClusterConfigError(
-        f"strategy '{name}' trains in one process, but this is task {task.rank} of a SLURM "
-        f"step of {sum(map(len, task.cluster.values()))} tasks, so every task would train "
-        f"the same model alone. Start it with `srun --ntasks=1` (estimator-dist slurm does).")
-  alone = dict(task.cluster) in ({}, {"chief": task.cluster.get("chief")})
-  if not alone:
-    raise cluster_lib.ClusterConfigError(
-        f"strategy '{name}' does not use TF_CONFIG, but TF_CONFIG describes a cluster "
-        f"{sorted(task.cluster)}, which Estimator would wait for. Unset TF_CONFIG (the launcher "
-        f"does), or pick multi_worker or parameter_server to train on that cluster.")
+  def __post_init__(self):
+    for name in ("intra_op_threads", "inter_op_threads"):
+      errors.check_non_negative(name, getattr(self, name))
+    errors.check_choice("cpu_affinity", self.cpu_affinity, placement.CPU_AFFINITIES)
 
 
 @contextlib.contextmanager
@@ -62,72 +55,51 @@ def without_tf_config():
 class StrategyAdapter:
   """What a backend needs around an Estimator.
 
-  An adapter knows this process's task, builds the RunConfig, wraps the model_fn
-  and input_fn, supplies training hooks, and runs this task's part of
-  `train_and_evaluate`. Subclasses override the hooks below; the defaults are
-  those of one local process.
+  An adapter knows this process's task, builds the RunConfig, wraps the model_fn and
+  input_fn, supplies training hooks, and runs this task's part of `train_and_evaluate`.
+  Subclasses set `name` and `Options` and override the methods below.
   """
   name = "local"
-  synchronous = True
-  # Roles the strategy accepts in a cluster description, and whether it needs ps.
-  allowed_roles = ()
-  needs_ps = False
+  Options = Options
 
-  def __init__(self, task=None, intra_op_threads=0, inter_op_threads=0, cpu_affinity="auto"):
-    from_environment = task is None
-    self.task = self._task_from_environment() if from_environment else task
-    self.intra_op_threads = intra_op_threads
-    self.inter_op_threads = inter_op_threads
-    self._validate_task()
-    if from_environment and self.allowed_roles and self.task.cluster:
-      # TensorFlow reads the cluster from TF_CONFIG: publish the one validated here, which
-      # may come from SLURM, and names a legacy 'master' 'chief'.
-      os.environ["TF_CONFIG"] = self.task.tf_config()
-    self.cpus = placement.apply(cpu_affinity, self.task)
+  def __init__(self, *, task=None, options=None):
+    self.traits = traits_lib.of(self.name)
+    self.options = self.Options() if options is None else options
+    if not isinstance(self.options, self.Options):
+      raise errors.ConfigError(f"strategy {self.name!r} takes {self.Options.__name__}, "
+                               f"got {type(self.options).__name__}.")
+    self.task = None if task is None else checks.check_task(self.traits, task)
+    self.cpus = None
+    self.started = False
 
-  # -- the task -------------------------------------------------------------------------
-  def _task_from_environment(self):
-    return cluster_lib.from_environment()
+  @property
+  def synchronous(self) -> bool:
+    return self.traits.synchronous
 
-  def _validate_task(self):
-    task, cluster = self.task, self.task.cluster
-    if not self.allowed_roles:
-      refuse_cluster(self.name, task)
-      return
-    if task.source == "horovod":
-      raise cluster_lib.ClusterConfigError(
-          f"this process is rank {task.rank} of {task.size} started by horovodrun or mpirun, "
-          f"but strategy '{self.name}' takes its cluster from TF_CONFIG. Use "
-          f"--strategy=horovod under horovodrun, or start {self.name} with `estimator-dist "
-          f"launch --strategy={self.name}`.")
-    where = "the cluster derived from SLURM" if task.source == "SLURM" else "TF_CONFIG's cluster"
-    if not cluster:
-      if self.needs_ps:
-        raise cluster_lib.ClusterConfigError(
-            f"strategy '{self.name}' needs ps tasks, but TF_CONFIG has no cluster. Start it with "
-            f"`python -m estimator_dist.launch --strategy={self.name} --num_workers=2 --num_ps=1 "
-            f"-- python train.py`, or set TF_CONFIG with 'chief', 'worker' and 'ps' tasks.")
-      return
-    for role in cluster:
-      if role not in self.allowed_roles:
-        raise cluster_lib.ClusterConfigError(
-            f"{where} has '{role}' tasks, which strategy '{self.name}' does not use "
-            f"(it takes {', '.join(self.allowed_roles)}). Remove them from "
-            f"TF_CONFIG or pick a strategy that uses them.")
-    if "chief" not in cluster:
-      workers = list(cluster["worker"])
-      fix = {"chief": workers[:1], **({"worker": workers[1:]} if workers[1:] else {}),
-             **{r: list(a) for r, a in cluster.items() if r != "worker"}}
-      raise cluster_lib.ClusterConfigError(
-          f"{where} has no 'chief' task (it has {sorted(cluster)}), and strategy "
-          f"'{self.name}' trains through Estimator, which needs one. Make the first worker "
-          f"the chief and number the other workers from 0: \"cluster\": "
-          f"{json.dumps(fix)}.")
-    if self.needs_ps and not cluster.get("ps"):
-      raise cluster_lib.ClusterConfigError(
-          f"strategy '{self.name}' needs at least one 'ps' task, but {where} has "
-          f"{sorted(cluster)}. Add \"ps\": [\"host:port\"] to the cluster (launcher: --num_ps=1).")
+  # -- the one step with side effects ------------------------------------------------------
+  def start(self):
+    """Reads the task if none was given, publishes it, pins CPUs, starts the backend."""
+    if self.started:
+      return self
+    if self.task is None:
+      self.task = checks.check_task(self.traits, self.task_from_environment())
+      if self.traits.uses_tf_config and self.task.source in ("TF_CONFIG", "SLURM"):
+        # TensorFlow reads the cluster from TF_CONFIG: publish the one validated here,
+        # which may come from SLURM, and names a legacy 'master' 'chief'.
+        os.environ["TF_CONFIG"] = self.task.tf_config()
+    self.cpus = placement.apply(self.options.cpu_affinity, self.task)
+    self.start_backend()
+    self.started = True
+    return self
 
+  def task_from_environment(self):
+    """This process's task as the environment describes it (may start the backend)."""
+    return environment.task_from_environment()
+
+  def start_backend(self):
+    """Starts what the backend needs before any other TensorFlow op runs."""
+
+  # -- what the job looks like -------------------------------------------------------------
   @property
   def num_replicas(self) -> int:
     """Replicas whose gradients make up one update (the learning-rate scaling factor)."""
@@ -140,12 +112,12 @@ class StrategyAdapter:
   def describe(self) -> str:
     return f"{self.name} strategy, {self.task.describe()}, {self.num_replicas} replica(s)"
 
-  # -- Estimator pieces -----------------------------------------------------------------
+  # -- Estimator pieces --------------------------------------------------------------------
   def session_config(self):
     return tf.compat.v1.ConfigProto(
         allow_soft_placement=True,
-        intra_op_parallelism_threads=self.intra_op_threads,
-        inter_op_parallelism_threads=self.inter_op_threads)
+        intra_op_parallelism_threads=self.options.intra_op_threads,
+        inter_op_parallelism_threads=self.options.inter_op_threads)
 
   def distribute_strategy(self):
     return None
@@ -155,19 +127,16 @@ class StrategyAdapter:
     strategy = self.distribute_strategy()
     if strategy is not None:
       kwargs["train_distribute"] = strategy
-    if self.allowed_roles:
+    if self.traits.uses_tf_config:
       return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
     with without_tf_config():  # A one-task cluster (one Kubernetes pod) is one process.
       return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
 
   def wrap_model_fn(self, model_fn):
-    """The model_fn Estimator calls: decorated if it was not, with this adapter active."""
-    from estimator_dist import decorator  # decorator imports this module.
-    fn = model_fn if decorator.is_distributed(model_fn) else decorator.distributed(model_fn)
-
+    """The model_fn Estimator calls: `model_fn` (decorated) built with this adapter active."""
     def model_fn_for_estimator(features, labels, mode, params, config):
-      with _active(self):
-        return fn(features, labels, mode, params, config)
+      with context.active(self):
+        return model_fn(features, labels, mode, params, config)
     return model_fn_for_estimator
 
   def wrap_input_fn(self, input_fn):
@@ -178,7 +147,7 @@ class StrategyAdapter:
     """The tf.distribute.InputContext of this worker (None: one input pipeline)."""
     return estimator_context
 
-  # -- while the model_fn builds its training graph ---------------------------------------
+  # -- while the model_fn builds its training graph -----------------------------------------
   def gradient_context(self):
     """Entered while the user's model_fn builds its TRAIN graph."""
     return contextlib.nullcontext()
@@ -189,7 +158,16 @@ class StrategyAdapter:
   def training_hooks(self):
     return []
 
-  # -- running ----------------------------------------------------------------------------
+  # -- running -----------------------------------------------------------------------------
+  def run_training(self, train_with, *, model_dir):
+    """Runs `train_with(adapter, extra_hooks)`, which trains once into `model_dir`.
+
+    Returns its result. A backend that trains in rounds (elastic Horovod) calls it once
+    per round.
+    """
+    del model_dir  # One round.
+    return train_with(self, ())
+
   def train(self, estimator, train_spec, eval_spec):
     """Runs this task's share of training. Returns eval metrics if it evaluated the end."""
     if eval_spec is None and not self.task.cluster:
@@ -210,12 +188,3 @@ class StrategyAdapter:
 
   def after_training(self):
     """Called on every task when its training ends, before the chief's final evaluation."""
-
-
-class LocalAdapter(StrategyAdapter):
-  """One process, no distribution: the reference the others are measured against."""
-
-
-def local_adapter():
-  """The adapter of one process on its own, whatever TF_CONFIG says."""
-  return LocalAdapter(task=cluster_lib.LOCAL_TASK)

@@ -9,16 +9,20 @@ read the same model_dir (so all agree where training stands) and write nothing.
 """
 
 import contextlib
+import dataclasses
 import os
 import threading
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
-from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import accumulation
 from estimator_dist.strategies import base
+from estimator_dist.strategies import checks
+from estimator_dist.strategies import elastic
+from estimator_dist.task import cluster as cluster_lib
 
 REDUCTIONS = ("average", "sum", "adasum")
 COMPRESSIONS = ("none", "fp16")
@@ -49,81 +53,97 @@ def _import_horovod():
   return hvd
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HorovodOptions(base.Options):
+  """compression: "none" or "fp16" for the gradients sent.
+  reduction: "average", "sum" or "adasum".
+  backward_passes_per_step: micro-batches accumulated per all-reduce (Horovod's own).
+  gradient_predivide_factor: divide gradients by this before the sum, the rest after.
+  global_batch_size: examples per update whatever the number of ranks; each rank
+    accumulates micro-batches of batch_size (see estimator_dist.strategies.accumulation).
+  batch_size: the micro-batch, needed with global_batch_size.
+  """
+  compression: str = "none"
+  reduction: str = "average"
+  backward_passes_per_step: int = 1
+  gradient_predivide_factor: float = 1.0
+  global_batch_size: Optional[int] = None
+  batch_size: Optional[int] = None
+
+  def __post_init__(self):
+    super().__post_init__()
+    errors.check_choice("compression", self.compression, COMPRESSIONS)
+    errors.check_choice("reduction", self.reduction, REDUCTIONS)
+    errors.check_positive("backward_passes_per_step", self.backward_passes_per_step)
+    factor = self.gradient_predivide_factor
+    if factor <= 0:
+      raise errors.ConfigError(f"gradient_predivide_factor ({factor}) must be > 0.")
+    if factor != 1.0 and self.reduction != "average":
+      raise errors.ConfigError(
+          f"gradient_predivide_factor ({factor}) works only with reduction='average', not "
+          f"{self.reduction!r}.")
+    if self.global_batch_size is not None and (
+        self.backward_passes_per_step != 1 or self.reduction != "average" or
+        factor != 1.0 or self.batch_size is None):
+      raise errors.ConfigError(
+          f"global_batch_size ({self.global_batch_size}) needs batch_size, the micro-batch, "
+          f"and sets the passes per update itself: drop backward_passes_per_step, "
+          f"gradient_predivide_factor and reduction={self.reduction!r}.")
+
+
 class HorovodAdapter(base.StrategyAdapter):
   """Synchronous data parallelism with Horovod's all-reduce."""
   name = "horovod"
+  Options = HorovodOptions
+  passes = None  # With global_batch_size: micro-batches this rank accumulates per update.
 
-  def __init__(self, task=None, compression="none", reduction="average",
-               backward_passes_per_step=1, gradient_predivide_factor=1.0,
-               global_batch_size=None, batch_size=None, **options):
-    errors.check_choice("compression", compression, COMPRESSIONS)
-    errors.check_choice("reduction", reduction, REDUCTIONS)
-    errors.check_positive("backward_passes_per_step", backward_passes_per_step)
-    if gradient_predivide_factor <= 0:
-      raise errors.ConfigError(
-          f"gradient_predivide_factor ({gradient_predivide_factor}) must be > 0.")
-    if gradient_predivide_factor != 1.0 and reduction != "average":
-      raise errors.ConfigError(
-          f"gradient_predivide_factor ({gradient_predivide_factor}) works only with "
-          f"reduction='average', not {reduction!r}.")
-    if global_batch_size is not None and (
-        backward_passes_per_step != 1 or reduction != "average" or
-        gradient_predivide_factor != 1.0 or batch_size is None):
-      raise errors.ConfigError(
-          f"global_batch_size ({global_batch_size}) needs batch_size, the micro-batch, and "
-          f"sets the passes per update itself: drop backward_passes_per_step, "
-          f"gradient_predivide_factor and reduction={reduction!r}.")
-    self._options = dict(
-        compression=compression, reduction=reduction,
-        backward_passes_per_step=backward_passes_per_step,
-        gradient_predivide_factor=gradient_predivide_factor,
-        global_batch_size=global_batch_size, batch_size=batch_size, **options)
+  def _init_horovod(self):
     self.hvd = _import_horovod()
     if not tf.config.list_physical_devices("GPU"):
       for name, value in CPU_DEFAULTS.items():
         os.environ.setdefault(name, value)
     self.hvd.init()
-    self.compression = compression
-    self.reduction = reduction
-    self.backward_passes_per_step = backward_passes_per_step
-    self.gradient_predivide_factor = gradient_predivide_factor
+
+  def task_from_environment(self):
+    checks.refuse_cluster(self.name, cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")))
+    self._init_horovod()
+    hvd = self.hvd
+    return cluster_lib.horovod_task(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size())
+
+  def start_backend(self):
+    self._init_horovod()
     self._allreduced = 0
     # Horovod's own wrappers are left alone: they already all-reduce.
-    hvd = self.hvd
-    self._hvd_optimizers = (hvd._DistributedOptimizer, hvd._DistributedAdasumOptimizer)  # pylint: disable=protected-access
-    super().__init__(task, **options)
-    self.global_batch_size, self.batch_size = global_batch_size, batch_size
-    self.passes = None
-    if global_batch_size is not None:
+    self._hvd_optimizers = (self.hvd._DistributedOptimizer,  # pylint: disable=protected-access
+                            self.hvd._DistributedAdasumOptimizer)  # pylint: disable=protected-access
+    options = self.options
+    if options.global_batch_size is not None:
       self.passes = accumulation.micro_batches_per_rank(
-          global_batch_size, batch_size, self.task.size)[self.task.rank]
+          options.global_batch_size, options.batch_size, self.task.size)[self.task.rank]
     if not self.task.is_chief:
       logging.set_verbosity(logging.WARNING)
       tf.get_logger().setLevel("WARNING")
 
-  def _task_from_environment(self):
-    base.refuse_cluster(self.name, cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")))
-    hvd = self.hvd
-    return cluster_lib.horovod_task(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size())
-
   def renewed(self):
     """The same adapter for Horovod's current ranks (after an elastic reset)."""
-    return type(self)(**self._options)
+    return type(self)(options=self.options).start()
 
-  def _validate_task(self):
-    """Horovod's ranks are the task; a TF_CONFIG cluster is refused when they are read."""
+  def run_training(self, train_with, *, model_dir):
+    if not elastic.enabled():
+      return super().run_training(train_with, model_dir=model_dir)
+    return elastic.run(self, train_with, model_dir)
 
   @property
   def num_replicas(self):
-    if self.global_batch_size:  # The learning rate follows the global batch.
-      return self.global_batch_size // self.batch_size
+    if self.options.global_batch_size:  # The learning rate follows the global batch.
+      return self.options.global_batch_size // self.options.batch_size
     return self.task.size
 
   def describe(self):
     text = super().describe()
     if self.passes:
-      text += (f", global batch {self.global_batch_size}: {self.passes} micro-batch(es) of "
-               f"{self.batch_size} on this rank per update")
+      text += (f", global batch {self.options.global_batch_size}: {self.passes} "
+               f"micro-batch(es) of {self.options.batch_size} on this rank per update")
     return text
 
   def session_config(self):
@@ -150,18 +170,20 @@ class HorovodAdapter(base.StrategyAdapter):
     wrapped = optimizer.__dict__.get("_estimator_dist_horovod")
     if wrapped is None:
       hvd = self.hvd
-      compression = hvd.Compression.fp16 if self.compression == "fp16" else hvd.Compression.none
+      options = self.options
+      compression = (hvd.Compression.fp16 if options.compression == "fp16" else
+                     hvd.Compression.none)
       if self.passes:  # A fixed global batch: accumulate, then all-reduce the sums.
         wrapped = accumulation.Accumulator(
             optimizer, _ORIGINAL,
             lambda t: hvd.allreduce(t, op=hvd.Sum, compression=compression),
-            self.passes, self.global_batch_size // self.batch_size)
+            self.passes, options.global_batch_size // options.batch_size)
       else:
         wrapped = hvd.DistributedOptimizer(
             optimizer, compression=compression,
-            op={"average": hvd.Average, "sum": hvd.Sum, "adasum": hvd.Adasum}[self.reduction],
-            backward_passes_per_step=self.backward_passes_per_step,
-            gradient_predivide_factor=self.gradient_predivide_factor)
+            op={"average": hvd.Average, "sum": hvd.Sum, "adasum": hvd.Adasum}[options.reduction],
+            backward_passes_per_step=options.backward_passes_per_step,
+            gradient_predivide_factor=options.gradient_predivide_factor)
       optimizer.__dict__["_estimator_dist_horovod"] = wrapped
     return wrapped
 

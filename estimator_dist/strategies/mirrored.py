@@ -1,12 +1,14 @@
 """`mirrored`: tf.distribute.MirroredStrategy over the devices of one machine."""
 
+import dataclasses
 import os
+from typing import Optional
 
 import tensorflow as tf
 
 from estimator_dist import errors
-from estimator_dist import cluster as cluster_lib
 from estimator_dist.strategies import base
+from estimator_dist.task import cluster as cluster_lib
 
 
 def _cpu_devices(count):
@@ -22,15 +24,26 @@ def _cpu_devices(count):
   return [f"/cpu:{i}" for i in range(count)]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MirroredOptions(base.Options):
+  """num_devices: replicas on this machine (default: the GPUs, or the launcher's count)."""
+  num_devices: Optional[int] = None
+
+  def __post_init__(self):
+    super().__post_init__()
+    errors.check_positive("num_devices", self.num_devices, allow_none=True)
+
+
 class MirroredAdapter(base.StrategyAdapter):
   """Synchronous replicas on the local GPUs, or on logical CPU devices without GPUs."""
   name = "mirrored"
+  Options = MirroredOptions
 
-  def __init__(self, task=None, num_devices=None, **options):
-    super().__init__(task, **options)
+  def start_backend(self):
+    num_devices = self.options.num_devices
     if num_devices is None:
       num_devices = int(os.environ.get(cluster_lib.NUM_DEVICES_ENV, "0")) or None
-    errors.check_positive("num_devices", num_devices, allow_none=True)
+      errors.check_positive(cluster_lib.NUM_DEVICES_ENV, num_devices, allow_none=True)
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
       if num_devices and num_devices > len(gpus):

@@ -1,5 +1,8 @@
 """`multi_worker`: MultiWorkerMirroredStrategy (CollectiveAllReduce) from TF_CONFIG."""
 
+import dataclasses
+from typing import Optional
+
 import tensorflow as tf
 
 from estimator_dist import errors
@@ -12,26 +15,35 @@ COMMUNICATIONS = {
 }
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MultiWorkerOptions(base.Options):
+  """communication: the collective implementation (auto, ring, nccl).
+  collective_timeout_secs: seconds before a collective op fails (None: never).
+  """
+  communication: str = "auto"
+  collective_timeout_secs: Optional[float] = None
+
+  def __post_init__(self):
+    super().__post_init__()
+    errors.check_choice("communication", self.communication, tuple(COMMUNICATIONS))
+    if self.collective_timeout_secs is not None and self.collective_timeout_secs <= 0:
+      raise errors.ConfigError(
+          f"collective_timeout_secs ({self.collective_timeout_secs}) must be positive.")
+
+
 class MultiWorkerAdapter(base.StrategyAdapter):
   """Synchronous all-reduce across worker processes; worker 0 (or the chief) leads."""
   name = "multi_worker"
-  allowed_roles = ("chief", "worker", "evaluator")
+  Options = MultiWorkerOptions
+  _strategy = None
 
-  def __init__(self, task=None, communication="auto", collective_timeout_secs=None, **options):
-    super().__init__(task, **options)
-    errors.check_choice("communication", communication, tuple(COMMUNICATIONS))
-    if collective_timeout_secs is not None and collective_timeout_secs <= 0:
-      raise errors.ConfigError(
-          f"collective_timeout_secs ({collective_timeout_secs}) must be positive.")
-    self.communication = communication
-    self.collective_timeout_secs = collective_timeout_secs
-    self._strategy = None
+  def start_backend(self):
     if self.task.role != "evaluator":
       # Must come before any other TensorFlow op: it starts this task's gRPC server.
       self._strategy = tf.distribute.MultiWorkerMirroredStrategy(
           communication_options=tf.distribute.experimental.CommunicationOptions(
-              implementation=COMMUNICATIONS[communication],
-              timeout_seconds=collective_timeout_secs))
+              implementation=COMMUNICATIONS[self.options.communication],
+              timeout_seconds=self.options.collective_timeout_secs))
 
   @property
   def num_replicas(self):

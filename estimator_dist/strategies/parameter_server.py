@@ -7,14 +7,17 @@ and a ps exits once it has dequeued one token per training task.
 """
 
 import contextlib
+import dataclasses
 import os
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 from tensorflow.python.distribute import distribute_config  # pylint: disable=g-direct-tensorflow-import
 
-from estimator_dist import cluster as cluster_lib
+from estimator_dist import errors
 from estimator_dist.strategies import base
+from estimator_dist.task import cluster as cluster_lib
 
 _DONE_QUEUE = "estimator_dist_training_done_{}"
 
@@ -48,35 +51,45 @@ def _only(device, timeout_secs=None):
                                   operation_timeout_in_ms=int((timeout_secs or 0) * 1000))
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ParameterServerOptions(base.Options):
+  """ps_done_timeout_secs: how long a ps waits for the training tasks' end (None: ever).
+  remote_cluster: train as a standalone client of these standard servers (a dict or its
+    JSON: {"worker": [...], "ps": [...]}); TF_CONFIG must then be unset.
+  """
+  ps_done_timeout_secs: Optional[float] = None
+  remote_cluster: Optional[object] = None
+
+  def __post_init__(self):
+    super().__post_init__()
+    if self.ps_done_timeout_secs is not None and self.ps_done_timeout_secs <= 0:
+      raise errors.ConfigError(
+          f"ps_done_timeout_secs ({self.ps_done_timeout_secs}) must be positive.")
+
+
 class ParameterServerAdapter(base.StrategyAdapter):
   """Variables on ps tasks; chief and workers update them asynchronously."""
   name = "parameter_server"
-  synchronous = False
-  allowed_roles = ("chief", "worker", "ps", "evaluator")
-  needs_ps = True
-  remote = False  # True: a standalone client of remote_cluster.
+  Options = ParameterServerOptions
+  _strategy = None
 
-  def __init__(self, task=None, ps_done_timeout_secs=None, remote_cluster=None, **options):
-    self.remote = remote_cluster is not None
-    if self.remote:
-      if cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")).cluster:
-        raise cluster_lib.ClusterConfigError(
-            "remote_cluster makes this process a client that drives the cluster, so TF_CONFIG "
-            "must not describe one; unset TF_CONFIG.")
-      task = cluster_lib.client_task(remote_cluster)
-    super().__init__(task, **options)
-    self.ps_done_timeout_secs = ps_done_timeout_secs
-    self._strategy = None
+  @property
+  def remote(self):
+    """Whether this process is a standalone client of remote_cluster."""
+    return self.options.remote_cluster is not None
+
+  def task_from_environment(self):
+    if not self.remote:
+      return super().task_from_environment()
+    if cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")).cluster:
+      raise cluster_lib.ClusterConfigError(
+          "remote_cluster makes this process a client that drives the cluster, so TF_CONFIG "
+          "must not describe one; unset TF_CONFIG.")
+    return cluster_lib.client_task(self.options.remote_cluster)
+
+  def start_backend(self):
     if self.task.is_training:
       self._strategy = tf.compat.v1.distribute.experimental.ParameterServerStrategy()
-
-  def _validate_task(self):
-    if not self.remote:
-      super()._validate_task()
-    elif not self.task.cluster.get("ps"):
-      raise cluster_lib.ClusterConfigError(
-          f"remote_cluster has {sorted(self.task.cluster)}, but strategy 'parameter_server' "
-          f"needs at least one 'ps' task: add \"ps\": [\"host:port\"].")
 
   @property
   def num_replicas(self):
@@ -124,8 +137,8 @@ class ParameterServerAdapter(base.StrategyAdapter):
       config = _only(f"/job:ps/task:{task.index}")
       with tf.compat.v1.Session(server.target, config=config) as session:
         options = None
-        if self.ps_done_timeout_secs:
-          options = tf.compat.v1.RunOptions(timeout_in_ms=int(self.ps_done_timeout_secs * 1000))
+        if self.options.ps_done_timeout_secs:
+          options = tf.compat.v1.RunOptions(timeout_in_ms=int(self.options.ps_done_timeout_secs * 1000))
         session.run(done, options=options)
     logging.info("estimator_dist: ps:%d: all training tasks finished; exiting", task.index)
 

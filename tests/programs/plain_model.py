@@ -45,11 +45,11 @@ def main(_, model=model_fn):
   x_eval = x_eval.reshape(len(x_eval), -1)
 
   def train_input_fn():
-    return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y)).batch(options["batch_size"])
+    return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y)).batch(options.batch_size)
 
   def eval_input_fn():
     return tf.data.Dataset.from_tensor_slices((x_eval, y_eval)).batch(100)
-  ed.train_and_evaluate(model, train_input_fn, eval_input_fn, hooks=[CountSteps()], **options)
+  ed.train_and_evaluate(model, train_input_fn, eval_input_fn, hooks=[CountSteps()], options=options)
 
 
 if __name__ == "__main__":

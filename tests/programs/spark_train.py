@@ -38,7 +38,7 @@ def train(strategy, model_dir, train_steps, fail_worker=False):
 
 def main(_):
   import pyspark  # pylint: disable=g-import-not-at-top
-  from estimator_dist import spark  # pylint: disable=g-import-not-at-top
+  from estimator_dist.jobs import spark  # pylint: disable=g-import-not-at-top
   f = flags.FLAGS
   # The executors' Python: this one, which has estimator_dist and Horovod.
   os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

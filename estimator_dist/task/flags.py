@@ -9,13 +9,18 @@ import sys
 from absl import app
 from absl import flags
 
-from estimator_dist import decorator
 from estimator_dist import errors
-from estimator_dist import placement
-from estimator_dist.strategies import factory
 from estimator_dist.strategies import horovod as horovod_options
 from estimator_dist.strategies import multi_worker
+from estimator_dist.strategies import traits
+from estimator_dist.task import decorator
+from estimator_dist.task import options as options_lib
+from estimator_dist.task import placement
 
+# Flags that are TrainOptions fields of the same name.
+_TRAIN_FLAGS = ("model_dir", "train_steps", "eval_steps", "batch_size", "learning_rate",
+                "lr_scaling", "warmup_steps", "save_checkpoints_steps", "eval_throttle_secs",
+                "random_seed")
 # flag name -> (strategy, adapter option) for the backend options.
 _STRATEGY_FLAGS = {
     "num_devices": ("mirrored", "num_devices"),
@@ -34,7 +39,7 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                  learning_rate=1e-3, train_steps=1000):
   """Defines the training flags on `flag_values`, with the program's defaults."""
   f = flag_values
-  flags.DEFINE_enum("strategy", strategy, factory.STRATEGIES + tuple(factory.ALIASES),
+  flags.DEFINE_enum("strategy", strategy, traits.NAMES,
                     "Distribution strategy.", flag_values=f)
   flags.DEFINE_string("model_dir", None, "Checkpoint directory shared by all tasks.",
                       flag_values=f)
@@ -99,7 +104,7 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
     default = f[name].default
 
     def _only_for(v, name=name, owner=owner, default=default):
-      return v[name] == default or factory.ALIASES.get(v["strategy"], v["strategy"]) == owner
+      return v[name] == default or traits.of(v["strategy"]).name == owner
     flags.register_multi_flags_validator(
         [name, "strategy"], _only_for,
         f"--{name} applies only to --strategy={owner}; drop it or change --strategy.",
@@ -112,25 +117,22 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
       "--gradient_predivide_factor needs --hvd_reduction=average.", flag_values=f)
 
 
-def options_from_flags(flag_values=flags.FLAGS):
-  """The keyword arguments of `train_and_evaluate` that the flags set."""
+def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
+  """The TrainOptions that the flags (defined by `define_flags`) set."""
   f = flag_values
-  if not f.model_dir:
+  if not f["model_dir"].value:
     raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
-  strategy = factory.ALIASES.get(f.strategy, f.strategy)
-  strategy_options = {"intra_op_threads": f.intra_op_threads,
-                      "inter_op_threads": f.inter_op_threads, "cpu_affinity": f.cpu_affinity}
+  strategy = traits.of(f["strategy"].value).name
+  strategy_options = {name: f[name].value
+                      for name in ("intra_op_threads", "inter_op_threads", "cpu_affinity")}
   for name, (owner, option) in _STRATEGY_FLAGS.items():
     if owner == strategy and f[name].value is not None:
       strategy_options[option] = f[name].value
   if "global_batch_size" in strategy_options:
-    strategy_options["batch_size"] = f.batch_size  # The micro-batch.
-  return dict(strategy=strategy, model_dir=f.model_dir, train_steps=f.train_steps,
-              eval_steps=f.eval_steps, batch_size=f.batch_size, learning_rate=f.learning_rate,
-              lr_scaling=f.lr_scaling, warmup_steps=f.warmup_steps,
-              save_checkpoints_steps=f.save_checkpoints_steps,
-              eval_throttle_secs=f.eval_throttle_secs, random_seed=f.random_seed,
-              strategy_options=strategy_options)
+    strategy_options["batch_size"] = f["batch_size"].value  # The micro-batch.
+  values = {name: f[name].value for name in _TRAIN_FLAGS}
+  return options_lib.TrainOptions(strategy=strategy, strategy_options=strategy_options,
+                                  **values)
 
 
 def run_program(main):

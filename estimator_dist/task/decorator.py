@@ -1,26 +1,65 @@
 """The `distributed` decorator: a single-machine model_fn, made right for any backend.
 
-The decorated model_fn body stays as a single-machine user wrote it. At each call the
-decorator asks the active strategy adapter how many synchronous replicas make one
-update, scales `params[lr_param]` by the chosen rule with linear warmup from the base
-rate (Goyal et al., 2017), lets the adapter all-reduce gradients while the TRAIN graph
-is built, and adds the adapter's training hooks.
+This module is the one place that decorates. The decorated model_fn body stays as a
+single-machine user wrote it. At each call the decorator asks the active strategy
+adapter (`strategies.context`) how many synchronous replicas make one update, scales
+`params[lr_param]` by the chosen rule with linear warmup from the base rate (Goyal et
+al., 2017), lets the adapter all-reduce gradients while the TRAIN graph is built, and
+adds the adapter's training hooks. Outside an adapter it is one local process.
 """
 
+import contextlib
+import dataclasses
 import functools
 import math
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
-from estimator_dist import guards
-from estimator_dist.strategies import base
+from estimator_dist.strategies import context
+from estimator_dist.task import guards
 
 LR_SCALINGS = ("linear", "sqrt", "none")
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
-_OPTIONS_ATTR = "_estimator_dist_options"
+_DECORATION_ATTR = "_estimator_dist_decoration"
 _logged = set()
+
+
+@dataclasses.dataclass(frozen=True)
+class RateOptions:
+  """How the decorator sets the learning rate.
+
+  lr_scaling: "linear", "sqrt" or "none"; None: linear for synchronous strategies and
+    none for asynchronous parameter servers.
+  warmup_steps: steps over which the rate rises linearly from the base rate to the
+    scaled rate.
+  lr_param: the key of `params` that holds the base learning rate.
+  """
+  lr_scaling: Optional[str] = None
+  warmup_steps: int = 0
+  lr_param: str = "learning_rate"
+
+  def __post_init__(self):
+    if self.lr_scaling is not None:
+      errors.check_choice("lr_scaling", self.lr_scaling, LR_SCALINGS)
+    errors.check_non_negative("warmup_steps", self.warmup_steps)
+
+
+class _LocalProcess:
+  """What the decorator sees outside any adapter: one process, nothing to distribute."""
+  name, num_replicas, default_lr_scaling = "local", 1, "linear"
+  gradient_context = staticmethod(contextlib.nullcontext)
+
+  def check_train_spec(self, spec):
+    del spec
+
+  def training_hooks(self):
+    return []
+
+
+_LOCAL_PROCESS = _LocalProcess()
 
 
 def scale_factor(scaling: str, replicas: int) -> float:
@@ -47,8 +86,17 @@ def learning_rate_at(step, base_rate, scaled_rate, warmup_steps):
   return base_rate + (scaled_rate - base_rate) * progress
 
 
-def is_distributed(model_fn) -> bool:
-  return hasattr(model_fn, _OPTIONS_ATTR)
+def decorated(model_fn, *, lr_scaling=None, warmup_steps=None):
+  """`model_fn` decorated once, the given options over those it was decorated with.
+
+  Returns (decorated model_fn, its RateOptions). Training and evaluation call this; an
+  undecorated model_fn gets the default options.
+  """
+  original, options = getattr(model_fn, _DECORATION_ATTR, (model_fn, RateOptions()))
+  changes = {k: v for k, v in (("lr_scaling", lr_scaling), ("warmup_steps", warmup_steps))
+             if v is not None}
+  options = dataclasses.replace(options, **changes)
+  return _decorate(original, options), options
 
 
 def check_model_fn(model_fn):
@@ -73,18 +121,19 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
       the scaled rate.
     lr_param: the key of `params` that holds the base learning rate.
   """
-  if lr_scaling is not None:
-    errors.check_choice("lr_scaling", lr_scaling, LR_SCALINGS)
-  if not isinstance(warmup_steps, int) or warmup_steps < 0:
-    raise errors.ConfigError(f"warmup_steps ({warmup_steps!r}) must be a non-negative integer.")
+  options = RateOptions(lr_scaling=lr_scaling, warmup_steps=warmup_steps, lr_param=lr_param)
   if model_fn is None:
-    return functools.partial(distributed, lr_scaling=lr_scaling,
-                             warmup_steps=warmup_steps, lr_param=lr_param)
+    return functools.partial(_decorate, options=options)
+  return _decorate(model_fn, options)
+
+
+def _decorate(model_fn, options):
   args = set(check_model_fn(model_fn))
   name = getattr(model_fn, "__name__", "model_fn")
+  lr_param, warmup_steps = options.lr_param, options.warmup_steps
 
   def distributed_model_fn(features, labels, mode, params, config):
-    adapter = base.current_adapter() or base.local_adapter()
+    adapter = context.current_adapter() or _LOCAL_PROCESS
     params = _scaled_params(dict(params or {}), adapter, mode)
     values = {"features": features, "labels": labels, "mode": mode, "params": params,
               "config": config}
@@ -101,7 +150,7 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
     return spec
 
   def _scaled_params(params, adapter, mode):
-    scaling = lr_scaling or adapter.default_lr_scaling
+    scaling = options.lr_scaling or adapter.default_lr_scaling
     factor = scale_factor(scaling, adapter.num_replicas)
     if "params" not in args or lr_param not in params:
       if factor != 1.0:
@@ -126,9 +175,7 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
 
   distributed_model_fn.__name__ = name
   distributed_model_fn.__doc__ = model_fn.__doc__
-  setattr(distributed_model_fn, _OPTIONS_ATTR,
-          dict(model_fn=model_fn, lr_scaling=lr_scaling, warmup_steps=warmup_steps,
-               lr_param=lr_param))
+  setattr(distributed_model_fn, _DECORATION_ATTR, (model_fn, options))
   return distributed_model_fn
 
 

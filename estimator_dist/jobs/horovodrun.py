@@ -5,10 +5,12 @@ On one machine the ranks bind to the loopback interface. On several machines
 and MPI bind to the interface the user names with `--network_interface`.
 """
 
+import dataclasses
 import os
 import re
 import shlex
 import sys
+from typing import Optional, Tuple
 
 from estimator_dist import errors
 
@@ -59,42 +61,79 @@ def is_loopback(host):
   return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
-def machines(num_workers, hosts=None, hostfile=None):
-  """[(host, slots)] of a job: from `hosts` or `hostfile`, else all on 127.0.0.1."""
-  if hosts and hostfile:
-    raise errors.ConfigError("give --hosts or --hostfile, not both.")
-  return (parse_hostfile(hostfile) if hostfile else
-          parse_hosts(hosts) if hosts else [("127.0.0.1", num_workers)])
+@dataclasses.dataclass(frozen=True)
+class Elastic:
+  """Elastic mode: ranks come and go between min_workers and max_workers as the hosts
+  that `discovery_script` prints ('host:slots' lines) change (None: the launcher
+  writes one that prints a file of this machine's slots)."""
+  min_workers: int
+  max_workers: int
+  discovery_script: Optional[str] = None
 
 
-def command(program, num_workers, hosts=None, hostfile=None, network_interface=None,
-            controller="auto", extra_args="", elastic=None):
-  """The horovodrun command that runs `program` as `num_workers` ranks.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HorovodRun:
+  """How horovodrun starts the ranks.
 
-  Without `hosts` or `hostfile`, all ranks run on 127.0.0.1. `elastic` is
-  (min_workers, max_workers, host_discovery_script): horovodrun then starts and stops
-  ranks as the script's output ('host:slots' lines) changes.
+  controller: "auto" (MPI when Horovod was built with it, else Gloo), "mpi" or "gloo".
+  hosts: "h1:2,h2:2", or hostfile: a file of 'host slots=N' lines; default all ranks
+    on 127.0.0.1. Parsed once, into `machines`.
+  network_interface: the interface of the hosts' private network (required off loopback).
+  extra_args: more horovodrun options, passed as they are.
+  elastic: Elastic, or None.
   """
-  errors.check_choice("horovod_controller", controller, CONTROLLERS)
-  if elastic:
-    return _elastic_command(program, num_workers, network_interface, controller, extra_args,
-                            *elastic)
-  machines_ = machines(num_workers, hosts, hostfile)
+  controller: str = "auto"
+  hosts: Optional[str] = None
+  hostfile: Optional[str] = None
+  network_interface: Optional[str] = None
+  extra_args: str = ""
+  elastic: Optional[Elastic] = None
+  machines: Optional[Tuple[Tuple[str, int], ...]] = dataclasses.field(default=None, init=False)
+
+  def __post_init__(self):
+    errors.check_choice("horovod_controller", self.controller, CONTROLLERS)
+    if self.hosts and self.hostfile:
+      raise errors.ConfigError("give --hosts or --hostfile, not both.")
+    parsed = (parse_hostfile(self.hostfile) if self.hostfile else
+              parse_hosts(self.hosts) if self.hosts else None)
+    object.__setattr__(self, "machines", tuple(parsed) if parsed else None)
+    _passed(self.extra_args)  # Checks them.
+
+  @property
+  def is_default(self) -> bool:
+    return self == HorovodRun()
+
+  def machines_for(self, num_workers):
+    """[(host, slots)]: the given hosts, else all ranks on 127.0.0.1."""
+    return list(self.machines or [("127.0.0.1", num_workers)])
+
+  def is_local(self, num_workers) -> bool:
+    return all(is_loopback(h) for h, _ in self.machines_for(num_workers))
+
+
+def command(program, num_workers, run=None):
+  """The horovodrun command that runs `program` as `num_workers` ranks, as `run` says."""
+  run = run or HorovodRun()
+  if run.elastic:
+    return _elastic_command(program, num_workers, run)
+  machines_ = run.machines_for(num_workers)
   slots = sum(n for _, n in machines_)
   if slots < num_workers:
     raise errors.ConfigError(
         f"--num_workers={num_workers} Horovod ranks need {num_workers} slots, but the hosts "
         f"have {slots} ({', '.join(f'{h}:{n}' for h, n in machines_)}). Add slots or hosts.")
+  network_interface = run.network_interface
   if network_interface is None:
-    if not all(is_loopback(h) for h, _ in machines_):
+    if not run.is_local(num_workers):
       raise errors.ConfigError(
           "a multi-host Horovod job needs --network_interface: the interface of the private "
           "network its hosts share (for example eth1). Gloo and MPI bind to it; they accept "
           "anyone who can reach their ports.")
     network_interface = "lo"
+  controller = run.controller
   return [_horovodrun(), *([f"--{controller}"] if controller != "auto" else []),
           "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines_),
-          "--network-interface", network_interface, *_passed(extra_args), *program]
+          "--network-interface", network_interface, *_passed(run.extra_args), *program]
 
 
 def _horovodrun():
@@ -111,19 +150,21 @@ def _passed(extra_args):
   return passed
 
 
-def _elastic_command(program, num_workers, network_interface, controller, extra_args,
-                     min_workers, max_workers, discovery_script):
-  if controller == "mpi":
+def _elastic_command(program, num_workers, run):
+  elastic = run.elastic
+  if run.controller == "mpi":
     raise errors.ConfigError("--elastic needs Gloo (Horovod's elastic mode does not run on "
                              "MPI); drop --horovod_controller=mpi.")
-  errors.check_positive("min_workers", min_workers)
-  if not min_workers <= num_workers <= max_workers:
+  errors.check_positive("min_workers", elastic.min_workers)
+  if not elastic.min_workers <= num_workers <= elastic.max_workers:
     raise errors.ConfigError(
-        f"--elastic needs --min_workers <= --num_workers <= --max_workers; got {min_workers}, "
-        f"{num_workers}, {max_workers}.")
-  if not os.access(discovery_script, os.X_OK):
-    raise errors.ConfigError(f"--host_discovery_script {discovery_script!r} is not an "
-                             f"executable file; it must print one 'host:slots' line per host.")
-  return [_horovodrun(), "--gloo", "-np", str(num_workers), "--min-np", str(min_workers),
-          "--max-np", str(max_workers), "--host-discovery-script", discovery_script,
-          "--network-interface", network_interface or "lo", *_passed(extra_args), *program]
+        f"--elastic needs --min_workers <= --num_workers <= --max_workers; got "
+        f"{elastic.min_workers}, {num_workers}, {elastic.max_workers}.")
+  if not os.access(elastic.discovery_script, os.X_OK):
+    raise errors.ConfigError(
+        f"--host_discovery_script {elastic.discovery_script!r} is not an executable file; "
+        f"it must print one 'host:slots' line per host.")
+  return [_horovodrun(), "--gloo", "-np", str(num_workers), "--min-np",
+          str(elastic.min_workers), "--max-np", str(elastic.max_workers),
+          "--host-discovery-script", elastic.discovery_script, "--network-interface",
+          run.network_interface or "lo", *_passed(run.extra_args), *program]

@@ -5,14 +5,14 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from estimator_dist import errors
-from estimator_dist import guards
-from estimator_dist import decorator
-from estimator_dist import elastic
-from estimator_dist import inputs
-from estimator_dist import summary
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
+from estimator_dist.strategies import local
+from estimator_dist.task import decorator
+from estimator_dist.task import guards
+from estimator_dist.task import inputs
+from estimator_dist.task import options as options_lib
+from estimator_dist.task import summary
 
 
 class ThroughputHook(tf.estimator.SessionRunHook):
@@ -40,91 +40,66 @@ class ThroughputHook(tf.estimator.SessionRunHook):
       self.steps_per_sec = (step - self._start[0]) / (now - self._start[1])
 
 
-def _model_fn_and_params(model_fn_or_estimator, params):
+def _model_fn_and_params(model, params):
   """The model_fn and params to train; an Estimator gives its own, `params` win."""
-  if isinstance(model_fn_or_estimator, tf.estimator.Estimator):
-    est = model_fn_or_estimator
+  if isinstance(model, tf.estimator.Estimator):
+    est = model
     params = {**(est.params or {}), **(params or {})}
     return est._model_fn, params  # pylint: disable=protected-access
-  decorator.check_model_fn(model_fn_or_estimator)
-  return model_fn_or_estimator, dict(params or {})
+  decorator.check_model_fn(model)
+  return model, dict(params or {})
 
 
-def _decorated(model_fn, lr_scaling, warmup_steps):
-  """(`model_fn` decorated with the program's lr options over the decorator's, lr_param)."""
-  options = dict(getattr(model_fn, decorator._OPTIONS_ATTR, {}))  # pylint: disable=protected-access
-  original = options.pop("model_fn", model_fn)
-  if lr_scaling is not None:
-    options["lr_scaling"] = lr_scaling
-  if warmup_steps is not None:
-    options["warmup_steps"] = warmup_steps
-  return decorator.distributed(original, **options), options.get("lr_param", "learning_rate")
+def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None, hooks=(),
+                       options=None, adapter=None, **fields):
+  """Trains under a strategy and returns the final eval metrics on the chief.
 
-
-def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None, *,
-                       strategy="local", model_dir, train_steps, eval_steps=None,
-                       params=None, learning_rate=None,
-                       lr_scaling=None, warmup_steps=None, batch_size=None,
-                       save_checkpoints_steps=None, keep_checkpoint_max=5,
-                       eval_throttle_secs=60, random_seed=0,
-                       hooks=(), strategy_options=None):
-  """Trains under `strategy` and returns the final eval metrics on the chief.
+  Like `tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)`, the model
+  and the input functions come first.
 
   Args:
-    model_fn_or_estimator: a model_fn (decorated with `distributed` or not) or an
-      Estimator whose model_fn and params are used.
+    model: a model_fn (decorated with `distributed` or not) or an Estimator whose
+      model_fn and params are used.
     train_input_fn: the single-machine input_fn, batched by the per-worker batch size.
     eval_input_fn: the evaluation input_fn; evaluation runs on the chief (or the
       evaluator task) over all of it, each example once.
-    strategy: a strategy name (see `create_strategy`) or an adapter it returned.
-    model_dir: where checkpoints and summaries go; shared by all tasks.
-    train_steps: the global step to train to (one synchronous update is one step).
-    eval_steps: batches to evaluate; None evaluates the whole eval input.
-    params: passed to the model_fn.
-    learning_rate: the single-worker rate; when given, sets the params key that the
-      decorator scales (its `lr_param`, "learning_rate" by default).
-    lr_scaling, warmup_steps: override the decorator's options when given.
-    batch_size: the per-worker batch size, for the logs and examples/sec.
-    save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
-    keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
-    eval_throttle_secs: least seconds between evaluations during training.
-    random_seed: the graph seed of every task; one seed everywhere keeps the
-      workers' shuffle orders equal, which sharding relies on.
+    params: passed to the model_fn (over an Estimator's own).
     hooks: extra training hooks.
-    strategy_options: keyword options of the strategy adapter.
+    options: a `TrainOptions`; `fields` are its fields given as keywords (strategy,
+      model_dir, train_steps, ...), over `options` when both are given.
+    adapter: a started adapter (`create_strategy`) to use instead of options.strategy.
 
   Returns:
     The final evaluation metrics on the chief; None on other tasks or without
     eval_input_fn.
   """
-  adapter = strategy if isinstance(strategy, base.StrategyAdapter) else (
-      factory.create_strategy(strategy, **(strategy_options or {})))
-  errors.check_positive("train_steps", train_steps)
-  errors.check_positive("eval_steps", eval_steps, allow_none=True)
-  errors.check_positive("batch_size", batch_size, allow_none=True)
-  errors.check_positive("save_checkpoints_steps", save_checkpoints_steps, allow_none=True)
-  if not model_dir:
-    raise errors.ConfigError("model_dir must name a directory that every task can reach.")
+  if adapter is not None:
+    fields.setdefault("strategy", adapter.name)
+  opts = options.replace(**fields) if options is not None else (
+      options_lib.TrainOptions(**fields))
+  adapter = adapter or factory.create_strategy(opts.strategy, **opts.strategy_options)
   inputs.check_input_fn(train_input_fn, "train_input_fn")
   if eval_input_fn is not None:
     inputs.check_input_fn(eval_input_fn, "eval_input_fn")
-  model_fn, params = _model_fn_and_params(model_fn_or_estimator, params)
-  model_fn, lr_param = _decorated(model_fn, lr_scaling, warmup_steps)
-  if learning_rate is not None:
-    params[lr_param] = learning_rate
+  model_fn, params = _model_fn_and_params(model, params)
+  model_fn, rate_options = decorator.decorated(model_fn, lr_scaling=opts.lr_scaling,
+                                               warmup_steps=opts.warmup_steps)
+  if opts.learning_rate is not None:
+    params[rate_options.lr_param] = opts.learning_rate
+  model_dir, train_steps, batch_size = opts.model_dir, opts.train_steps, opts.batch_size
 
-  checkpoints = ({"save_checkpoints_steps": save_checkpoints_steps}
-                 if save_checkpoints_steps else {})
+  checkpoints = ({"save_checkpoints_steps": opts.save_checkpoints_steps}
+                 if opts.save_checkpoints_steps else {})
   eval_spec = None
   if eval_input_fn is not None:
-    eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=eval_steps, start_delay_secs=0,
-                                      throttle_secs=eval_throttle_secs)
+    eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=opts.eval_steps,
+                                      start_delay_secs=0, throttle_secs=opts.eval_throttle_secs)
   throughput = ThroughputHook()
 
   def train_with(adapter, more_hooks=()):
     """Builds the Estimator for `adapter` and trains; returns (adapter, metrics)."""
-    config = adapter.run_config(model_dir, tf_random_seed=random_seed,
-                                keep_checkpoint_max=keep_checkpoint_max, **checkpoints)
+    config = adapter.run_config(model_dir, tf_random_seed=opts.random_seed,
+                                keep_checkpoint_max=opts.keep_checkpoint_max, **checkpoints)
     estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
                                        params=params)
     train_spec = tf.estimator.TrainSpec(
@@ -140,16 +115,13 @@ def train_and_evaluate(model_fn_or_estimator, train_input_fn, eval_input_fn=None
     return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
             if batch_size else None)
 
-  if elastic.enabled(adapter):
-    adapter, metrics = elastic.run(adapter, train_with, model_dir)
-  else:
-    adapter, metrics = train_with(adapter)
+  adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
   adapter.after_training()
   if not adapter.task.is_chief or eval_spec is None:
     return None
   if not metrics or metrics.get("global_step", -1) < train_steps:
     metrics = evaluate(model_fn, eval_input_fn, model_dir=model_dir, params=params,
-                       eval_steps=eval_steps)
+                       eval_steps=opts.eval_steps)
   _print_summary(adapter, train_steps, examples_per_step(adapter), throughput.steps_per_sec,
                  metrics)
   return metrics
@@ -160,8 +132,9 @@ def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None
   """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone."""
   with base.without_tf_config():
     config = tf.estimator.RunConfig(model_dir=model_dir)
-  local = base.local_adapter()
-  estimator = tf.estimator.Estimator(local.wrap_model_fn(model_fn), config=config,
+  model_fn, _ = decorator.decorated(model_fn)
+  adapter = local.local_adapter()
+  estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
                                      params=params)
   return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path)
 

@@ -1,7 +1,7 @@
 """Spark: train on a Spark cluster's executors, the TensorFlowOnSpark way.
 
-  import estimator_dist.spark
-  results = estimator_dist.spark.run(train_fn, num_workers=4, strategy="multi_worker")
+  from estimator_dist.jobs import spark
+  results = spark.run(train_fn, num_workers=4, strategy="multi_worker")
 
 For the tf.distribute strategies one barrier stage starts every task at once. Each
 task picks a free port on its executor, the tasks exchange their addresses with
@@ -16,13 +16,12 @@ import os
 import sys
 import tempfile
 
-from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
-from estimator_dist import jobs
-from estimator_dist import horovodrun
-from estimator_dist import launch
-from estimator_dist import processes
-from estimator_dist.strategies import factory
+from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import launcher
+from estimator_dist.jobs import processes
+from estimator_dist.jobs import spec
+from estimator_dist.task import cluster as cluster_lib
 
 
 def _spark():
@@ -43,15 +42,14 @@ def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(
   first, then evaluator, ps and workers). A failing task fails the Spark job, which
   stops every other task.
   """
-  strategy = factory.ALIASES.get(strategy, strategy)
-  num_ps = jobs.default_num_ps(strategy, num_ps)
-  jobs.check_topology(strategy, num_workers, num_ps, evaluator)
+  job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
+                     evaluator=evaluator, command=("<train_fn>",))
+  strategy, num_ps, num_tasks = job.strategy, job.num_ps, job.num_tasks
   pyspark, cloudpickle = _spark()
   logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
   sc = spark_context or pyspark.SparkContext.getOrCreate()
   if strategy == "horovod":
     return _run_horovod(train_fn, num_workers, args, kwargs, horovod_controller, env)
-  num_tasks = 1 if strategy in ("local", "mirrored") else num_workers + num_ps + int(evaluator)
   slots = sc.defaultParallelism
   if slots < num_tasks:
     raise errors.ConfigError(
@@ -68,7 +66,7 @@ def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(
     context = pyspark.BarrierTaskContext.get()
     partition = context.partitionId()
     host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
-    addresses = context.allGather(f"{host}:{launch.free_ports(1, host)[0]}")
+    addresses = context.allGather(f"{host}:{launcher.free_ports(1, host)[0]}")
     task_env = dict(extra)
     if num_tasks > 1:
       spec, roles = cluster_lib.assign_roles(addresses, num_ps, evaluator, source="Spark")
@@ -94,8 +92,8 @@ def _run_in_new_process(payload, name, extra_env):
     with open(call, "wb") as f:
       f.write(payload)
     task = processes.Task(
-        name, [sys.executable, "-c", "import sys; from estimator_dist import spark; "
-               "spark._call(sys.argv[1], sys.argv[2])", call, result],
+        name, [sys.executable, "-c", "import sys; from estimator_dist.jobs import spark; "
+               "spark.call_pickled(sys.argv[1], sys.argv[2])", call, result],
         processes.child_env(**extra_env), sys.stderr)
     try:
       code = task.process.wait()
@@ -109,7 +107,8 @@ def _run_in_new_process(payload, name, extra_env):
       return cloudpickle.load(f)
 
 
-def _call(call_path, result_path):
+def call_pickled(call_path, result_path):
+  """Runs the pickled (fn, args, kwargs) of `call_path`; pickles its result to `result_path`."""
   _, cloudpickle = _spark()
   with open(call_path, "rb") as f:
     fn, args, kwargs = cloudpickle.load(f)

@@ -1,7 +1,7 @@
 """A standard TensorFlow server for the standalone client mode.
 
   TF_CONFIG='{"cluster": {"worker": ["h1:2222", "h2:2222"], "ps": ["h3:2222"]},
-              "task": {"type": "worker", "index": 0}}' python -m estimator_dist.server
+              "task": {"type": "worker", "index": 0}}' python -m estimator_dist.jobs.server
 
 It serves its task until it is stopped; a client started with --remote_cluster (the
 same cluster) drives the training. The servers do not know when a client is done, so
@@ -10,23 +10,24 @@ the user or the cluster manager stops them.
 
 import sys
 
-from estimator_dist import cluster as cluster_lib
 from estimator_dist import errors
+from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import environment
 
 
 def main():
   try:
-    task = cluster_lib.from_environment()
+    task = environment.task_from_environment()
     if not task.cluster or task.source != "TF_CONFIG":
       raise errors.ConfigError("set TF_CONFIG to the server's cluster and task, e.g. "
                                f"{cluster_lib.TF_CONFIG_EXAMPLE}")
   except errors.ConfigError as e:
-    sys.stderr.write(f"estimator_dist.server: {e}\n")
+    sys.stderr.write(f"estimator_dist.jobs.server: {e}\n")
     return 2
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   server = tf.distribute.Server(tf.train.ClusterSpec(dict(task.cluster)), job_name=task.role,
                                 task_index=task.index, protocol="grpc", start=True)
-  print(f"estimator_dist.server: {task.role}:{task.index} serving at {server.target}",
+  print(f"estimator_dist.jobs.server: {task.role}:{task.index} serving at {server.target}",
         flush=True)
   server.join()
   return 0

@@ -15,8 +15,8 @@ import tempfile
 import threading
 import time
 
-from estimator_dist import heartbeat
-from estimator_dist import summary
+from estimator_dist.task import heartbeat
+from estimator_dist.task import summary
 
 HANG_EXIT_CODE = 124  # A job stopped because a training task made no progress.
 

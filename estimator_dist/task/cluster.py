@@ -1,18 +1,13 @@
-"""Who this process is in the cluster: one immutable view of every source.
+"""Who this process is in the cluster: `TaskInfo`, one immutable view of every source.
 
-The sources, in the order they are looked for:
-- TF_CONFIG, as the launcher, a user or the Kubeflow TFJob operator writes it
-  (`"environment": "cloud"`, service host names, `master` for the chief, an
-  evaluator left out of the cluster);
-- a Horovod or MPI launcher's environment (`HOROVOD_RANK`, `OMPI_COMM_WORLD_RANK`, ...);
-- a SLURM job step (`estimator_dist.slurm`);
-- nothing: one local process.
-Spark's barrier tasks are turned into TF_CONFIG by `estimator_dist.spark`.
+This module reads TF_CONFIG (as the launcher, a user or the Kubeflow TFJob operator
+writes it: `"environment": "cloud"`, service host names, `master` for the chief, an
+evaluator left out of the cluster) and a Horovod or MPI launcher's variables;
+`slurm_env` reads a SLURM step, and `environment` picks the source.
 """
 
 import dataclasses
 import json
-import os
 import types
 from typing import Mapping, Optional, Tuple
 
@@ -227,15 +222,6 @@ def horovod_task(rank, size, local_rank, local_size) -> TaskInfo:
   """Horovod rank `rank` of `size`: rank 0 is the chief."""
   return TaskInfo(role="chief" if rank == 0 else "worker", index=rank, rank=rank, size=size,
                   local_rank=local_rank, local_size=local_size, source="horovod")
-
-
-def from_environment(env: Optional[Mapping[str, str]] = None) -> TaskInfo:
-  """This process's task: from TF_CONFIG, Horovod's variables, SLURM, or one local process."""
-  from estimator_dist import slurm  # pylint: disable=g-import-not-at-top
-  env = os.environ if env is None else env
-  if env.get("TF_CONFIG", "").strip():
-    return parse_tf_config(env["TF_CONFIG"])
-  return from_horovod_environment(env) or slurm.task_from_environment(env) or LOCAL_TASK
 
 
 def assign_roles(addresses, num_ps=0, evaluator=False, source="local"):

@@ -14,7 +14,7 @@ import time
 import tensorflow as tf
 
 from estimator_dist import errors
-from estimator_dist import heartbeat
+from estimator_dist.task import heartbeat
 
 LOSS_COLLECTION = "estimator_dist_training_loss"
 

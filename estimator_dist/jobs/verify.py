@@ -29,15 +29,19 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-import estimator_dist as ed
-from estimator_dist import launch as launch_lib
+from estimator_dist.jobs import launcher
+from estimator_dist.jobs import spec
+from estimator_dist.strategies import traits
+from estimator_dist.task import flags as task_flags
+from estimator_dist.task import training
 
 FLAGS = flags.FLAGS
 _RATE = re.compile(r"learning rate (\S+) x (\S+) \((\w+) scaling, (\d+) replicas\) = (\S+)")
 
 
 def define_flags():
-  ed.define_flags(strategy="horovod", batch_size=32, learning_rate=0.01, train_steps=10)
+  task_flags.define_flags(strategy="horovod", batch_size=32, learning_rate=0.01,
+                          train_steps=10)
   flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params).")
   flags.DEFINE_integer("num_workers", 2, "Workers of the distributed run.", lower_bound=1)
   flags.DEFINE_float("tolerance", 1e-5, "Largest relative weight difference that passes.")
@@ -55,21 +59,23 @@ def _train(_):
   random.seed(FLAGS.random_seed)
   np.random.seed(FLAGS.random_seed)
   module = importlib.import_module(FLAGS.module)
-  options = ed.options_from_flags()
-  params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options["batch_size"]}
-  ed.train_and_evaluate(module.model_fn, module.input_fn, None, params=params, **options)
+  options = task_flags.options_from_flags()
+  params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
+  training.train_and_evaluate(module.model_fn, module.input_fn, None, params=params,
+                              options=options)
 
 
 def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, model_dir,
          extra=()):
-  command = [sys.executable, "-m", "estimator_dist.verify", "--train_only", *extra,
+  command = [sys.executable, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
              f"--module={FLAGS.module}", f"--model_dir={model_dir}",
              f"--train_steps={FLAGS.train_steps}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
              f"--random_seed={FLAGS.random_seed}"]
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
-    code = launch_lib.launch(command, strategy, num_workers, model_dir=model_dir, out=out)
+    job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
+    code = launcher.launch(job, options=launcher.LaunchOptions(model_dir=model_dir), out=out)
   with open(log) as f:
     output = f.read()
   if code:
@@ -120,9 +126,9 @@ def main(_):
     return _train(None)
   # oneDNN picks kernels by batch size, which changes rounding between batch splits.
   os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-  strategy = ed.strategies.factory.ALIASES.get(FLAGS.strategy, FLAGS.strategy)
+  strategy = traits.of(FLAGS.strategy).name
   n, batch, global_batch = FLAGS.num_workers, FLAGS.batch_size, FLAGS.global_batch_size
-  replicas = 1 if strategy == "parameter_server" else n
+  replicas = n if traits.of(strategy).synchronous else 1
   # With --global_batch_size, each worker accumulates micro-batches of --batch_size.
   reference_batch = global_batch or batch * replicas
   extra = [f"--global_batch_size={global_batch}"] if global_batch else []
@@ -152,7 +158,7 @@ def main(_):
 
 def run():
   define_flags()
-  ed.run_program(main)
+  task_flags.run_program(main)
 
 
 if __name__ == "__main__":

@@ -1,26 +1,16 @@
-"""SLURM: the task of an `srun` step, and the sbatch script that starts a job.
+"""SLURM: this process's task in an `srun` step.
 
 Every task of a step reads the same SLURM variables, the ones TensorFlow's
 SlurmClusterResolver reads (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODELIST,
 SLURM_STEP_TASKS_PER_NODE), and derives the same cluster in the same order: hosts
 sorted, ports counted up from a base on each host, roles chief, evaluator, ps, worker.
-Unlike that resolver it needs no GPU and no nvidia-smi.
-
-  estimator-dist slurm --strategy=multi_worker --num_workers=4 --nodes=2 \\
-      -- python train.py --model_dir=/shared/run > job.sbatch
+Unlike that resolver it needs no GPU and no nvidia-smi. The sbatch script that starts
+such a step is `estimator_dist.jobs.slurm`'s.
 """
 
 import re
-import shlex
-import sys
 
-from absl import app
-from absl import flags
-
-from estimator_dist import cluster as cluster_lib
-from estimator_dist import errors
-from estimator_dist import jobs
-from estimator_dist.strategies import factory
+from estimator_dist.task import cluster as cluster_lib
 
 # Set by the sbatch script (or the user) for every task of the step.
 NUM_PS_ENV = "ESTIMATOR_DIST_NUM_PS"
@@ -129,71 +119,3 @@ def task_from_environment(env):
       addresses, _integer(env, NUM_PS_ENV, 0), env.get(EVALUATOR_ENV, "0") == "1",
       source="the SLURM step")
   return cluster_lib.task_in(cluster, *roles[rank], source="SLURM")
-
-
-# -- estimator-dist slurm ------------------------------------------------------------------
-def define_flags():
-  jobs.define_flags("Training tasks (mirrored: replicas of one task).")
-  flags.DEFINE_integer("nodes", None, "Nodes to allocate (default: SLURM decides).", lower_bound=1)
-  flags.DEFINE_integer("cpus_per_task", None, "#SBATCH --cpus-per-task.", lower_bound=1)
-  flags.DEFINE_integer("gpus_per_task", None, "#SBATCH --gpus-per-task.", lower_bound=0)
-  flags.DEFINE_string("time", None, "#SBATCH --time, e.g. 04:00:00.")
-  flags.DEFINE_string("partition", None, "#SBATCH --partition.")
-  flags.DEFINE_string("job_name", "estimator-dist", "#SBATCH --job-name.")
-  flags.DEFINE_integer("port_base", DEFAULT_PORT_BASE, "First TensorFlow server port per node.",
-                       lower_bound=1, upper_bound=65000)
-  flags.DEFINE_string("srun_mpi", "pmix", "horovod: srun --mpi plugin that starts the ranks.")
-
-
-def sbatch_script(command, strategy, num_workers, num_ps=None, evaluator=False, nodes=None,
-                  cpus_per_task=None, gpus_per_task=None, time=None, partition=None,
-                  job_name="estimator-dist", port_base=DEFAULT_PORT_BASE, srun_mpi="pmix"):
-  """The sbatch script that runs `command` as the tasks of `strategy`."""
-  strategy = factory.ALIASES.get(strategy, strategy)
-  num_ps = jobs.default_num_ps(strategy, num_ps)
-  jobs.check_topology(strategy, num_workers, num_ps, evaluator)
-  jobs.check_command(command)
-  one_process = strategy in ("local", "mirrored")
-  num_tasks = 1 if one_process else num_workers + num_ps + int(evaluator)
-  if nodes and nodes > num_tasks:
-    raise errors.ConfigError(f"--nodes={nodes} is more than the job's {num_tasks} task(s).")
-  options = [("job-name", job_name), ("nodes", nodes), ("ntasks", num_tasks),
-             ("cpus-per-task", cpus_per_task), ("gpus-per-task", gpus_per_task),
-             ("time", time), ("partition", partition)]
-  lines = ["#!/bin/bash"] + [f"#SBATCH --{k}={v}" for k, v in options if v is not None]
-  lines += ["set -euo pipefail", ""]
-  program = shlex.join(list(command) + [f"--strategy={strategy}"])
-  if strategy == "horovod":
-    lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
-              f"srun --kill-on-bad-exit=1 --mpi={srun_mpi} {program}"]
-  elif one_process:
-    lines += [f"# One process; {strategy} uses this node's devices.",
-              *([f"export {cluster_lib.NUM_DEVICES_ENV}={num_workers}"]
-                if strategy == "mirrored" else []),
-              f"srun --ntasks=1 {program}"]
-  else:
-    lines += ["# Each task derives its TF_CONFIG from SLURM_PROCID, SLURM_STEP_NODELIST and",
-              "# SLURM_STEP_TASKS_PER_NODE: chief, evaluator, ps, then workers, hosts sorted,",
-              f"# ports {port_base} and up on each node.",
-              f"export {NUM_PS_ENV}={num_ps}",
-              f"export {EVALUATOR_ENV}={int(evaluator)}",
-              f"export {PORT_BASE_ENV}={port_base}",
-              f"srun --kill-on-bad-exit=1 {program}"]
-  return "\n".join(lines) + "\n"
-
-
-def main(argv):
-  f = flags.FLAGS
-  try:
-    sys.stdout.write(sbatch_script(
-        argv[1:], f.strategy, f.num_workers, f.num_ps, f.evaluator, f.nodes, f.cpus_per_task,
-        f.gpus_per_task, f.time, f.partition, f.job_name, f.port_base, f.srun_mpi))
-  except errors.ConfigError as e:
-    sys.stderr.write(f"estimator-dist slurm: {e}\n")
-    return 2
-  return 0
-
-
-def run():
-  define_flags()
-  app.run(main)

@@ -1,0 +1,208 @@
+"""Kubernetes: the Kubeflow training-operator manifest that runs a job.
+
+  estimator-dist k8s --strategy=parameter_server --num_workers=4 --num_ps=2 --evaluator \\
+      --image=registry/train:1 -- python train.py --model_dir=/shared/run | kubectl apply -f -
+
+tf.distribute strategies become a TFJob (kubeflow.org/v1): the operator starts one pod
+per replica, a headless service per pod, and writes each pod's TF_CONFIG, which
+estimator_dist.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
+pod runs mpirun over the worker pods.
+"""
+
+import dataclasses
+import re
+import sys
+from typing import Optional
+
+import yaml
+from absl import app
+from absl import flags
+
+from estimator_dist import errors
+from estimator_dist.jobs import spec
+from estimator_dist.task import cluster as cluster_lib
+
+API_VERSION = "kubeflow.org/v1"
+TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.
+TF_PORT_NAME = "tfjob-port"
+MPI_CONTAINER = "mpi"
+MPI_HOSTFILE = "/etc/mpi/hostfile"  # Written by the operator into the launcher pod.
+RESTART_POLICIES = ("OnFailure", "Never", "Always", "ExitCode")
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"  # Set by the operator on each pod.
+_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KubernetesOptions:
+  """The manifest's settings.
+
+  image: the container image with the program and estimator_dist (required).
+  name, namespace: the job's; restart_policy and backoff_limit: the pods' restarts.
+  cpu, memory: request and limit per pod; gpus: nvidia.com/gpu per training pod.
+  volume_claim: CLAIM:/mount/path of a PersistentVolumeClaim for the shared model_dir.
+  port: the TensorFlow server port in each pod.
+  network_policy: also a NetworkPolicy that lets only the job's own pods in.
+  """
+  image: Optional[str] = None
+  name: str = "estimator-dist"
+  namespace: Optional[str] = None
+  restart_policy: str = "OnFailure"
+  backoff_limit: int = 3
+  cpu: Optional[str] = None
+  memory: Optional[str] = None
+  gpus: int = 0
+  volume_claim: Optional[str] = None
+  port: int = 2222
+  network_policy: bool = True
+
+  def __post_init__(self):
+    if not self.image:
+      raise errors.ConfigError("--image is required: the container image that holds the "
+                               "program and estimator_dist.")
+    if not _NAME.match(self.name or ""):
+      raise errors.ConfigError(
+          f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
+          f"starting with a letter, at most 63 characters.")
+    errors.check_choice("restart_policy", self.restart_policy, RESTART_POLICIES)
+    if self.volume_claim:
+      claim, _, path = self.volume_claim.partition(":")
+      if not claim or not path.startswith("/"):
+        raise errors.ConfigError(
+            f"--volume_claim ({self.volume_claim!r}) must be CLAIM:/mount/path.")
+
+
+def define_flags(flag_values=flags.FLAGS):
+  """Defines the flags of `estimator-dist k8s`; returns (JobFlags, option holders)."""
+  f = flag_values
+  job = spec.define_flags(f, num_workers_help="Training pods (mirrored: replicas in one pod).")
+  holders = {
+      "image": flags.DEFINE_string("image", None, "Container image with the program and "
+                                   "estimator_dist.", flag_values=f),
+      "name": flags.DEFINE_string("name", "estimator-dist", "Job name (a DNS label).",
+                                  flag_values=f),
+      "namespace": flags.DEFINE_string("namespace", None, "Namespace of the job (default: "
+                                       "kubectl's).", flag_values=f),
+      "restart_policy": flags.DEFINE_enum("restart_policy", "OnFailure", RESTART_POLICIES,
+                                          "Restart policy of pods.", flag_values=f),
+      "backoff_limit": flags.DEFINE_integer("backoff_limit", 3, "Restarts before the job is "
+                                            "marked failed.", lower_bound=0, flag_values=f),
+      "cpu": flags.DEFINE_string("cpu", None, "CPU request and limit per pod, e.g. 4.",
+                                 flag_values=f),
+      "memory": flags.DEFINE_string("memory", None, "Memory request and limit per pod, "
+                                    "e.g. 8Gi.", flag_values=f),
+      "gpus": flags.DEFINE_integer("gpus", 0, "nvidia.com/gpu per training pod.",
+                                   lower_bound=0, flag_values=f),
+      "volume_claim": flags.DEFINE_string("volume_claim", None, "A PersistentVolumeClaim "
+                                          "for the shared model_dir, as CLAIM:MOUNT_PATH.",
+                                          flag_values=f),
+      "port": flags.DEFINE_integer("port", 2222, "TensorFlow server port in each pod.",
+                                   lower_bound=1, flag_values=f),
+      "network_policy": flags.DEFINE_bool(
+          "network_policy", True, "Also print a NetworkPolicy that lets only the job's own "
+          "pods reach its pods: their servers have no authentication.", flag_values=f),
+  }
+  return job, holders
+
+
+def _container(name, image, command, resources, mounts, port=None):
+  container = {"name": name, "image": image, "command": list(command)}
+  if port:
+    container["ports"] = [{"name": TF_PORT_NAME, "containerPort": port}]
+  if resources:
+    container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+  if mounts:
+    container["volumeMounts"] = mounts
+  return container
+
+
+def _replica(replicas, restart_policy, container, volumes):
+  spec = {"containers": [container]}
+  if volumes:
+    spec["volumes"] = volumes
+  return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": spec}}
+
+
+def manifest(job, options):
+  """The job (a JobSpec) as a dict: a TFJob, or an MPIJob for horovod."""
+  strategy, num_workers = job.strategy, job.num_workers
+  restart_policy, image = options.restart_policy, options.image
+  resources = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v}
+  training_resources = {**resources,
+                        **({"nvidia.com/gpu": options.gpus} if options.gpus else {})}
+  volumes, mounts = [], []
+  if options.volume_claim:
+    claim, _, path = options.volume_claim.partition(":")
+    volumes = [{"name": "model-dir", "persistentVolumeClaim": {"claimName": claim}}]
+    mounts = [{"name": "model-dir", "mountPath": path}]
+  program = list(job.program)
+  metadata = {"name": options.name,
+              **({"namespace": options.namespace} if options.namespace else {})}
+  run_policy = {"cleanPodPolicy": "Running", "backoffLimit": options.backoff_limit}
+
+  if strategy == "horovod":
+    mpirun = ["mpirun", "--allow-run-as-root", "-np", str(num_workers), "--hostfile",
+              MPI_HOSTFILE, "-bind-to", "none", "-map-by", "slot", "-x", "PATH",
+              "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH", *program]
+    launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts)
+    worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources, mounts)
+    return {"apiVersion": API_VERSION, "kind": "MPIJob", "metadata": metadata, "spec": {
+        "slotsPerWorker": 1, "runPolicy": run_policy, "mpiReplicaSpecs": {
+            "Launcher": _replica(1, restart_policy, launcher, volumes),
+            "Worker": _replica(num_workers, restart_policy, worker, volumes)}}}
+
+  one_pod = job.traits.one_process
+  counts = [("Chief", 1), ("Worker", 0 if one_pod else num_workers - 1), ("PS", job.num_ps),
+            ("Evaluator", int(job.evaluator))]
+  specs = {}
+  for role, replicas in counts:
+    if replicas:
+      trains = role in ("Chief", "Worker")
+      container = _container(TF_CONTAINER, image, program,
+                             training_resources if trains else resources, mounts,
+                             options.port)
+      specs[role] = _replica(replicas, restart_policy, container, volumes)
+  if strategy == "mirrored":
+    specs["Chief"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": cluster_lib.NUM_DEVICES_ENV, "value": str(num_workers)}]
+  return {"apiVersion": API_VERSION, "kind": "TFJob", "metadata": metadata, "spec": {
+      "runPolicy": run_policy, "tfReplicaSpecs": specs}}
+
+
+def network_policy(name, namespace=None):
+  """A NetworkPolicy that admits only the job's pods (the operator labels them)."""
+  pods = {"matchLabels": {JOB_NAME_LABEL: name}}
+  return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+          "metadata": {"name": f"{name}-own-pods-only",
+                       **({"namespace": namespace} if namespace else {})},
+          "spec": {"podSelector": pods, "policyTypes": ["Ingress"],
+                   "ingress": [{"from": [{"podSelector": pods}]}]}}
+
+
+def _documents(job_flags, holders, command):
+  options = KubernetesOptions(**{name: holder.value for name, holder in holders.items()})
+  job = manifest(job_flags.job(command), options)
+  policy = [network_policy(options.name, options.namespace)] if options.network_policy else []
+  return [job] + policy
+
+
+def manifest_from_args(args):
+  """The YAML documents for command-line `args` (flags, --, program), parsed in-process."""
+  values = flags.FlagValues()
+  job_flags, holders = define_flags(values)
+  rest = values(["estimator-dist k8s", *args])
+  return yaml.safe_dump_all(_documents(job_flags, holders, rest[1:]), sort_keys=False)
+
+
+def main(argv, job_flags, holders):
+  try:
+    documents = _documents(job_flags, holders, argv[1:])
+  except errors.ConfigError as e:
+    sys.stderr.write(f"estimator-dist k8s: {e}\n")
+    return 2
+  sys.stdout.write(yaml.safe_dump_all(documents, sort_keys=False))
+  return 0
+
+
+def run():
+  job_flags, holders = define_flags()
+  app.run(lambda argv: main(argv, job_flags, holders))

@@ -1,0 +1,14 @@
+"""`local`: one process, no distribution, the reference the others are measured against."""
+
+from estimator_dist.strategies import base
+from estimator_dist.task import cluster as cluster_lib
+
+
+class LocalAdapter(base.StrategyAdapter):
+  """One process on its own."""
+  name = "local"
+
+
+def local_adapter():
+  """The started adapter of one process on its own, whatever TF_CONFIG says."""
+  return LocalAdapter(task=cluster_lib.LOCAL_TASK).start()

@@ -1,0 +1,66 @@
+"""`TrainOptions`: how `train_and_evaluate` trains, one frozen value that checks itself.
+
+Programs get it from their flags (`options_from_flags`); library users pass its fields
+as keywords to `train_and_evaluate`, or the value itself as `options=`.
+"""
+
+import dataclasses
+import types
+from typing import Mapping, Optional
+
+from estimator_dist import errors
+from estimator_dist.strategies import factory
+from estimator_dist.strategies import traits as traits_lib
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainOptions:
+  """How to train.
+
+  strategy: a strategy name (see `create_strategy`).
+  strategy_options: the keyword options of that strategy's adapter.
+  model_dir: where checkpoints and summaries go; shared by all tasks.
+  train_steps: the global step to train to (one synchronous update is one step).
+  eval_steps: batches to evaluate; None evaluates the whole eval input.
+  learning_rate: the single-worker rate; when given, sets the params key that the
+    decorator scales (its `lr_param`, "learning_rate" by default).
+  lr_scaling, warmup_steps: override the decorator's options when given.
+  batch_size: the per-worker batch size, for the logs and examples/sec.
+  save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
+  keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
+  eval_throttle_secs: least seconds between evaluations during training.
+  random_seed: the graph seed of every task; one seed everywhere keeps the workers'
+    shuffle orders equal, which sharding relies on.
+  """
+  strategy: str = "local"
+  strategy_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
+  model_dir: str
+  train_steps: int
+  eval_steps: Optional[int] = None
+  learning_rate: Optional[float] = None
+  lr_scaling: Optional[str] = None
+  warmup_steps: Optional[int] = None
+  batch_size: Optional[int] = None
+  save_checkpoints_steps: Optional[int] = None
+  keep_checkpoint_max: int = 5
+  eval_throttle_secs: int = 60
+  random_seed: int = 0
+
+  def __post_init__(self):
+    object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
+    object.__setattr__(self, "strategy_options",
+                       types.MappingProxyType(dict(self.strategy_options or {})))
+    factory.options_for(self.strategy, **self.strategy_options)  # Checks them.
+    if not self.model_dir:
+      raise errors.ConfigError("model_dir must name a directory that every task can reach.")
+    errors.check_positive("train_steps", self.train_steps)
+    for name in ("eval_steps", "batch_size", "save_checkpoints_steps"):
+      errors.check_positive(name, getattr(self, name), allow_none=True)
+    errors.check_non_negative("keep_checkpoint_max", self.keep_checkpoint_max)
+    errors.check_non_negative("eval_throttle_secs", self.eval_throttle_secs)
+    if self.warmup_steps is not None and self.warmup_steps >= self.train_steps:
+      raise errors.ConfigError(f"warmup_steps ({self.warmup_steps}) must be smaller than "
+                               f"train_steps ({self.train_steps}).")
+
+  def replace(self, **changes) -> "TrainOptions":
+    return dataclasses.replace(self, **changes)
