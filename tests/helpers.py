@@ -67,3 +67,10 @@ def our_processes():
     except (psutil.NoSuchProcess, psutil.AccessDenied):
       pass
   return found
+
+
+def cli(command, *args):
+  """The output of `estimator-dist COMMAND args...`, run as a process; fails on an error."""
+  code, output = run([PYTHON, "-m", "estimator_dist.cli", command, *args], timeout=60)
+  assert code == 0, output
+  return output

@@ -66,10 +66,7 @@ def validate_for(strategy, task):
 @pytest.mark.processes
 def test_the_command_prints_the_manifest():
   args = ["--strategy=multi_worker", "--image=img", "--", "python", "t.py"]
-  code, output = helpers.run([helpers.PYTHON, "-m", "estimator_dist.cli", "k8s", *args],
-                             timeout=60)
-  assert code == 0, output
-  assert output == kubernetes.manifest_from_args(args)
+  assert helpers.cli("k8s", *args) == kubernetes.manifest_from_args(args)
 
 
 @pytest.mark.parametrize("strategy,args,replicas", [

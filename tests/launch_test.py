@@ -193,12 +193,13 @@ def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
 def test_horovodrun_command_refuses_what_cannot_work(kwargs, message):
   num_workers = kwargs.pop("num_workers", 2)
   with pytest.raises(errors.ConfigError) as e:
-    horovodrun.command(["python", "t.py"], num_workers, horovodrun.HorovodRun(**kwargs))
+    horovodrun.command(["python", "t.py"], num_workers=num_workers,
+                       run=horovodrun.HorovodRun(**kwargs))
   assert str(e.value) == message
 
 
 def test_horovodrun_command_on_two_hosts():
-  command = horovodrun.command(["python", "t.py"], 4, horovodrun.HorovodRun(
+  command = horovodrun.command(["python", "t.py"], num_workers=4, run=horovodrun.HorovodRun(
       hosts="h1:2,h2:2", network_interface="eth1", controller="mpi",
       extra_args="--cycle-time-ms=2"))
   assert command[1:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",

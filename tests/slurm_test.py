@@ -123,10 +123,7 @@ def sbatch(*args):
 @pytest.mark.processes
 def test_the_command_prints_the_script():
   args = ["--strategy=multi_worker", "--num_workers=2", "--", "python", "train.py"]
-  code, output = helpers.run([helpers.PYTHON, "-m", "estimator_dist.cli", "slurm", *args],
-                             timeout=60)
-  assert code == 0, output
-  assert output == sbatch(*args)
+  assert helpers.cli("slurm", *args) == sbatch(*args)
 
 
 def test_sbatch_script_for_parameter_server():
@@ -158,7 +155,8 @@ def test_sbatch_refuses_what_cannot_run():
     sbatch("--strategy=parameter_server", "--num_ps=0", "--", "python", "t.py")
   with pytest.raises(errors.ConfigError, match="--nodes=4 is more than the job's 2 task"):
     slurm.sbatch_script(spec.JobSpec(strategy="multi_worker", num_workers=2,
-                                     command=["python", "t.py"]), slurm.SlurmOptions(nodes=4))
+                                     command=["python", "t.py"]),
+                        options=slurm.SlurmOptions(nodes=4))
   with pytest.raises(errors.ConfigError, match="give the program to run after --"):
     sbatch("--strategy=multi_worker")
 

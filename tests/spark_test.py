@@ -1,4 +1,4 @@
-"""Spark: real training through estimator_dist.spark on pyspark in local[2] mode."""
+"""Spark: real training through estimator_dist.jobs.spark on pyspark in local[2] mode."""
 
 import json
 
@@ -43,7 +43,7 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
   code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
                              f"--model_dir={tmp_path}", "--fail_worker", timeout=180)
   assert code != 0
-  assert "estimator_dist.spark: task worker:0 exited with code 1" in output
+  assert "estimator_dist.jobs.spark: task worker:0 exited with code 1" in output
   assert "ValueError: this worker fails on purpose" in output
 
 

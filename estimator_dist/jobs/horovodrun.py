@@ -111,7 +111,7 @@ class HorovodRun:
     return all(is_loopback(h) for h, _ in self.machines_for(num_workers))
 
 
-def command(program, num_workers, run=None):
+def command(program, *, num_workers, run=None):
   """The horovodrun command that runs `program` as `num_workers` ranks, as `run` says."""
   run = run or HorovodRun()
   if run.elastic:

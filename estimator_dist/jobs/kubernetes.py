@@ -5,7 +5,7 @@
 
 tf.distribute strategies become a TFJob (kubeflow.org/v1): the operator starts one pod
 per replica, a headless service per pod, and writes each pod's TF_CONFIG, which
-estimator_dist.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
+estimator_dist.task.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
 pod runs mpirun over the worker pods.
 """
 
@@ -122,7 +122,7 @@ def _replica(replicas, restart_policy, container, volumes):
   return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": spec}}
 
 
-def manifest(job, options):
+def manifest(job, *, options):
   """The job (a JobSpec) as a dict: a TFJob, or an MPIJob for horovod."""
   strategy, num_workers = job.strategy, job.num_workers
   restart_policy, image = options.restart_policy, options.image
@@ -180,7 +180,7 @@ def network_policy(name, namespace=None):
 
 def _documents(job_flags, holders, command):
   options = KubernetesOptions(**{name: holder.value for name, holder in holders.items()})
-  job = manifest(job_flags.job(command), options)
+  job = manifest(job_flags.job(command), options=options)
   policy = [network_policy(options.name, options.namespace)] if options.network_policy else []
   return [job] + policy
 

@@ -56,7 +56,7 @@ class LaunchOptions:
     errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
 
 
-def free_ports(count, host="127.0.0.1"):
+def free_ports(count, *, host="127.0.0.1"):
   """`count` distinct ports free on `host` (held open together while chosen)."""
   sockets = []
   try:
@@ -70,11 +70,11 @@ def free_ports(count, host="127.0.0.1"):
       s.close()
 
 
-def local_cluster(job, host="127.0.0.1"):
+def local_cluster(job, *, host="127.0.0.1"):
   """The cluster of a local tf.distribute job: chief, workers, ps and evaluator."""
   roles = [("chief", 1), ("worker", job.num_workers - 1), ("ps", job.num_ps),
            ("evaluator", int(job.evaluator))]
-  ports = iter(free_ports(sum(n for _, n in roles), host))
+  ports = iter(free_ports(sum(n for _, n in roles), host=host))
   return {role: tuple(f"{host}:{next(ports)}" for _ in range(n)) for role, n in roles if n}
 
 
@@ -98,7 +98,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     raise errors.ConfigError(
         f"--hosts, --hostfile, --horovodrun_args and --elastic apply to --strategy=horovod; "
         f"{job.strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
-        f"and `estimator-dist slurm`) or estimator_dist.spark.run.")
+        f"and `estimator-dist slurm`) or estimator_dist.jobs.spark.run.")
   command = list(job.program)
   given = [a.split("=", 1)[1] for a in command if a.startswith("--model_dir=")]
   if given:
@@ -116,7 +116,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   def env_of(env):
     if launcher.heartbeats:
       env = {**env, heartbeat.HEARTBEAT_ENV: launcher.heartbeats}
-    # A job on this machine alone listens on loopback only (see estimator_dist.loopback).
+    # A job on this machine alone listens on loopback only (see estimator_dist.jobs.loopback).
     return loopback.local_only_env(env) if local else env
 
   def on_signal(signum, _):
@@ -132,7 +132,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   def start_tasks():
     """Starts every task of the job; returns the names of the training tasks."""
     if job.strategy == "horovod":
-      launcher.start("horovodrun", horovodrun.command(command, job.num_workers, run),
+      launcher.start("horovodrun", horovodrun.command(command, num_workers=job.num_workers, run=run),
                      env_of(_horovodrun_env()))
       return {"horovodrun"}
     if job.traits.one_process:
@@ -140,7 +140,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
       launcher.start("chief:0", command,
                      env_of(processes.child_env(**{cluster_lib.NUM_DEVICES_ENV: devices})))
       return {"chief:0"}
-    cluster = local_cluster(job, host)
+    cluster = local_cluster(job, host=host)
     for role, addresses in cluster.items():
       for index in range(len(addresses)):
         launcher.start(f"{role}:{index}", command, env_of(

@@ -34,7 +34,7 @@ class SlurmOptions:
   srun_mpi: str = "pmix"
 
 
-def sbatch_script(job, options=SlurmOptions()):
+def sbatch_script(job, *, options=SlurmOptions()):
   """The sbatch script that runs `job` (a JobSpec) as the tasks of its strategy."""
   strategy, num_tasks = job.strategy, job.num_tasks
   if options.nodes and options.nodes > num_tasks:
@@ -94,7 +94,7 @@ def define_flags(flag_values=flags.FLAGS):
 
 def _script(job_flags, holders, command):
   options = SlurmOptions(**{name: holder.value for name, holder in holders.items()})
-  return sbatch_script(job_flags.job(command), options)
+  return sbatch_script(job_flags.job(command), options=options)
 
 
 def script_from_args(args):

@@ -29,12 +29,12 @@ def _spark():
     import pyspark  # pylint: disable=g-import-not-at-top
     from pyspark import cloudpickle  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    raise ImportError(f"estimator_dist.spark needs pyspark 3.5 ({e}); install "
+    raise ImportError(f"estimator_dist.jobs.spark needs pyspark 3.5 ({e}); install "
                       f"estimator_dist[spark].") from None
   return pyspark, cloudpickle
 
 
-def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(),
+def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(),
         kwargs=None, spark_context=None, horovod_controller="gloo", env=None):
   """Runs `train_fn(*args, **kwargs)` as the tasks of `strategy` on Spark's executors.
 
@@ -42,6 +42,7 @@ def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(
   first, then evaluator, ps and workers). A failing task fails the Spark job, which
   stops every other task.
   """
+  # The tasks run train_fn, not a command line.
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
                      evaluator=evaluator, command=("<train_fn>",))
   strategy, num_ps, num_tasks = job.strategy, job.num_ps, job.num_tasks
@@ -66,7 +67,7 @@ def run(train_fn, num_workers, strategy, *, num_ps=None, evaluator=False, args=(
     context = pyspark.BarrierTaskContext.get()
     partition = context.partitionId()
     host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
-    addresses = context.allGather(f"{host}:{launcher.free_ports(1, host)[0]}")
+    addresses = context.allGather(f"{host}:{launcher.free_ports(1, host=host)[0]}")
     task_env = dict(extra)
     if num_tasks > 1:
       spec, roles = cluster_lib.assign_roles(addresses, num_ps, evaluator, source="Spark")
@@ -100,7 +101,7 @@ def _run_in_new_process(payload, name, extra_env):
     finally:
       task.stop()  # Waits for the output, and stops anything the task left running.
     if code != 0:
-      raise RuntimeError(f"estimator_dist.spark: task {name} exited with code {code}; its "
+      raise RuntimeError(f"estimator_dist.jobs.spark: task {name} exited with code {code}; its "
                          f"last lines:\n" + "\n".join(task.tail))
     _, cloudpickle = _spark()
     with open(result, "rb") as f:

@@ -4,7 +4,7 @@ The model_fn wrapper puts the training loss in a graph collection. `NanLossHook`
 before Estimator's own NaN check and stops training with the step and the last good
 checkpoint. `FiniteCheckpoints` refuses to write a checkpoint of weights that are not
 finite, so the last good checkpoint stays the latest one. `HeartbeatHook` lets the
-launcher notice a task that stopped making progress (estimator_dist.heartbeat).
+launcher notice a task that stopped making progress (estimator_dist.task.heartbeat).
 """
 
 import math

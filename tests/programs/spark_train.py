@@ -1,4 +1,4 @@
-"""Trains the model_zoo CNN on digits through estimator_dist.spark on local Spark.
+"""Trains the model_zoo CNN on digits through estimator_dist.jobs.spark on local Spark.
 
   python -m tests.programs.spark_train --strategy=multi_worker --num_workers=2 \
       --model_dir=/tmp/m --train_steps=200
@@ -47,7 +47,7 @@ def main(_):
           .set("spark.driver.bindAddress", "127.0.0.1"))
   sc = pyspark.SparkContext(conf=conf)
   try:
-    results = spark.run(train, f.num_workers, f.strategy, num_ps=f.num_ps,
+    results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
                                 "train_steps": f.train_steps, "fail_worker": f.fail_worker},
                         spark_context=sc)
