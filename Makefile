@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 
 BENCH_ARGS ?=
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test test-fast bazel-test bench clean
 
 setup:
 	bash scripts/setup_env.sh
@@ -17,8 +17,19 @@ demo: setup
 	$(PY) -m estimator_dist.launch --strategy=$(STRATEGY) --num_workers=$(WORKERS) \
 	    -- $(PY) -m model_zoo.mnist_cnn --train_steps=$(STEPS)
 
+# Every test through pytest, then the Bazel build and its unit test targets.
 test: setup
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(MAKE) bazel-test
+
+# The tests that start no process: under a minute.
+test-fast: setup
+	$(PY) -m pytest tests -m "not processes" $(PYTEST_ARGS)
+
+bazel-test:
+	@if command -v bazel >/dev/null 2>&1; then \
+	  status=0; bazel test //... || status=$$?; bazel shutdown; exit $$status; \
+	else echo "bazel is not installed (make setup installs it as root): skipping bazel test"; fi
 
 bench: setup
 	$(PY) benchmarks/compare_strategies.py --strategies=horovod,multi_worker,parameter_server,mirrored \
@@ -26,3 +37,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+	-command -v bazel >/dev/null 2>&1 && bazel clean --expunge

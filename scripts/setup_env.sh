@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates or reuses .venv with the pinned stack and Horovod 0.28.1 built with Gloo and,
-# where Open MPI is installed or can be, MPI.
+# where Open MPI is installed or can be, MPI; installs Bazel as root where it is missing.
 # Idempotent: what is installed is skipped; a Horovod that does not load against
 # the installed TensorFlow is rebuilt.
 set -euo pipefail
@@ -52,6 +52,22 @@ if ! command -v mpicxx >/dev/null 2>&1; then
   fi
 fi
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
+
+# Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships
+# the stand-in rule repositories it needs.
+if ! command -v bazel >/dev/null 2>&1 || [ ! -d /usr/src/bazel-bootstrap/mock_repos ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing Bazel (Debian packages bazel-bootstrap, bazel-bootstrap-source)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends bazel-bootstrap bazel-bootstrap-source \
+        >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+             bazel-bootstrap bazel-bootstrap-source >/dev/null; }
+  else
+    echo "[setup] Bazel is not installed and cannot be installed here (needs root and" \
+         "apt-get); make test skips bazel test" >&2
+  fi
+fi
 
 horovod_ok() {
   WANT_MPI=$WANT_MPI "$PY" - <<'PYEOF' 2>/dev/null

@@ -1,0 +1,11 @@
+"""Runs pytest for a Bazel py_test: the arguments are pytest's, paths from the workspace root."""
+
+import os
+import sys
+
+import pytest
+
+if __name__ == "__main__":
+  # This file is tools/bazel/pytest_main.py in the runfiles tree of the workspace.
+  os.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+  sys.exit(pytest.main(sys.argv[1:]))
