@@ -10,6 +10,7 @@ class TrainingDiverged(RuntimeError):
 
 
 DIVERGED_EXIT_CODE = 3  # What a program run by run_program exits with when it diverged.
+STALLED_EXIT_CODE = 124  # A task (or job) stopped because it made no progress in time.
 
 
 def check_args(fn, kind, allowed, fix):

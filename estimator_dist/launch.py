@@ -15,6 +15,7 @@ from absl import flags
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launcher
+from estimator_dist.jobs import sandbox
 from estimator_dist.jobs import spec
 
 
@@ -36,8 +37,10 @@ class LaunchFlags:
         network_interface=v["network_interface"], extra_args=v["horovodrun_args"],
         elastic=elastic)
     return launcher.LaunchOptions(
-        model_dir=v["model_dir"], host=v["host"], max_restarts=v["max_restarts"],
+        model_dir=v["model_dir"], host=v["host"], isolation=v["isolation"],
+        max_restarts=v["max_restarts"],
         hang_timeout_secs=v["hang_timeout_secs"],
+        startup_timeout_secs=v["startup_timeout_secs"],
         shutdown_timeout_secs=v["shutdown_timeout_secs"], horovod=run)
 
 
@@ -51,6 +54,12 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "have one (default: a new temporary directory).", flag_values=f),
       "host": flags.DEFINE_string("host", "127.0.0.1",
                                   "Address the tasks of a local job bind to.", flag_values=f),
+      "isolation": flags.DEFINE_enum(
+          "isolation", "auto", sandbox.ISOLATIONS,
+          "auto: run a local job's tasks in their own network and process namespaces, "
+          "where no other process can reach their ports and which end with the launcher "
+          "(the host network where the machine cannot make them); private: refuse to run "
+          "without them; host: the host network (loopback).", flag_values=f),
       "horovod_controller": flags.DEFINE_enum(
           "horovod_controller", "auto", horovodrun.CONTROLLERS,
           "horovod: how horovodrun connects the ranks; auto picks MPI when Horovod was built "
@@ -86,6 +95,11 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "hang_timeout_secs", 300, "Stop the job (and restart it, with --max_restarts) "
           "when a training task of a local job makes no progress for this long; 0 never "
           "does.", lower_bound=0, flag_values=f),
+      "startup_timeout_secs": flags.DEFINE_integer(
+          "startup_timeout_secs", 120, "A training task that has not started training this "
+          "long after it started exits, naming its phase and the peers that do not answer "
+          "(and the job stops, or restarts with --max_restarts); 0 never does.",
+          lower_bound=0, flag_values=f),
       "shutdown_timeout_secs": flags.DEFINE_integer(
           "shutdown_timeout_secs", 300, "After training ends, seconds ps and evaluator tasks "
           "get to exit.", lower_bound=1, flag_values=f),

@@ -51,7 +51,22 @@ def test_input_fn_with_input_context_shards_itself():
     return tf.data.Dataset.range(10).shard(input_context.num_input_pipelines,
                                            input_context.input_pipeline_id)
   assert take(worker(input_fn, 2, 1), 6) == [1, 3, 5, 7, 9, 1]
-  assert seen == [(2, 1)]
+  assert set(seen) == {(2, 1)}  # Each call (the check for data too) gets this worker's context.
+
+
+def test_an_empty_training_input_is_an_error_naming_the_input_fn():
+  def empty_input():
+    return tf.data.Dataset.range(10).filter(lambda x: x > 100).batch(2)
+  with pytest.raises(ed.ConfigError) as e:
+    worker(empty_input, 1, 0)
+  assert str(e.value) == (
+      "the training input_fn empty_input gives no data: its dataset is empty, so no step could "
+      "train. Check what it reads (files, arrays, filters), and that a batch with "
+      "drop_remainder=True is not larger than the data.")
+  with tf.Graph().as_default():  # As Estimator calls it.
+    with pytest.raises(ed.ConfigError, match="gives no data"):
+      worker(empty_input, 2, 1)
+  assert take(worker(empty_input, 1, 0, EVAL), 5) == []  # Evaluation input is not checked.
 
 
 def test_unseeded_shuffle_is_the_same_on_every_worker_under_one_graph_seed():

@@ -14,6 +14,7 @@ its latest checkpoint. --elastic runs Horovod's elastic mode. Ctrl-C stops every
 
 import dataclasses
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -24,9 +25,13 @@ from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import loopback
 from estimator_dist.jobs import processes
+from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import checkpoints
 from estimator_dist.task import heartbeat
+from estimator_dist.task import model_dir_lock
 from estimator_dist.task import summary
+from estimator_dist.task import watchdog
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,25 +39,33 @@ class LaunchOptions:
   """How the local engine runs a job.
 
   model_dir: passed to the program as --model_dir unless its arguments have one
-    (default: a new temporary directory).
+    (default: a new temporary directory, removed if the job fails before a checkpoint).
   host: the address the tasks of a local job bind to.
+  isolation: "auto" runs a local job in private namespaces where the machine allows,
+    "private" refuses to run without them, "host" runs on the host network.
   max_restarts: when a task fails, start the whole job again up to this many times; it
     resumes from the latest checkpoint.
   hang_timeout_secs: stop the job when a training task of a local job makes no progress
     for this long (0: never).
+  startup_timeout_secs: a training task that has not started training this long after
+    it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
   horovod: how horovodrun starts the ranks (strategy horovod only).
   """
   model_dir: Optional[str] = None
   host: str = "127.0.0.1"
+  isolation: str = "auto"
   max_restarts: int = 0
   hang_timeout_secs: int = 300
+  startup_timeout_secs: int = watchdog.DEFAULT_STARTUP_TIMEOUT_SECS
   shutdown_timeout_secs: int = 300
   horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
 
   def __post_init__(self):
+    errors.check_choice("isolation", self.isolation, sandbox_lib.ISOLATIONS)
     errors.check_non_negative("max_restarts", self.max_restarts)
     errors.check_non_negative("hang_timeout_secs", self.hang_timeout_secs)
+    errors.check_non_negative("startup_timeout_secs", self.startup_timeout_secs)
     errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
 
 
@@ -99,74 +112,144 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
         f"--hosts, --hostfile, --horovodrun_args and --elastic apply to --strategy=horovod; "
         f"{job.strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
         f"and `estimator-dist slurm`) or estimator_dist.jobs.spark.run.")
-  command = list(job.program)
-  given = [a.split("=", 1)[1] for a in command if a.startswith("--model_dir=")]
-  if given:
-    model_dir = given[-1]
-  else:
-    model_dir = options.model_dir or tempfile.mkdtemp(prefix="estimator_dist_")
-    command.append(f"--model_dir={model_dir}")
-  host = options.host
-  local = horovodrun.is_loopback(host) and (
+  local = horovodrun.is_loopback(options.host) and (
       job.strategy != "horovod" or run.is_local(job.num_workers))
-  # Heartbeats go through a directory of this machine: local jobs only.
-  launcher = processes.Launcher(out, options.hang_timeout_secs if local else None)
-  launcher.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}")
-
-  def env_of(env):
-    if launcher.heartbeats:
-      env = {**env, heartbeat.HEARTBEAT_ENV: launcher.heartbeats}
-    # A job on this machine alone listens on loopback only (see estimator_dist.jobs.loopback).
-    return loopback.local_only_env(env) if local else env
-
-  def on_signal(signum, _):
-    launcher.log(f"signal {signum}: stopping all tasks")
-    launcher.stop_all()
-    sys.exit(128 + signum)
-  previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-
-  if run.elastic and not run.elastic.discovery_script:
-    run = dataclasses.replace(run, elastic=dataclasses.replace(
-        run.elastic, discovery_script=_local_discovery_script(job.num_workers, launcher)))
-
-  def start_tasks():
-    """Starts every task of the job; returns the names of the training tasks."""
-    if job.strategy == "horovod":
-      launcher.start("horovodrun", horovodrun.command(command, num_workers=job.num_workers, run=run),
-                     env_of(_horovodrun_env()))
-      return {"horovodrun"}
-    if job.traits.one_process:
-      devices = str(job.num_workers) if job.strategy == "mirrored" else None
-      launcher.start("chief:0", command,
-                     env_of(processes.child_env(**{cluster_lib.NUM_DEVICES_ENV: devices})))
-      return {"chief:0"}
-    cluster = local_cluster(job, host=host)
-    for role, addresses in cluster.items():
-      for index in range(len(addresses)):
-        launcher.start(f"{role}:{index}", command, env_of(
-            processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index))))
-    return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
-            for i in range(len(cluster.get(role, ())))}
-
+  if not local and options.isolation == "private":
+    raise errors.ConfigError(
+        "--isolation=private keeps a job on this machine; a job with tasks on other hosts "
+        "runs on their network (keep it private; see the trust boundary in README).")
+  # Heartbeats go through a directory of this machine: local jobs only. A remote
+  # horovodrun gets a moment to stop the ranks it started over SSH.
+  launcher = processes.Launcher(out, options.hang_timeout_secs if local else None,
+                                stop_grace_secs=0.0 if local else 2.0)
+  sandbox = None
+  previous = {}
   try:
-    for attempt in range(options.max_restarts + 1):
-      if attempt:
-        launcher.forget_tasks()
-        launcher.log(f"restart {attempt} of {options.max_restarts}: starting every task "
-                     f"again; training resumes from {_latest_checkpoint(model_dir)}")
-      code = launcher.wait(start_tasks(), options.shutdown_timeout_secs)
-      if code in (0, errors.DIVERGED_EXIT_CODE):
-        break
-    if code == errors.DIVERGED_EXIT_CODE:
-      launcher.log("training diverged; a restart from the same checkpoint would diverge again")
-    launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
-    for fields in (f for t in launcher.tasks for f in t.summaries):
-      launcher.log("summary\n" + summary.format_table(fields))
+    sandbox, why = sandbox_lib.open_sandbox(options.isolation if local else "host",
+                                            preexec_fn=processes.die_with_parent)
+    launcher.log(sandbox_lib.describe(sandbox) +
+                 (f"; no private namespace here: {why}" if why else ""))
+    command, model_dir, made = _with_model_dir(list(job.program), options.model_dir)
+    launcher.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
+                 + (" (a new temporary directory)" if made else ""))
+
+    def on_signal(signum, _):
+      launcher.log(f"signal {signum}: stopping all tasks")
+      launcher.stop_all()
+      sys.exit(128 + signum)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    if run.elastic and not run.elastic.discovery_script:
+      run = dataclasses.replace(run, elastic=dataclasses.replace(
+          run.elastic, discovery_script=_local_discovery_script(job.num_workers, launcher)))
+    starter = _Starter(job, command, run, launcher, sandbox, options, local, model_dir)
+    with model_dir_lock.held(model_dir, launcher.log):
+      code = _run_attempts(starter, launcher, options, model_dir)
+    if code and made and not _has_checkpoint(model_dir):
+      shutil.rmtree(model_dir, ignore_errors=True)
+      launcher.log(f"removed {model_dir}: the job failed before writing a checkpoint")
     return code
   finally:
     launcher.close()
+    if sandbox:
+      sandbox.close()
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _run_attempts(starter, launcher, options, model_dir):
+  """Runs the job, again after a failure up to max_restarts times; returns its exit code."""
+  for attempt in range(options.max_restarts + 1):
+    if attempt:
+      launcher.forget_tasks()
+    resume = checkpoints.resume_point(model_dir, launcher.log)
+    if attempt:
+      launcher.log(f"restart {attempt} of {options.max_restarts}: starting every task "
+                   f"again; training resumes from "
+                   f"{resume or f'the start (no checkpoint in {model_dir})'}")
+    code = launcher.wait(starter.start_tasks(), options.shutdown_timeout_secs)
+    if code in (0, errors.DIVERGED_EXIT_CODE):
+      break
+  if code == errors.DIVERGED_EXIT_CODE:
+    launcher.log("training diverged; a restart from the same checkpoint would diverge again")
+  launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
+  for fields in (f for t in launcher.tasks for f in t.summaries):
+    launcher.log("summary\n" + summary.format_table(fields))
+  return code
+
+
+@dataclasses.dataclass
+class _Starter:
+  """Starts every task of a job: inside its sandbox, with a local job's environment."""
+  job: object
+  command: list
+  run: horovodrun.HorovodRun
+  launcher: processes.Launcher
+  sandbox: object
+  options: LaunchOptions
+  local: bool
+  model_dir: str
+
+  def _start(self, name, command, env):
+    env = {**env, watchdog.LAUNCHER_ENV: watchdog.launcher_identity(),
+           watchdog.STARTUP_TIMEOUT_ENV: str(self.options.startup_timeout_secs),
+           model_dir_lock.HELD_ENV: self.model_dir}
+    if self.launcher.heartbeats:
+      env = {**env, heartbeat.HEARTBEAT_ENV: self.launcher.heartbeats}
+    if self.local:  # Loopback only, also on the host network (see jobs/loopback.py).
+      env = loopback.local_only_env(env)
+    self.launcher.start(name, self.sandbox.command(command) if self.sandbox else command, env)
+
+  def start_tasks(self):
+    """Starts every task of the job; returns the names of the training tasks."""
+    job, command = self.job, self.command
+    if job.strategy == "horovod":
+      self._start("horovodrun",
+                  horovodrun.command(command, num_workers=job.num_workers, run=self.run),
+                  _horovodrun_env())
+      return {"horovodrun"}
+    if job.traits.one_process:
+      devices = str(job.num_workers) if job.strategy == "mirrored" else None
+      self._start("chief:0", command,
+                  processes.child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
+      return {"chief:0"}
+    cluster = local_cluster(job, host=self.options.host)
+    for role, addresses in cluster.items():
+      for index in range(len(addresses)):
+        self._start(f"{role}:{index}", command,
+                    processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
+    return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
+            for i in range(len(cluster.get(role, ())))}
+
+
+def program_model_dir(args):
+  """The --model_dir the program's arguments give, in any form absl reads; None if none.
+
+  absl takes `--model_dir=X`, `--model_dir X`, `-model_dir=X` and `-model_dir X`; the
+  last one given wins, and `--` ends the flags.
+  """
+  found = None
+  for i, arg in enumerate(args):
+    if arg == "--":
+      break
+    name, sep, value = arg.lstrip("-").partition("=")
+    if arg.startswith("-") and name == "model_dir":
+      found = value if sep else (args[i + 1] if i + 1 < len(args) else None)
+  return found
+
+
+def _with_model_dir(command, model_dir):
+  """(command, its model_dir, whether it is a new temporary directory)."""
+  given = program_model_dir(command[1:])
+  if given is not None:
+    return command, given, False
+  if model_dir:
+    return command + [f"--model_dir={model_dir}"], model_dir, False
+  made = tempfile.mkdtemp(prefix="estimator_dist_")
+  return command + [f"--model_dir={made}"], made, True
+
+
+def _has_checkpoint(model_dir):
+  return any(name.startswith("model.ckpt") for name in os.listdir(model_dir))
 
 
 def _local_discovery_script(num_workers, launcher):
@@ -181,8 +264,3 @@ def _local_discovery_script(num_workers, launcher):
   launcher.log(f"elastic: the hosts are the lines of {hosts} (host:slots); edit it to add "
                f"or remove workers")
   return script
-
-
-def _latest_checkpoint(model_dir):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.train.latest_checkpoint(model_dir) or f"the start (no checkpoint in {model_dir})"

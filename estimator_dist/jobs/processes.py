@@ -15,10 +15,10 @@ import tempfile
 import threading
 import time
 
+from estimator_dist import errors
 from estimator_dist.task import heartbeat
 from estimator_dist.task import summary
 
-HANG_EXIT_CODE = 124  # A job stopped because a training task made no progress.
 
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
@@ -52,26 +52,48 @@ class Task:
       out.write(f"{prefix} {text}\n")
       out.flush()
 
-  def stop(self, grace_secs=10):
-    """SIGTERM to the task's processes, SIGKILL after `grace_secs`.
+  def join_output(self, timeout):
+    """Waits (at most `timeout` seconds) until the task's output is copied."""
+    self._thread.join(timeout)
 
-    The task's processes are its process group and every descendant, found before
-    any is signalled (mpirun starts its ranks in process groups of their own).
-    """
-    family = _descendants(self.process.pid)
-    for sig, wait in ((signal.SIGTERM, grace_secs), (signal.SIGKILL, 5)):
-      if self.process.poll() is not None and not _alive(family):
-        break
-      _signal_all(self.process.pid, family, sig)
-      try:
-        self.process.wait(wait)
-      except subprocess.TimeoutExpired:
-        pass
-      deadline = time.monotonic() + wait
-      while _alive(family) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    _signal_all(self.process.pid, family, signal.SIGKILL)  # Anything left goes too.
-    self._thread.join(5)
+  def stop(self, grace_secs=0.0):
+    """Stops every process of this task (see `stop_tasks`)."""
+    stop_tasks([self], grace_secs)
+
+  def family(self):
+    """The task's process and every descendant (mpirun starts its ranks in process
+    groups of their own, so the group alone is not enough)."""
+    return {self.process.pid, *_descendants(self.process.pid)}
+
+
+def stop_tasks(tasks, grace_secs=0.0):
+  """Stops every process of every task at once.
+
+  Without a grace, each task's processes are frozen (SIGSTOP: none runs another step),
+  found again (a frozen process cannot fork) and killed. With one, they get SIGTERM and,
+  `grace_secs` later, SIGKILL: horovodrun then stops the ranks it started on other hosts.
+  """
+  tasks = list(tasks)
+  first = signal.SIGTERM if grace_secs > 0 else signal.SIGSTOP
+  families = [task.family() for task in tasks]
+  for task, family in zip(tasks, families):
+    _signal_all(task.process.pid, family, first)
+  deadline = time.monotonic() + grace_secs
+  while grace_secs > 0 and any(map(_alive, families)) and time.monotonic() < deadline:
+    time.sleep(0.05)
+  for task, family in zip(tasks, families):
+    family |= task.family()
+    _signal_all(task.process.pid, family, signal.SIGKILL)
+  deadline = time.monotonic() + 5
+  for task, family in zip(tasks, families):
+    try:
+      task.process.wait(max(deadline - time.monotonic(), 0.01))
+    except subprocess.TimeoutExpired:
+      pass
+    while _alive(family) and time.monotonic() < deadline:
+      time.sleep(0.05)
+  for task in tasks:
+    task.join_output(max(deadline - time.monotonic(), 0.5))
 
 
 def _signal_all(group, pids, sig):
@@ -129,10 +151,11 @@ def _exit_code(returncode):
 class Launcher:
   """Starts the tasks, watches them, and stops them all on failure or signal."""
 
-  def __init__(self, out=sys.stdout, hang_timeout_secs=None):
+  def __init__(self, out=sys.stdout, hang_timeout_secs=None, stop_grace_secs=0.0):
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
+    self.stop_grace_secs = stop_grace_secs
     self._directories = []
     self.heartbeats = (self.temporary_directory("estimator_dist_heartbeats_")
                        if hang_timeout_secs else None)
@@ -150,8 +173,8 @@ class Launcher:
     self.tasks.append(Task(name, command, env, self.out))
 
   def stop_all(self):
-    for task in self.tasks:
-      task.stop()
+    """Stops every task at once."""
+    stop_tasks(self.tasks, self.stop_grace_secs)
 
   def forget_tasks(self):
     """Stops every task and forgets them, for a new start of the job."""
@@ -181,7 +204,7 @@ class Launcher:
         self.log(f"no training progress on {', '.join(stuck)} for {self.hang_timeout_secs}s "
                  f"(heartbeat); stopping the job")
         self.stop_all()
-        return HANG_EXIT_CODE
+        return errors.STALLED_EXIT_CODE
       running = [t for t in self.tasks if t.process.poll() is None]
       if not running:
         return 0

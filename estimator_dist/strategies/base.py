@@ -22,6 +22,7 @@ from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import environment
 from estimator_dist.task import inputs
 from estimator_dist.task import placement
+from estimator_dist.task import watchdog
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,6 +89,7 @@ class StrategyAdapter:
         # which may come from SLURM, and names a legacy 'master' 'chief'.
         os.environ["TF_CONFIG"] = self.task.tf_config()
     self.cpus = placement.apply(self.options.cpu_affinity, self.task)
+    watchdog.start(self.task)  # Before the backend, which may wait for its peers.
     self.start_backend()
     self.started = True
     return self

@@ -97,12 +97,18 @@ class HorovodAdapter(base.StrategyAdapter):
   Options = HorovodOptions
   passes = None  # With global_batch_size: micro-batches this rank accumulates per update.
 
+  hvd = None  # horovod.tensorflow, once this adapter has initialised it.
+
   def _init_horovod(self):
-    self.hvd = _import_horovod()
+    """hvd.init() after the CPU defaults; once per adapter (an elastic round makes anew)."""
+    if self.hvd is not None:
+      return
+    hvd = _import_horovod()
     if not tf.config.list_physical_devices("GPU"):
       for name, value in CPU_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    self.hvd.init()
+    hvd.init()
+    self.hvd = hvd
 
   def task_from_environment(self):
     checks.refuse_cluster(self.name, cluster_lib.parse_tf_config(os.environ.get("TF_CONFIG")))

@@ -7,6 +7,7 @@ evaluator left out of the cluster) and a Horovod or MPI launcher's variables;
 """
 
 import dataclasses
+import difflib
 import json
 import types
 from typing import Mapping, Optional, Tuple
@@ -14,6 +15,10 @@ from typing import Mapping, Optional, Tuple
 from estimator_dist import errors
 
 ROLES = ("chief", "worker", "ps", "evaluator")
+# What TensorFlow reads from TF_CONFIG (RunConfig, the cluster resolvers).
+TF_CONFIG_KEYS = ("cluster", "task", "environment", "rpc_layer", "session_master",
+                  "eval_session_master")
+TASK_KEYS = ("type", "index", "trial")
 TRAINING_ROLES = ("chief", "worker")
 # Set by the launcher for `mirrored`: how many replicas a CPU-only machine splits into.
 NUM_DEVICES_ENV = "ESTIMATOR_DIST_NUM_DEVICES"
@@ -83,6 +88,17 @@ def _check_address(field: str, address):
   if not isinstance(address, str) or not sep or not host or not port.isdigit():
     _fail(field, address,
           'each address must be a "host:port" string, for example "10.0.0.5:2222".')
+  if not 1 <= int(port) <= 65535:
+    _fail(field, address, f"port {int(port)} is not a port: use one from 1 to 65535.")
+
+
+def _check_keys(field: str, given, known):
+  """Refuses a key TensorFlow would ignore (a typo would train alone, and silently)."""
+  for key in given:
+    if key not in known:
+      close = difflib.get_close_matches(str(key), known, n=1)
+      hint = f"did you mean {close[0]!r}? " if close else ""
+      _fail(f"{field} key", key, f"{hint}The keys are {', '.join(known)}.")
 
 
 def _parse_cluster(cluster, name='TF_CONFIG "cluster"') -> dict:
@@ -153,6 +169,9 @@ def parse_tf_config(text: Optional[str]) -> TaskInfo:
         f"Set it to a JSON object such as {TF_CONFIG_EXAMPLE}") from None
   if not isinstance(config, dict):
     _fail("TF_CONFIG", config, f"it must be a JSON object such as {TF_CONFIG_EXAMPLE}")
+  _check_keys("TF_CONFIG", config, TF_CONFIG_KEYS)
+  if isinstance(config.get("task"), dict):
+    _check_keys('TF_CONFIG "task"', config["task"], TASK_KEYS)
   if not config.get("cluster"):
     return LOCAL_TASK
   cluster = _parse_cluster(config["cluster"])

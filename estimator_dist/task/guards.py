@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist.task import heartbeat
+from estimator_dist.task import watchdog
 
 LOSS_COLLECTION = "estimator_dist_training_loss"
 
@@ -75,14 +76,12 @@ class FiniteCheckpoints(tf.estimator.CheckpointSaverListener):
 
 def heartbeat_hooks(task):
   """The heartbeat hook of this training task, if the launcher asked for heartbeats."""
-  directory = os.environ.get(heartbeat.HEARTBEAT_ENV)
-  if not directory or not task.is_training:
-    return []
-  return [HeartbeatHook(os.path.join(directory, f"{task.role}:{task.index}"))]
+  path = heartbeat.path_of(task, os.environ)
+  return [HeartbeatHook(path)] if path else []
 
 
 class HeartbeatHook(tf.estimator.SessionRunHook):
-  """Touches `path` at most every `every_secs` while training runs; removes it at the end."""
+  """Beats `path` at most every `every_secs` while training runs; removes it at the end."""
 
   def __init__(self, path, every_secs=1.0):
     self._path = path
@@ -92,12 +91,18 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
   def after_run(self, run_context, run_values):
     now = time.monotonic()
     if self._last is None or now - self._last >= self._every_secs:
-      with open(self._path, "a"):
-        os.utime(self._path)
+      heartbeat.beat(self._path)
       self._last = now
 
   def end(self, session):
-    try:
-      os.remove(self._path)
-    except FileNotFoundError:
-      pass
+    heartbeat.end(self._path)
+
+
+class PhaseHook(tf.estimator.SessionRunHook):
+  """Tells the watchdog when the session exists and when the first step has run."""
+
+  def after_create_session(self, session, coord):
+    watchdog.reached("session created")
+
+  def after_run(self, run_context, run_values):
+    watchdog.reached("training")

@@ -24,6 +24,7 @@ worker (under Horovod too) and is only repeated.
 import tensorflow as tf
 from absl import logging
 from tensorflow.python.data.experimental.ops import distribute
+from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import errors
 
@@ -59,6 +60,7 @@ def wrap_input_fn(input_fn, input_context_for):
           f"input_fn returned {type(result).__name__}, which cannot be split among "
           f"{context.num_input_pipelines} workers. Return a tf.data.Dataset, or take an "
           f"`input_context` argument and shard the data yourself.")
+    _check_has_data(lambda: input_fn(**kwargs), getattr(input_fn, "__name__", "input_fn"))
     if context is None or context.num_input_pipelines == 1 or "input_context" in args:
       return result.repeat()
     by_file = _shards_by_file(lambda: input_fn(**kwargs), context)
@@ -70,6 +72,21 @@ def wrap_input_fn(input_fn, input_context_for):
     return result.repeat().shard(context.num_input_pipelines, context.input_pipeline_id)
 
   return sharded_input_fn
+
+
+def _check_has_data(make_dataset, name):
+  """Raises if the training dataset is empty: repeated, it would end at once and every
+  worker would report success after training no step."""
+  try:
+    with eager_context.eager_mode():  # Estimator calls input_fn in a graph.
+      next(iter(make_dataset()))
+  except StopIteration:
+    raise errors.ConfigError(
+        f"the training input_fn {name} gives no data: its dataset is empty, so no step "
+        f"could train. Check what it reads (files, arrays, filters), and that a batch with "
+        f"drop_remainder=True is not larger than the data.") from None
+  except Exception:  # pylint: disable=broad-except
+    pass  # A pipeline that only builds in a graph: it is not checked.
 
 
 def _file_shard(dataset, num_shards, index):
@@ -85,7 +102,7 @@ def _shards_by_file(make_dataset, context):
   Every worker probes all shares, so all reach the same answer: by file, or all by batch.
   """
   try:
-    with tf.init_scope():
+    with eager_context.eager_mode():  # Estimator calls input_fn in a graph.
       dataset = make_dataset()
       for index in range(context.num_input_pipelines):
         next(iter(_file_shard(dataset, context.num_input_pipelines, index)))

@@ -1,5 +1,6 @@
 """`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief."""
 
+import contextlib
 import time
 
 import tensorflow as tf
@@ -8,9 +9,11 @@ from absl import logging
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import local
+from estimator_dist.task import checkpoints
 from estimator_dist.task import decorator
 from estimator_dist.task import guards
 from estimator_dist.task import inputs
+from estimator_dist.task import model_dir_lock
 from estimator_dist.task import options as options_lib
 from estimator_dist.task import summary
 
@@ -88,8 +91,8 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     params[rate_options.lr_param] = opts.learning_rate
   model_dir, train_steps, batch_size = opts.model_dir, opts.train_steps, opts.batch_size
 
-  checkpoints = ({"save_checkpoints_steps": opts.save_checkpoints_steps}
-                 if opts.save_checkpoints_steps else {})
+  checkpoint_interval = ({"save_checkpoints_steps": opts.save_checkpoints_steps}
+                         if opts.save_checkpoints_steps else {})
   eval_spec = None
   if eval_input_fn is not None:
     eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=opts.eval_steps,
@@ -99,12 +102,14 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   def train_with(adapter, more_hooks=()):
     """Builds the Estimator for `adapter` and trains; returns (adapter, metrics)."""
     config = adapter.run_config(model_dir, tf_random_seed=opts.random_seed,
-                                keep_checkpoint_max=opts.keep_checkpoint_max, **checkpoints)
+                                keep_checkpoint_max=opts.keep_checkpoint_max,
+                                **checkpoint_interval)
     estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
                                        params=params)
     train_spec = tf.estimator.TrainSpec(
         adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
-        hooks=[guards.NanLossHook(model_dir), throughput,
+        hooks=[checkpoints.FitsTheModel(model_dir), guards.NanLossHook(model_dir),
+               guards.PhaseHook(), throughput,
                *guards.heartbeat_hooks(adapter.task), *more_hooks, *hooks],
         saving_listeners=[guards.FiniteCheckpoints(model_dir)])
     logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
@@ -115,7 +120,12 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
             if batch_size else None)
 
-  adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
+  lock = contextlib.nullcontext()
+  if adapter.task.is_chief and not model_dir_lock.held_by_launcher(model_dir):
+    lock = model_dir_lock.held(model_dir, _warn)  # Else the launcher holds it and
+    checkpoints.resume_point(model_dir, _warn)    # has checked the checkpoints.
+  with lock:
+    adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
   adapter.after_training()
   if not adapter.task.is_chief or eval_spec is None:
     return None
@@ -151,3 +161,7 @@ def _print_summary(adapter, train_steps, examples_per_step, steps_per_sec, metri
     if key in metrics:
       fields[f"eval_{key}"] = f"{float(metrics[key]):.4f}"
   print(summary.format_line(fields), flush=True)
+
+
+def _warn(message):
+  logging.warning("estimator_dist: %s", message)

@@ -1,0 +1,112 @@
+"""Checkpoints a job can resume from: complete ones, of this model.
+
+- `resume_point` runs before a job starts (the launcher, before every attempt; a chief
+  started otherwise, before it trains). It makes the `checkpoint` index name the newest
+  checkpoint that is complete (index, data that reads in full, graph) and moves the
+  newer ones that are not into `unreadable/`, so no restart enters them again.
+- `FitsTheModel` refuses, before a session restores anything, a checkpoint whose
+  variables are not the model's (a model_dir of another model), naming the first
+  difference.
+"""
+
+import os
+import re
+import shutil
+
+import tensorflow as tf
+
+from estimator_dist import errors
+
+_CHECKPOINT = re.compile(r"^(model\.ckpt-(\d+))\.index$")
+UNREADABLE_DIR = "unreadable"
+
+
+def _checkpoints(model_dir):
+  """[(step, prefix)] of the checkpoints in `model_dir`, newest first."""
+  found = []
+  for name in tf.io.gfile.listdir(model_dir) if tf.io.gfile.isdir(model_dir) else ():
+    match = _CHECKPOINT.match(name)
+    if match:
+      found.append((int(match.group(2)), os.path.join(model_dir, match.group(1))))
+  return sorted(found, reverse=True)
+
+
+def complete(prefix):
+  """Whether the checkpoint at `prefix` has its graph and reads in full."""
+  if not tf.io.gfile.exists(prefix + ".meta"):
+    return False
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+    return True
+  except (tf.errors.OpError, ValueError, RuntimeError):
+    return False
+
+
+def resume_point(model_dir, log):
+  """The checkpoint training resumes from (None: the start), made the index's latest.
+
+  `log(message)` names what was set aside. Local model_dirs only: others are left alone.
+  """
+  if "://" in model_dir:
+    return tf.train.latest_checkpoint(model_dir)
+  found = _checkpoints(model_dir)
+  latest = tf.train.latest_checkpoint(model_dir)
+  good = next((prefix for _, prefix in found if complete(prefix)), None)
+  bad = [prefix for step, prefix in found if good is None or step > _step(good)]
+  if not bad and latest == good:
+    return good
+  aside = os.path.join(model_dir, UNREADABLE_DIR)
+  os.makedirs(aside, exist_ok=True)
+  for prefix in bad:
+    for path in tf.io.gfile.glob(prefix + ".*"):
+      shutil.move(path, os.path.join(aside, os.path.basename(path)))
+  kept = [prefix for _, prefix in reversed(found) if prefix not in bad]
+  if good:
+    tf.compat.v1.train.update_checkpoint_state(model_dir, good,
+                                               all_model_checkpoint_paths=kept)
+  elif tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
+    os.remove(os.path.join(model_dir, "checkpoint"))
+  named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"
+  log(f"checkpoint {named} cannot be read in full (moved to {aside}); training resumes "
+      f"from {good or 'the start'}")
+  return good
+
+
+def _step(prefix):
+  return int(prefix.rsplit("-", 1)[1])
+
+
+class FitsTheModel(tf.estimator.SessionRunHook):
+  """Refuses to restore a checkpoint whose variables are not the model's."""
+
+  def __init__(self, model_dir):
+    self._model_dir = model_dir
+
+  def begin(self):
+    latest = tf.train.latest_checkpoint(self._model_dir)
+    if not latest:
+      return
+    model = {v.name.split(":")[0]: v.shape.as_list()
+             for v in tf.compat.v1.global_variables()}
+    saved = dict(tf.train.list_variables(latest))
+    difference = _first_difference(model, saved)
+    if difference:
+      raise errors.ConfigError(
+          f"the checkpoint {latest} is not of this model: {difference}. Train into a new "
+          f"model_dir, move the checkpoints of the other model away, or restore the model "
+          f"that wrote them.")
+
+
+def _first_difference(model, saved):
+  for name in sorted(model):
+    if name not in saved:
+      return f"the model has variable '{name}' {model[name]}, which the checkpoint lacks"
+    if list(saved[name]) != model[name]:
+      return (f"variable '{name}' is {model[name]} in the model and {list(saved[name])} in "
+              f"the checkpoint")
+  extra = sorted(set(saved) - set(model))
+  if extra:
+    return f"the checkpoint has variable '{extra[0]}' {list(saved[extra[0]])}, which the model lacks"
+  return None
