@@ -2,12 +2,9 @@
 writes, a loss that becomes NaN. Nothing hangs, nothing is lost beyond one checkpoint
 interval, and no process is left behind (conftest checks the process table)."""
 
-import os
 import random
 import re
 import signal
-import subprocess
-import threading
 import time
 
 import numpy as np
@@ -20,48 +17,6 @@ from tests import helpers
 pytestmark = pytest.mark.processes
 
 STEPS, INTERVAL = 2000, 100
-
-
-class Job:
-  """A launcher run whose output is read as it comes, each line with its time."""
-
-  def __init__(self, *launch_args, program="tests.programs.plain_model", program_args=()):
-    self.lines = []
-    self.process = subprocess.Popen(
-        [helpers.PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", helpers.PYTHON,
-         "-m", program, *program_args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
-        env=helpers.child_env(), start_new_session=True)
-    self._reader = threading.Thread(target=self._read, daemon=True)
-    self._reader.start()
-
-  def _read(self):
-    for line in self.process.stdout:
-      self.lines.append((time.monotonic(), line.rstrip("\n")))
-
-  def wait(self, timeout):
-    try:
-      self.process.wait(timeout)
-    except subprocess.TimeoutExpired:
-      os.killpg(self.process.pid, signal.SIGKILL)
-      self.process.wait()
-      pytest.fail(f"the job did not end within {timeout}s:\n{self.output[-5000:]}")
-    finally:
-      self._reader.join(10)
-    return self.process.returncode
-
-  @property
-  def output(self):
-    return "\n".join(line for _, line in self.lines)
-
-  def first(self, text):
-    """(time, line) of the first line containing `text`."""
-    return next(((t, line) for t, line in self.lines if text in line), (None, None))
-
-  def kill(self):
-    if self.process.poll() is None:
-      os.killpg(self.process.pid, signal.SIGKILL)
-      self.process.wait()
 
 
 def checkpoint_step(model_dir):
@@ -84,8 +39,8 @@ def training_process(job, strategy):
       env, command = p.environ(), " ".join(p.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
       continue
-    if "plain_model" not in command:
-      continue
+    if "plain_model" not in command or command.startswith("nsenter"):
+      continue  # nsenter starts the task in the job's namespaces; the task is its child.
     if strategy == "horovod" and "1" in (env.get("HOROVOD_RANK"),
                                          env.get("OMPI_COMM_WORLD_RANK")):
       return p
@@ -108,9 +63,11 @@ def signal_a_worker(model_dir, strategy, sig, *launch_args):
   Returns (the job once ended, its exit code, when the signal was sent, the latest
   checkpoint step then).
   """
-  job = Job(f"--strategy={strategy}", "--num_workers=2", "--max_restarts=1", *launch_args,
-            program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
-                          f"--save_checkpoints_steps={INTERVAL}", "--eval_throttle_secs=1"])
+  job = helpers.Job(f"--strategy={strategy}", "--num_workers=2", "--max_restarts=1",
+                    *launch_args,
+                    program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
+                                  f"--save_checkpoints_steps={INTERVAL}",
+                                  "--eval_throttle_secs=1"])
   try:
     wait_for_checkpoint(model_dir, 2 * INTERVAL, job)
     victim = training_process(job, strategy)
@@ -150,9 +107,10 @@ def test_a_kill_during_checkpoint_writes_leaves_a_checkpoint_that_restores(tmp_p
   """The CNN saves 13 MB at every step; the chief is killed at random moments."""
   model_dir, rng, resumed = str(tmp_path), random.Random(0), []
   for _ in range(3):
-    job = Job("--strategy=multi_worker", "--num_workers=2", program="model_zoo.mnist_cnn",
-              program_args=[f"--model_dir={model_dir}", "--train_steps=1000",
-                            "--save_checkpoints_steps=1"])
+    job = helpers.Job("--strategy=multi_worker", "--num_workers=2",
+                      program="model_zoo.mnist_cnn",
+                      program_args=[f"--model_dir={model_dir}", "--train_steps=1000",
+                                    "--save_checkpoints_steps=1"])
     try:
       wait_for_checkpoint(model_dir, checkpoint_step(model_dir) + 2, job)
       time.sleep(rng.uniform(0.0, 2.0))
@@ -168,10 +126,10 @@ def test_a_kill_during_checkpoint_writes_leaves_a_checkpoint_that_restores(tmp_p
 
 def test_a_nan_loss_stops_training_naming_the_step_and_keeps_the_good_checkpoint(tmp_path):
   model_dir = str(tmp_path)
-  job = Job("--strategy=horovod", "--num_workers=2", "--max_restarts=2",
-            program="tests.programs.diverging_model",
-            program_args=[f"--model_dir={model_dir}", "--nan_from_step=12",
-                          "--save_checkpoints_steps=5"])
+  job = helpers.Job("--strategy=horovod", "--num_workers=2", "--max_restarts=2",
+                    program="tests.programs.diverging_model",
+                    program_args=[f"--model_dir={model_dir}", "--nan_from_step=12",
+                                  "--save_checkpoints_steps=5"])
   try:
     code = job.wait(timeout=180)
   finally:
@@ -206,10 +164,10 @@ def test_elastic_horovod_loses_a_worker_gains_one_and_finishes_the_run(tmp_path)
   """horovodrun --min-np/--max-np through the launcher; the hosts file loses a slot, then
   gets it back. The global batch stays 64 throughout."""
   model_dir, steps = str(tmp_path), 5000
-  job = Job("--strategy=horovod", "--num_workers=2", "--elastic", "--max_workers=3",
-            program_args=[f"--model_dir={model_dir}", f"--train_steps={steps}",
-                          "--save_checkpoints_steps=500", "--global_batch_size=64",
-                          "--batch_size=32"])
+  job = helpers.Job("--strategy=horovod", "--num_workers=2", "--elastic", "--max_workers=3",
+                    program_args=[f"--model_dir={model_dir}", f"--train_steps={steps}",
+                                  "--save_checkpoints_steps=500", "--global_batch_size=64",
+                                  "--batch_size=32"])
   try:
     wait_for_checkpoint(model_dir, 500, job)
     hosts = re.search(r"elastic: the hosts are the lines of (\S+) ", job.output).group(1)

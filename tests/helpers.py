@@ -4,6 +4,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 
 import psutil
@@ -74,3 +76,46 @@ def cli(command, *args):
   code, output = run([PYTHON, "-m", "estimator_dist.cli", command, *args], timeout=60)
   assert code == 0, output
   return output
+
+
+class Job:
+  """A launcher run whose output is read as it comes, each line with its time."""
+
+  def __init__(self, *launch_args, program="tests.programs.plain_model", program_args=(),
+               command=None, env=None):
+    self.lines = []
+    command = command or [PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", PYTHON,
+                          "-m", program, *program_args]
+    self.process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+        env=env or child_env(), start_new_session=True)
+    self._reader = threading.Thread(target=self._read, daemon=True)
+    self._reader.start()
+
+  def _read(self):
+    for line in self.process.stdout:
+      self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+  def wait(self, timeout):
+    try:
+      self.process.wait(timeout)
+    except subprocess.TimeoutExpired:
+      os.killpg(self.process.pid, signal.SIGKILL)
+      self.process.wait()
+      pytest.fail(f"the job did not end within {timeout}s:\n{self.output[-5000:]}")
+    finally:
+      self._reader.join(10)
+    return self.process.returncode
+
+  @property
+  def output(self):
+    return "\n".join(line for _, line in self.lines)
+
+  def first(self, text):
+    """(time, line) of the first line containing `text`."""
+    return next(((t, line) for t, line in self.lines if text in line), (None, None))
+
+  def kill(self):
+    if self.process.poll() is None:
+      os.killpg(self.process.pid, signal.SIGKILL)
+      self.process.wait()

@@ -166,7 +166,8 @@ def _run_attempts(starter, launcher, options, model_dir):
       launcher.log(f"restart {attempt} of {options.max_restarts}: starting every task "
                    f"again; training resumes from "
                    f"{resume or f'the start (no checkpoint in {model_dir})'}")
-    code = launcher.wait(starter.start_tasks(), options.shutdown_timeout_secs)
+    code = launcher.wait(starter.start_tasks(), options.shutdown_timeout_secs,
+                         beating=starter.beating())
     if code in (0, errors.DIVERGED_EXIT_CODE):
       break
   if code == errors.DIVERGED_EXIT_CODE:
@@ -198,6 +199,15 @@ class _Starter:
     if self.local:  # Loopback only, also on the host network (see jobs/loopback.py).
       env = loopback.local_only_env(env)
     self.launcher.start(name, self.sandbox.command(command) if self.sandbox else command, env)
+
+  def beating(self):
+    """The heartbeats of the job's training tasks: None for one per task, else per
+    Horovod rank (none expected in elastic mode, where ranks come and go)."""
+    if self.job.strategy != "horovod":
+      return None
+    if self.run.elastic:
+      return set()
+    return {"chief:0", *(f"worker:{rank}" for rank in range(1, self.job.num_workers))}
 
   def start_tasks(self):
     """Starts every task of the job; returns the names of the training tasks."""

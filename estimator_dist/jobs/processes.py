@@ -189,9 +189,12 @@ class Launcher:
     for directory in self._directories:
       shutil.rmtree(directory, ignore_errors=True)
 
-  def wait(self, training, shutdown_timeout_secs):
-    """Waits for the `training` tasks; returns the exit code of the job."""
-    deadline = None
+  def wait(self, training, shutdown_timeout_secs, beating=None):
+    """Waits for the `training` tasks; returns the exit code of the job.
+
+    `beating` names the heartbeats expected (None: the training tasks').
+    """
+    deadline, started = None, time.time()
     while True:
       for task in self.tasks:
         code = task.process.poll()
@@ -199,7 +202,9 @@ class Launcher:
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
-      stuck = self.heartbeats and heartbeat.stalled(self.heartbeats, self.hang_timeout_secs)
+      stuck = self.heartbeats and heartbeat.stalled(
+          self.heartbeats, self.hang_timeout_secs, expected=training if beating is None else beating,
+          started=started)
       if stuck:
         self.log(f"no training progress on {', '.join(stuck)} for {self.hang_timeout_secs}s "
                  f"(heartbeat); stopping the job")

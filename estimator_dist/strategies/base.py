@@ -20,6 +20,7 @@ from estimator_dist.strategies import checks
 from estimator_dist.strategies import context
 from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import environment
+from estimator_dist.task import evaluator
 from estimator_dist.task import inputs
 from estimator_dist.task import placement
 from estimator_dist.task import watchdog
@@ -88,8 +89,8 @@ class StrategyAdapter:
         # TensorFlow reads the cluster from TF_CONFIG: publish the one validated here,
         # which may come from SLURM, and names a legacy 'master' 'chief'.
         os.environ["TF_CONFIG"] = self.task.tf_config()
+      watchdog.start(self.task)  # Before the backend, which may wait for its peers.
     self.cpus = placement.apply(self.options.cpu_affinity, self.task)
-    watchdog.start(self.task)  # Before the backend, which may wait for its peers.
     self.start_backend()
     self.started = True
     return self
@@ -172,6 +173,13 @@ class StrategyAdapter:
 
   def train(self, estimator, train_spec, eval_spec):
     """Runs this task's share of training. Returns eval metrics if it evaluated the end."""
+    if self.task.role == "evaluator":
+      if eval_spec is None:
+        raise errors.ConfigError(
+            "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
+            "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
+            "--evaluator).")
+      return evaluator.evaluate_until(estimator, eval_spec, max_steps=train_spec.max_steps)
     if eval_spec is None and not self.task.cluster:
       estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                       hooks=train_spec.hooks, saving_listeners=train_spec.saving_listeners)
@@ -179,11 +187,6 @@ class StrategyAdapter:
     if eval_spec is None:
       # A TF_CONFIG cluster trains only through train_and_evaluate; without an evaluator
       # task its eval spec is never used.
-      if self.task.num_tasks("evaluator"):
-        raise errors.ConfigError(
-            "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
-            "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
-            "--evaluator).")
       eval_spec = tf.estimator.EvalSpec(train_spec.input_fn)
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     return result[0] if result else None

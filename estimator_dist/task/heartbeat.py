@@ -2,8 +2,8 @@
 
 When the launcher sets ESTIMATOR_DIST_HEARTBEAT_DIR, every training task touches a file
 named after itself there about once a second from the moment it starts (the watchdog
-thread until the first step, then `guards.HeartbeatHook` once per step), and removes it
-when its training ends. A file that has not been touched for --hang_timeout_secs means the task
+thread until the first step, then `guards.HeartbeatHook` once per step), and marks it
+ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
 The training side is `watchdog` and `guards.HeartbeatHook`.
 """
@@ -12,6 +12,7 @@ import os
 import time
 
 HEARTBEAT_ENV = "ESTIMATOR_DIST_HEARTBEAT_DIR"
+_ENDED = ".ended"
 
 
 def path_of(task, env):
@@ -28,19 +29,33 @@ def beat(path):
 
 
 def end(path):
+  """Marks the task's training as ended: its heartbeat stops on purpose."""
+  with open(path + _ENDED, "w"):
+    pass
   try:
     os.remove(path)
   except FileNotFoundError:
     pass
 
 
-def stalled(directory, timeout_secs):
-  """Names of the tasks whose heartbeat is older than `timeout_secs`."""
-  now, names = time.time(), []
-  for name in sorted(os.listdir(directory)):
+def stalled(directory, timeout_secs, expected=(), started=None):
+  """Names of the tasks whose heartbeat is older than `timeout_secs`.
+
+  A task of `expected` that has not beaten at all, `timeout_secs` after `started` (a
+  time.time()), is stalled too: it may have stopped before its first beat. A task whose
+  training ended is not.
+  """
+  now, names = time.time(), set()
+  present = set(os.listdir(directory))
+  for name in present | set(expected):
+    if name.endswith(_ENDED) or name + _ENDED in present:
+      continue
     try:
-      if now - os.path.getmtime(os.path.join(directory, name)) > timeout_secs:
-        names.append(name)
-    except FileNotFoundError:  # The task ended its training meanwhile.
-      pass
-  return names
+      last = os.path.getmtime(os.path.join(directory, name))
+    except FileNotFoundError:
+      if started is None or name not in expected:
+        continue
+      last = started
+    if now - last > timeout_secs:
+      names.add(name)
+  return sorted(names)

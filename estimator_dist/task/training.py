@@ -16,6 +16,7 @@ from estimator_dist.task import inputs
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import options as options_lib
 from estimator_dist.task import summary
+from estimator_dist.task import watchdog
 
 
 class ThroughputHook(tf.estimator.SessionRunHook):
@@ -126,6 +127,7 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     checkpoints.resume_point(model_dir, _warn)    # has checked the checkpoints.
   with lock:
     adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
+  watchdog.reached("ended")  # Also when there was nothing left to train.
   adapter.after_training()
   if not adapter.task.is_chief or eval_spec is None:
     return None

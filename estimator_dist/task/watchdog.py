@@ -1,25 +1,27 @@
-"""A thread in every task that ends it when it cannot go on, from the moment it starts.
+"""A companion process of every task that ends it when it cannot go on, from its start.
 
-- **Startup.** A training task goes through phases: started, session created, training
-  (its first step). One that has not reached training within the startup timeout
-  (`ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS`, default 120 s; the launcher's
-  --startup_timeout_secs sets it) names its phase and the peers that do not answer,
-  and exits with STALLED_EXIT_CODE. This holds for a program started by hand with
-  TF_CONFIG as for one the launcher started.
-- **Heartbeats.** Until training starts, the thread touches the task's heartbeat file
-  every second, so a task stopped right after it started is noticed by the launcher;
-  from the first step on, `guards.HeartbeatHook` beats once per step.
-- **Lifeline.** A task started by the launcher exits when the launcher is gone, however
-  it died (its children, such as MPI ranks, are not its children).
+A process, not a thread: while TensorFlow waits for a peer it holds the interpreter
+lock, and it catches SIGTERM. The companion runs only the standard library, reads the
+task's phases from a pipe (and ends when the task does), and kills the task with
+SIGKILL, after printing why, when:
+
+- **startup**: a training task has not reached its first step within the startup
+  timeout (`ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS`, default 120 s; the launcher's
+  --startup_timeout_secs sets it). The message names the phase (started, session
+  created) and the peers that do not answer. This holds for a program started by hand
+  with TF_CONFIG as for one the launcher started;
+- **lifeline**: the launcher that started the task is gone, however it died.
+
+Until the first step it also beats the task's heartbeat file every second, unless the
+task is stopped, so the launcher notices a task stopped right after it started; from the
+first step on, `guards.HeartbeatHook` beats once per step.
 """
 
+import json
 import os
-import socket
+import subprocess
 import sys
 import threading
-import time
-
-from absl import logging
 
 from estimator_dist import errors
 from estimator_dist.task import heartbeat
@@ -27,103 +29,78 @@ from estimator_dist.task import heartbeat
 STARTUP_TIMEOUT_ENV = "ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS"
 LAUNCHER_ENV = "ESTIMATOR_DIST_LAUNCHER"  # "pid:start time" of the launcher.
 DEFAULT_STARTUP_TIMEOUT_SECS = 120
-PHASES = ("started", "session created", "training")
-_POLL_SECS = 0.5
+PHASES = ("started", "session created", "training", "ended")
 _lock = threading.Lock()
-_current = None
+_companion = None
+_phase = PHASES[0]
+
+_COMPANION = r"""
+import json, os, select, signal, socket, sys, time
+task, timeout, launcher, beat, peers = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+parent, phase, started = os.getppid(), "started", time.monotonic()
+
+def stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+def stop(message):
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+    os.kill(parent, signal.SIGKILL)
+    sys.exit(0)
+
+def answers(address):
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
+        return True
+    except (OSError, ValueError):
+        return False
+
+while True:
+    if select.select([sys.stdin], [], [], 0.5)[0]:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)  # The task ended.
+        phase = line.strip()
+    if os.getppid() != parent:
+        sys.exit(0)
+    if launcher:
+        pid, _, start = launcher.partition(":")
+        fields = stat(pid)
+        if not fields or fields[19] != start:
+            stop(f"{task}: its launcher (pid {pid}) is gone; the task ends with it")
+    if phase in ("training", "ended"):
+        continue
+    fields = stat(parent)
+    if beat and fields and fields[0] not in "tT":
+        with open(beat, "a"):
+            os.utime(beat)
+    waited = time.monotonic() - started
+    if timeout and waited > timeout:
+        silent = [f"{name} at {address}" for name, address in peers if not answers(address)]
+        waiting = (f"for {', '.join(silent)} (no answer)" if silent else
+                   "although every peer answers (one of them may be stuck)" if peers else
+                   "with no peer")
+        stop(f"{task} has waited {waited:.0f} s in phase '{phase}' {waiting}; it did not "
+             f"start training within the startup timeout of {timeout:g} s "
+             f"(ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS; launcher: --startup_timeout_secs). "
+             f"Check that every task of the cluster runs and can reach the others.")
+"""
 
 
 def launcher_identity(pid=None):
   """"pid:start time" of a process (this one by default), as the lifeline checks it."""
   pid = os.getpid() if pid is None else pid
-  return f"{pid}:{_start_time(pid)}"
-
-
-def _start_time(pid):
   try:
     with open(f"/proc/{pid}/stat") as f:
-      return f.read().rsplit(")", 1)[1].split()[19]
+      start = f.read().rsplit(")", 1)[1].split()[19]
   except (OSError, IndexError):
-    return None
-
-
-def start(task, env=None):
-  """Starts the watchdog of this process's `task` (once); returns it."""
-  global _current
-  env = os.environ if env is None else env
-  with _lock:
-    if _current is None:
-      timeout = env.get(STARTUP_TIMEOUT_ENV, str(DEFAULT_STARTUP_TIMEOUT_SECS))
-      try:
-        timeout = float(timeout)
-      except ValueError:
-        raise errors.ConfigError(f"{STARTUP_TIMEOUT_ENV} is {timeout!r}: it must be a "
-                                 f"number of seconds.") from None
-      _current = Watchdog(task, timeout, env.get(LAUNCHER_ENV),
-                          heartbeat.path_of(task, env))
-      _current.begin()
-    return _current
-
-
-def reached(phase):
-  """Records that this task reached `phase` (one of PHASES)."""
-  if _current is not None:
-    _current.reached(phase)
-
-
-class Watchdog:
-  """See the module's docstring."""
-
-  def __init__(self, task, startup_timeout_secs, launcher, heartbeat_path):
-    self.task = task
-    self.startup_timeout_secs = startup_timeout_secs
-    self._launcher = launcher
-    self._heartbeat = heartbeat_path if task.is_training else None
-    self.phase, self._since = PHASES[0], time.monotonic()
-    self._started = self._since
-
-  def begin(self):
-    threading.Thread(target=self._watch, name="estimator_dist_watchdog", daemon=True).start()
-
-  def reached(self, phase):
-    if PHASES.index(phase) > PHASES.index(self.phase):
-      self.phase, self._since = phase, time.monotonic()
-
-  def _watch(self):
-    while True:
-      if self._launcher and not self._launcher_alive():
-        self._exit(f"its launcher (pid {self._launcher.split(':')[0]}) is gone; exiting")
-      if self.phase != "training":
-        if self._heartbeat:
-          heartbeat.beat(self._heartbeat)
-        waited = time.monotonic() - self._started
-        if self.task.is_training and self.startup_timeout_secs and (
-            waited > self.startup_timeout_secs):
-          self._exit(self.stalled_message(waited))
-      time.sleep(_POLL_SECS)
-
-  def _launcher_alive(self):
-    pid, _, start_time = self._launcher.partition(":")
-    return _start_time(pid) == start_time
-
-  def stalled_message(self, waited):
-    task = self.task
-    silent = [f"{name} at {address}" for name, address in _peers(task)
-              if not _answers(address)]
-    waiting = (f"for {', '.join(silent)} (no answer)" if silent else
-               "although every peer answers (one of them may be stuck)" if _peers(task) else
-               "with no peer")
-    return (f"{task.role}:{task.index} has waited {waited:.0f} s in phase "
-            f"'{self.phase}' {waiting}; it did not start training within the startup "
-            f"timeout of {self.startup_timeout_secs:g} s ({STARTUP_TIMEOUT_ENV}; launcher: "
-            f"--startup_timeout_secs). Check that every task of the cluster runs and can "
-            f"reach the others.")
-
-  def _exit(self, message):
-    logging.error("estimator_dist: %s", message)
-    sys.stderr.write(f"error: {message}\n")
-    sys.stderr.flush()
-    os._exit(errors.STALLED_EXIT_CODE)  # pylint: disable=protected-access
+    start = None
+  return f"{pid}:{start}"
 
 
 def _peers(task):
@@ -134,10 +111,40 @@ def _peers(task):
           if address not in own]
 
 
-def _answers(address, timeout=1.0):
-  host, _, port = address.rpartition(":")
+def start(task, env=None):
+  """Starts the companion of this process's `task`, once.
+
+  A process alone, not started by the launcher, has no peer to wait for: none.
+  """
+  global _companion
+  env = os.environ if env is None else env
+  if not (task.cluster or task.size > 1 or env.get(LAUNCHER_ENV)):
+    return
+  timeout = env.get(STARTUP_TIMEOUT_ENV, str(DEFAULT_STARTUP_TIMEOUT_SECS))
   try:
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-      return True
-  except (OSError, ValueError):
-    return False
+    timeout = float(timeout)
+  except ValueError:
+    raise errors.ConfigError(f"{STARTUP_TIMEOUT_ENV} is {timeout!r}: it must be a number "
+                             f"of seconds.") from None
+  with _lock:
+    if _companion is not None:
+      return
+    training = task.is_training
+    _companion = subprocess.Popen(
+        [sys.executable, "-S", "-c", _COMPANION, f"{task.role}:{task.index}",
+         str(timeout if training else 0), env.get(LAUNCHER_ENV, ""),
+         heartbeat.path_of(task, env) or "", json.dumps(_peers(task))],
+        stdin=subprocess.PIPE, text=True, close_fds=True)
+
+
+def reached(phase):
+  """Records that this task reached `phase` (one of PHASES)."""
+  global _phase
+  if PHASES.index(phase) <= PHASES.index(_phase) or _companion is None:
+    return
+  _phase = phase
+  try:
+    _companion.stdin.write(phase + "\n")
+    _companion.stdin.flush()
+  except (BrokenPipeError, ValueError):
+    pass

@@ -45,7 +45,8 @@ def main(_, model=model_fn):
   x_eval = x_eval.reshape(len(x_eval), -1)
 
   def train_input_fn():
-    return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y)).batch(options.batch_size)
+    return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(max(len(y), 1)).batch(
+        options.batch_size)
 
   def eval_input_fn():
     return tf.data.Dataset.from_tensor_slices((x_eval, y_eval)).batch(100)

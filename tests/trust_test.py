@@ -1,0 +1,290 @@
+"""Trust, for real: no other user gets in, nothing is orphaned, stops are fast, stalls are
+named, and no wrong result passes as success."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+import tensorflow as tf
+
+from estimator_dist.jobs import launcher
+from tests import helpers
+
+pytestmark = pytest.mark.processes
+
+LONG = ["--train_steps=100000", "--save_checkpoints_steps=1000000"]
+NOBODY = 65534
+# Connects to each 127.0.0.1 port given; prints the ports that accepted. (bash: the
+# interpreters here may sit where nobody may not read.)
+PROBE = """
+for port in "$@"; do
+  if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then echo "$port"; fi
+done
+"""
+
+
+def job_processes(job):
+  launcher_process = psutil.Process(job.process.pid)
+  return [launcher_process] + launcher_process.children(recursive=True)
+
+
+def alive(processes):
+  found = []
+  for p in processes:
+    try:
+      if p.status() != psutil.STATUS_ZOMBIE:
+        found.append(p)
+    except psutil.NoSuchProcess:
+      pass
+  return found
+
+
+def _listening(pid, owned=lambda inode: True):
+  ports = set()
+  for table in ("tcp", "tcp6"):
+    with open(f"/proc/{pid}/net/{table}") as f:
+      rows = [line.split() for line in f.readlines()[1:]]
+    ports |= {int(row[1].rsplit(":", 1)[1], 16) for row in rows
+              if row[3] == "0A" and owned(row[9])}  # LISTEN
+  return ports
+
+
+def listening_ports(processes):
+  """The TCP ports the job's processes listen on, as each sees its own network.
+
+  (psutil reads the caller's /proc/net, so a private network would look empty.)
+  """
+  ports = set()
+  for p in alive(processes):
+    try:
+      sockets = {os.readlink(f"/proc/{p.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{p.pid}/fd")}
+    except OSError:
+      continue
+    ports |= _listening(p.pid, lambda inode, sockets=sockets: f"socket:[{inode}]" in sockets)
+  return ports
+
+
+def host_ports():
+  """The ports some process of this (the host's) network listens on."""
+  return _listening(os.getpid())
+
+
+def is_task(process, role):
+  """Whether `process` is the program of a task of `role` (not the nsenter that starts it)."""
+  try:
+    command = process.cmdline()
+    return ("tests.programs.plain_model" in command and command[0] != "nsenter" and
+            f'"type": "{role}"' in process.environ().get("TF_CONFIG", ""))
+  except psutil.Error:
+    return False
+
+
+def start_training(strategy, *args, model_dir, program_args=LONG):
+  """A job of `strategy` on 2 workers, returned once it trains (its chief logged a step)."""
+  job = helpers.Job(f"--strategy={strategy}", "--num_workers=2", *args,
+                    program_args=[f"--model_dir={model_dir}", *program_args])
+  deadline = time.monotonic() + 120
+  while not any("step = " in line for _, line in job.lines):
+    assert job.process.poll() is None and time.monotonic() < deadline, job.output[-4000:]
+    time.sleep(0.2)
+  return job
+
+
+def probe_as_nobody(ports):
+  """The ports a process of uid nobody on the host network reaches."""
+  result = subprocess.run(
+      ["bash", "-c", PROBE, "probe", *map(str, sorted(ports))], capture_output=True,
+      text=True, timeout=60, cwd="/", env=helpers.child_env(),
+      preexec_fn=lambda: (os.setgroups([]), os.setgid(NOBODY), os.setuid(NOBODY)))
+  assert result.returncode == 0, result.stderr[-2000:]
+  return sorted(int(port) for port in result.stdout.split())
+
+
+def gone_within(processes, secs):
+  """Seconds until every process ended; fails past `secs`."""
+  start = time.monotonic()
+  while alive(processes):
+    waited = time.monotonic() - start
+    assert waited < secs, [" ".join(p.cmdline())[:120] for p in alive(processes)]
+    time.sleep(0.05)
+  return time.monotonic() - start
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to uid nobody needs root")
+
+
+@needs_root
+@pytest.mark.parametrize("strategy,args", [
+    ("multi_worker", []), ("parameter_server", []), ("horovod", ["--horovod_controller=mpi"]),
+    ("horovod", ["--horovod_controller=gloo"])])
+def test_no_other_user_reaches_a_job_and_ctrl_c_stops_it_at_once(strategy, args, tmp_path):
+  job = start_training(strategy, *args, model_dir=str(tmp_path))
+  try:
+    assert job.lines[0][1].startswith("[launch] isolation: private"), job.output[:2000]
+    processes = job_processes(job)
+    # A port that some other process listens on here too cannot tell anything.
+    ports = listening_ports(processes) - host_ports()
+    assert ports, job.output[-3000:]
+    assert probe_as_nobody(ports) == []
+    job.process.send_signal(signal.SIGINT)
+    assert gone_within(processes, 3) < 3
+    assert job.wait(10) == 128 + signal.SIGINT
+  finally:
+    job.kill()
+
+
+@needs_root
+def test_on_the_host_network_other_users_do_reach_the_job(tmp_path):
+  """The probe itself works: without the private network, nobody reaches the servers."""
+  job = start_training("multi_worker", "--isolation=host", model_dir=str(tmp_path))
+  try:
+    assert job.lines[0][1].startswith("[launch] isolation: host network"), job.output[:2000]
+    ports = listening_ports(job_processes(job))
+    assert probe_as_nobody(ports) == sorted(ports)
+  finally:
+    job.kill()
+
+
+@pytest.mark.parametrize("strategy,args", [
+    ("multi_worker", []), ("parameter_server", []), ("mirrored", []),
+    ("horovod", ["--horovod_controller=mpi"]), ("horovod", ["--horovod_controller=gloo"]),
+    ("horovod", ["--isolation=host"]), ("multi_worker", ["--isolation=host"])])
+def test_nothing_outlives_a_killed_launcher(strategy, args, tmp_path):
+  job = start_training(strategy, *args, model_dir=str(tmp_path))
+  try:
+    processes = job_processes(job)
+    assert len(processes) > 2
+    os.kill(job.process.pid, signal.SIGKILL)
+    assert gone_within(processes, 5) < 5
+  finally:
+    job.kill()
+
+
+def test_a_failing_task_ends_the_job_within_3_s(tmp_path):
+  job = start_training("parameter_server", model_dir=str(tmp_path))
+  try:
+    processes = job_processes(job)
+    worker = next(p for p in processes if is_task(p, "worker"))
+    worker.kill()
+    assert gone_within(processes, 3) < 3
+    assert job.wait(10) != 0
+  finally:
+    job.kill()
+
+
+def test_a_worker_stopped_at_start_is_noticed(tmp_path):
+  """Stopped before its first heartbeat: the launcher stops the job after the timeout."""
+  job = helpers.Job("--strategy=multi_worker", "--num_workers=2", "--hang_timeout_secs=10",
+                    program_args=[f"--model_dir={tmp_path}", *LONG])
+  try:
+    deadline = time.monotonic() + 30
+    while True:
+      workers = [p for p in job_processes(job) if is_task(p, "worker")]
+      if workers:
+        break
+      assert time.monotonic() < deadline, job.output
+      time.sleep(0.05)
+    workers[0].send_signal(signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    assert job.wait(120) == 124, job.output[-3000:]
+    noticed, line = job.first("no training progress on worker:0")
+    assert noticed is not None and noticed - stopped_at < 10 + 5, job.output[-3000:]
+  finally:
+    job.kill()
+
+
+@pytest.mark.parametrize("strategy,cluster,missing", [
+    ("multi_worker", {"chief": ["127.0.0.1:{0}"], "worker": ["127.0.0.1:{1}"]}, "worker:0"),
+    ("parameter_server", {"chief": ["127.0.0.1:{0}"], "ps": ["127.0.0.1:{1}"]}, "ps:0")])
+def test_a_task_started_by_hand_whose_peer_never_comes_names_it(strategy, cluster, missing,
+                                                                 tmp_path):
+  ports = launcher.free_ports(2)
+  spec = {role: [a.format(*ports) for a in addresses] for role, addresses in cluster.items()}
+  env = helpers.child_env(
+      TF_CONFIG=json.dumps({"cluster": spec, "task": {"type": "chief", "index": 0}}),
+      ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS="20")
+  start = time.monotonic()
+  code, output = helpers.run([helpers.PYTHON, "-m", "tests.programs.plain_model",
+                              f"--strategy={strategy}", f"--model_dir={tmp_path}"],
+                             env=env, timeout=180)
+  # TensorFlow waits holding the interpreter and catches SIGTERM: the watchdog, a
+  # process of its own, kills it.
+  assert code == -signal.SIGKILL, output[-3000:]
+  assert time.monotonic() - start < 20 + 60
+  assert (f"error: chief:0 has waited 2" in output and
+          f"for {missing} at 127.0.0.1:{ports[1]} (no answer)" in output), output[-3000:]
+
+
+def test_wrong_results_are_refused(tmp_path):
+  """An empty dataset, a TF_CONFIG key typo, a second job on one model_dir, a checkpoint
+  of another model: each ends with one line naming it."""
+  code, output = helpers.launch("multi_worker", "tests.programs.plain_model",
+                                f"--model_dir={tmp_path / 'empty'}", "--examples=0")
+  assert code == 2 and ("error: the training input_fn train_input_fn gives no data"
+                        in output), output[-3000:]
+
+  env = helpers.child_env(TF_CONFIG='{"clutser": {"chief": ["127.0.0.1:1"]}}')
+  code, output = helpers.run([helpers.PYTHON, "-m", "tests.programs.plain_model",
+                              "--strategy=multi_worker", f"--model_dir={tmp_path}"], env=env)
+  assert code == 2 and "error: TF_CONFIG key is 'clutser': did you mean 'cluster'?" in output
+
+  first = start_training("multi_worker", model_dir=str(tmp_path / "shared"))
+  try:
+    code, output = helpers.launch("multi_worker", "tests.programs.plain_model",
+                                  f"--model_dir={tmp_path / 'shared'}")
+    assert code == 2, output[-3000:]
+    assert (f"model_dir {tmp_path / 'shared'} is in use by another job: pid "
+            f"{first.process.pid} on " in output), output[-3000:]
+  finally:
+    first.kill()  # SIGKILL: the lock stays, and the next job takes it over.
+  code, output = helpers.launch("local", "model_zoo.mnist_dnn", f"--model_dir={tmp_path / 'shared'}",
+                                "--train_steps=5", num_workers=1)
+  assert "which is no longer running; taking the lock over" in output, output[-3000:]
+  assert code == 2 and "is not of this model: " in output, output[-3000:]
+
+
+def test_the_model_dir_flag_in_every_form_absl_reads(tmp_path):
+  assert launcher.program_model_dir(["--model_dir", "/a"]) == "/a"
+  assert launcher.program_model_dir(["-model_dir=/b", "--x=1"]) == "/b"
+  assert launcher.program_model_dir(["-model_dir", "/c", "--", "--model_dir=/d"]) == "/c"
+  code, output = helpers.launch("local", "tests.programs.plain_model", "--model_dir",
+                                str(tmp_path), "--train_steps=20", num_workers=1)
+  assert code == 0 and f"model_dir={tmp_path}\n" in output, output[-3000:]
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-20")
+
+
+def test_a_truncated_checkpoint_is_set_aside_and_training_resumes_from_the_one_before(
+    tmp_path):
+  args = ("--save_checkpoints_steps=10", f"--model_dir={tmp_path}")
+  code, output = helpers.launch("local", "tests.programs.plain_model", *args,
+                                "--train_steps=30", num_workers=1)
+  assert code == 0, output[-3000:]
+  data = tmp_path / "model.ckpt-30.data-00000-of-00001"
+  data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+  code, output = helpers.launch("local", "tests.programs.plain_model", *args,
+                                "--train_steps=40", num_workers=1)
+  assert code == 0, output[-3000:]
+  assert (f"checkpoint model.ckpt-30 cannot be read in full (moved to {tmp_path}/unreadable); "
+          f"training resumes from {tmp_path}/model.ckpt-20" in output), output[-3000:]
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-40")
+
+
+def test_a_temporary_model_dir_of_a_job_that_failed_at_once_is_removed():
+  code, output = helpers.launch("local", "tests.programs.plain_model", "--examples=0",
+                                num_workers=1)
+  assert code == 2
+  made = output.split("model_dir=", 1)[1].split(" ", 1)[0]
+  assert f"removed {made}: the job failed before writing a checkpoint" in output
+  assert not os.path.exists(made)
+
+
+def test_the_evaluator_ends_right_after_the_final_checkpoint(tmp_path):
+  code, output = helpers.launch(
+      "parameter_server", "tests.programs.plain_model", f"--model_dir={tmp_path}",
+      "--train_steps=300", "--eval_throttle_secs=600", launch_args=["--evaluator"])
+  assert code == 0, output[-3000:]
+  assert "[evaluator:0]" in output and "the evaluator ends" in output, output[-3000:]
