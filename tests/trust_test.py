@@ -215,7 +215,7 @@ def test_a_task_started_by_hand_whose_peer_never_comes_names_it(strategy, cluste
   # process of its own, kills it.
   assert code == -signal.SIGKILL, output[-3000:]
   assert time.monotonic() - start < 20 + 60
-  assert (f"error: chief:0 has waited 2" in output and
+  assert ("error: chief:0 has waited 2" in output and
           f"for {missing} at 127.0.0.1:{ports[1]} (no answer)" in output), output[-3000:]
 
 

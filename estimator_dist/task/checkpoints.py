@@ -40,7 +40,7 @@ def complete(prefix):
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
     return True
-  except (tf.errors.OpError, ValueError, RuntimeError):
+  except (tf.errors.OpError, ValueError, RuntimeError, IndexError):  # IndexError: truncated
     return False
 
 
