@@ -214,10 +214,13 @@ LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
     ("horovod", ["--horovod_controller=gloo"])])
 @pytest.mark.processes
 def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
-  """TensorFlow, horovodrun and MPI listen on every interface unless the launcher stops them."""
+  """TensorFlow, horovodrun and MPI listen on every interface unless the launcher stops them.
+
+  On the host network, that is; by default the job has a network of its own (trust_test).
+  """
   process = subprocess.Popen(
       [helpers.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-       "--num_workers=2", *args, "--", helpers.PYTHON, "-m", "tests.programs.plain_model",
+       "--num_workers=2", "--isolation=host", *args, "--", helpers.PYTHON, "-m", "tests.programs.plain_model",
        f"--model_dir={tmp_path}", "--train_steps=300"],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
       env=helpers.child_env(), start_new_session=True)
