@@ -92,3 +92,13 @@ def test_chief_evaluates_alone_while_tf_config_describes_the_cluster(tmp_path, m
                         params={"learning_rate": 0.1})
   assert metrics["global_step"] == 5
   assert seen and seen[0] == pytest.approx(0.1)  # one process: the rate is not scaled
+
+
+def test_an_adapter_made_by_hand_is_started_and_may_be_given_as_the_strategy(tmp_path):
+  from estimator_dist.strategies import local  # pylint: disable=g-import-not-at-top
+  adapter = local.LocalAdapter(task=ed.TaskInfo("chief", 0, 0, 1))
+  assert not adapter.started
+  metrics = ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, strategy=adapter,
+                                  model_dir=str(tmp_path), train_steps=5,
+                                  params={"learning_rate": 0.1})
+  assert adapter.started and metrics["global_step"] == 5

@@ -109,7 +109,8 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   run = options.horovod
   if job.strategy != "horovod" and not run.is_default:
     raise errors.ConfigError(
-        f"--hosts, --hostfile, --horovodrun_args and --elastic apply to --strategy=horovod; "
+        f"--hosts, --hostfile, --network_interface, --horovod_controller, --horovodrun_args "
+        f"and --elastic apply to --strategy=horovod; "
         f"{job.strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
         f"and `estimator-dist slurm`) or estimator_dist.jobs.spark.run.")
   local = horovodrun.is_loopback(options.host) and (

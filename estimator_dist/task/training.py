@@ -71,17 +71,20 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     hooks: extra training hooks.
     options: a `TrainOptions`; `fields` are its fields given as keywords (strategy,
       model_dir, train_steps, ...), over `options` when both are given.
-    adapter: a started adapter (`create_strategy`) to use instead of options.strategy.
+    adapter: an adapter (`create_strategy`, or one made by hand, which is started here)
+      to use instead of options.strategy; also accepted as `strategy=`.
 
   Returns:
     The final evaluation metrics on the chief; None on other tasks or without
     eval_input_fn.
   """
+  if isinstance(fields.get("strategy"), base.StrategyAdapter):  # An adapter as the strategy.
+    adapter = fields.pop("strategy")
   if adapter is not None:
-    fields.setdefault("strategy", adapter.name)
+    fields["strategy"] = adapter.name
   opts = options.replace(**fields) if options is not None else (
       options_lib.TrainOptions(**fields))
-  adapter = adapter or factory.create_strategy(opts.strategy, **opts.strategy_options)
+  adapter = (adapter or factory.create_strategy(opts.strategy, **opts.strategy_options)).start()
   inputs.check_input_fn(train_input_fn, "train_input_fn")
   if eval_input_fn is not None:
     inputs.check_input_fn(eval_input_fn, "eval_input_fn")
