@@ -288,3 +288,16 @@ def test_the_evaluator_ends_right_after_the_final_checkpoint(tmp_path):
       "--train_steps=300", "--eval_throttle_secs=600", launch_args=["--evaluator"])
   assert code == 0, output[-3000:]
   assert "[evaluator:0]" in output and "the evaluator ends" in output, output[-3000:]
+
+
+def test_two_horovod_mpi_jobs_at_once_both_finish(tmp_path):
+  """In its own PID namespace every job's mpirun has the same small pid, which Open MPI
+  names its session directory and shared memory after: each job gets its own."""
+  jobs = [helpers.Job("--strategy=horovod", "--num_workers=2", "--horovod_controller=mpi",
+                      program_args=[f"--model_dir={tmp_path / str(i)}", "--train_steps=200"])
+          for i in range(2)]
+  try:
+    assert [job.wait(240) for job in jobs] == [0, 0], [j.output[-2000:] for j in jobs]
+  finally:
+    for job in jobs:
+      job.kill()

@@ -142,7 +142,16 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     if run.elastic and not run.elastic.discovery_script:
       run = dataclasses.replace(run, elastic=dataclasses.replace(
           run.elastic, discovery_script=_local_discovery_script(job.num_workers, launcher)))
-    starter = _Starter(job, command, run, launcher, sandbox, options, local, model_dir)
+    private = {}
+    if sandbox:
+      # Open MPI names its session directory and shared memory after mpirun's pid, which
+      # in a job's own PID namespace is the same small number in every job.
+      shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+      scratch = launcher.temporary_directory("estimator_dist_job_")
+      private = {"TMPDIR": scratch, "OMPI_MCA_orte_tmpdir_base": scratch,
+                 "OMPI_MCA_btl_vader_backing_directory":
+                     launcher.temporary_directory("estimator_dist_shm_", shm)}
+    starter = _Starter(job, command, run, launcher, sandbox, options, local, model_dir, private)
     with model_dir_lock.held(model_dir, launcher.log):
       code = _run_attempts(starter, launcher, options, model_dir)
     if code and made and not _has_checkpoint(model_dir):
@@ -190,9 +199,10 @@ class _Starter:
   options: LaunchOptions
   local: bool
   model_dir: str
+  private_env: dict
 
   def _start(self, name, command, env):
-    env = {**env, watchdog.LAUNCHER_ENV: watchdog.launcher_identity(),
+    env = {**env, **self.private_env, watchdog.LAUNCHER_ENV: watchdog.launcher_identity(),
            watchdog.STARTUP_TIMEOUT_ENV: str(self.options.startup_timeout_secs),
            model_dir_lock.HELD_ENV: self.model_dir}
     if self.launcher.heartbeats:

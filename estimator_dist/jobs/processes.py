@@ -160,9 +160,9 @@ class Launcher:
     self.heartbeats = (self.temporary_directory("estimator_dist_heartbeats_")
                        if hang_timeout_secs else None)
 
-  def temporary_directory(self, prefix):
-    """A new directory, removed when the launcher closes."""
-    self._directories.append(tempfile.mkdtemp(prefix=prefix))
+  def temporary_directory(self, prefix, parent=None):
+    """A new directory (in `parent`, default the system's), removed when the launcher closes."""
+    self._directories.append(tempfile.mkdtemp(prefix=prefix, dir=parent))
     return self._directories[-1]
 
   def log(self, message):
