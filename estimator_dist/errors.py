@@ -9,8 +9,17 @@ class TrainingDiverged(RuntimeError):
   """The loss or the weights stopped being finite; the message names the step."""
 
 
+class CheckpointSaveFailed(RuntimeError):
+  """Writing to the model_dir failed (a full disk); the message names the checkpoint kept."""
+
+
+class PortInUse(RuntimeError):
+  """Another process holds the port this task must listen on; the message names it."""
+
+
 DIVERGED_EXIT_CODE = 3  # What a program run by run_program exits with when it diverged.
 STALLED_EXIT_CODE = 124  # A task (or job) stopped because it made no progress in time.
+PORT_IN_USE_EXIT_CODE = 75  # EX_TEMPFAIL: the launcher starts the job again on new ports.
 
 
 def check_args(fn, kind, allowed, fix):

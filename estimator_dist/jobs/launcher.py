@@ -18,12 +18,12 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 from typing import Optional
 
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import loopback
+from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.task import cluster as cluster_lib
@@ -32,6 +32,9 @@ from estimator_dist.task import heartbeat
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
+
+
+PORT_RETRIES = 3
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -51,6 +54,9 @@ class LaunchOptions:
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
   horovod: how horovodrun starts the ranks (strategy horovod only).
+
+  A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
+  start again on new ports, up to PORT_RETRIES times, apart from max_restarts.
   """
   model_dir: Optional[str] = None
   host: str = "127.0.0.1"
@@ -130,7 +136,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                                             preexec_fn=processes.die_with_parent)
     launcher.log(sandbox_lib.describe(sandbox) +
                  (f"; no private namespace here: {why}" if why else ""))
-    command, model_dir, made = _with_model_dir(list(job.program), options.model_dir)
+    command, model_dir, made = model_dir_arg.with_model_dir(list(job.program), options.model_dir)
     launcher.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
                  + (" (a new temporary directory)" if made else ""))
 
@@ -154,7 +160,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     starter = _Starter(job, command, run, launcher, sandbox, options, local, model_dir, private)
     with model_dir_lock.held(model_dir, launcher.log):
       code = _run_attempts(starter, launcher, options, model_dir)
-    if code and made and not _has_checkpoint(model_dir):
+    if code and made and not model_dir_arg.has_checkpoint(model_dir):
       shutil.rmtree(model_dir, ignore_errors=True)
       launcher.log(f"removed {model_dir}: the job failed before writing a checkpoint")
     return code
@@ -167,19 +173,27 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
 
 
 def _run_attempts(starter, launcher, options, model_dir):
-  """Runs the job, again after a failure up to max_restarts times; returns its exit code."""
-  for attempt in range(options.max_restarts + 1):
-    if attempt:
-      launcher.forget_tasks()
+  """Runs the job, again after a failure up to max_restarts times, and on new ports when
+  one was taken (up to PORT_RETRIES times); returns its exit code."""
+  attempt = port_retries = 0
+  while True:
     resume = checkpoints.resume_point(model_dir, launcher.log)
-    if attempt:
+    if attempt and not port_retries:
       launcher.log(f"restart {attempt} of {options.max_restarts}: starting every task "
                    f"again; training resumes from "
                    f"{resume or f'the start (no checkpoint in {model_dir})'}")
     code = launcher.wait(starter.start_tasks(), options.shutdown_timeout_secs,
                          beating=starter.beating())
-    if code in (0, errors.DIVERGED_EXIT_CODE):
+    if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
+      port_retries += 1
+      launcher.log(f"another process took a port of the job before its task listened on "
+                   f"it; starting every task again on new ports ({port_retries} of "
+                   f"{PORT_RETRIES})")
+    elif code in (0, errors.DIVERGED_EXIT_CODE) or attempt == options.max_restarts:
       break
+    else:
+      attempt, port_retries = attempt + 1, 0
+    launcher.forget_tasks()
   if code == errors.DIVERGED_EXIT_CODE:
     launcher.log("training diverged; a restart from the same checkpoint would diverge again")
   launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
@@ -234,43 +248,15 @@ class _Starter:
                   processes.child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
       return {"chief:0"}
     cluster = local_cluster(job, host=self.options.host)
+    self.launcher.log("cluster: " + ", ".join(
+        f"{role}:{i} at {address}" for role, addresses in cluster.items()
+        for i, address in enumerate(addresses)))
     for role, addresses in cluster.items():
       for index in range(len(addresses)):
         self._start(f"{role}:{index}", command,
                     processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
     return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
             for i in range(len(cluster.get(role, ())))}
-
-
-def program_model_dir(args):
-  """The --model_dir the program's arguments give, in any form absl reads; None if none.
-
-  absl takes `--model_dir=X`, `--model_dir X`, `-model_dir=X` and `-model_dir X`; the
-  last one given wins, and `--` ends the flags.
-  """
-  found = None
-  for i, arg in enumerate(args):
-    if arg == "--":
-      break
-    name, sep, value = arg.lstrip("-").partition("=")
-    if arg.startswith("-") and name == "model_dir":
-      found = value if sep else (args[i + 1] if i + 1 < len(args) else None)
-  return found
-
-
-def _with_model_dir(command, model_dir):
-  """(command, its model_dir, whether it is a new temporary directory)."""
-  given = program_model_dir(command[1:])
-  if given is not None:
-    return command, given, False
-  if model_dir:
-    return command + [f"--model_dir={model_dir}"], model_dir, False
-  made = tempfile.mkdtemp(prefix="estimator_dist_")
-  return command + [f"--model_dir={made}"], made, True
-
-
-def _has_checkpoint(model_dir):
-  return any(name.startswith("model.ckpt") for name in os.listdir(model_dir))
 
 
 def _local_discovery_script(num_workers, launcher):

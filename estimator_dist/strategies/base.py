@@ -22,6 +22,7 @@ from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import environment
 from estimator_dist.task import evaluator
 from estimator_dist.task import inputs
+from estimator_dist.task import own_port
 from estimator_dist.task import placement
 from estimator_dist.task import watchdog
 
@@ -91,7 +92,9 @@ class StrategyAdapter:
         os.environ["TF_CONFIG"] = self.task.tf_config()
       watchdog.start(self.task)  # Before the backend, which may wait for its peers.
     self.cpus = placement.apply(self.options.cpu_affinity, self.task)
-    self.start_backend()
+    own_port.check_free(self.task)  # Before a peer could reach another process there.
+    with own_port.named(self.task):
+      self.start_backend()
     self.started = True
     return self
 

@@ -4,11 +4,16 @@
   started otherwise, before it trains). It makes the `checkpoint` index name the newest
   checkpoint that is complete (index, data that reads in full, graph) and moves the
   newer ones that are not into `unreadable/`, so no restart enters them again.
+- `kept_complete` wraps the chief's training: when it fails (a save on a full disk), the
+  index is made to name the newest complete checkpoint again, the save's leftovers are
+  removed, and a full disk is named with the fix.
 - `FitsTheModel` refuses, before a session restores anything, a checkpoint whose
   variables are not the model's (a model_dir of another model), naming the first
   difference.
 """
 
+import contextlib
+import errno
 import os
 import re
 import shutil
@@ -44,10 +49,11 @@ def complete(prefix):
     return False
 
 
-def resume_point(model_dir, log):
+def resume_point(model_dir, log, *, discard=False):
   """The checkpoint training resumes from (None: the start), made the index's latest.
 
-  `log(message)` names what was set aside. Local model_dirs only: others are left alone.
+  `log(message)` names what was set aside; with `discard` (the remains of a save that
+  failed) it is deleted instead. Local model_dirs only: others are left alone.
   """
   if "://" in model_dir:
     return tf.train.latest_checkpoint(model_dir)
@@ -58,10 +64,14 @@ def resume_point(model_dir, log):
   if not bad and latest == good:
     return good
   aside = os.path.join(model_dir, UNREADABLE_DIR)
-  os.makedirs(aside, exist_ok=True)
+  if not discard:
+    os.makedirs(aside, exist_ok=True)
   for prefix in bad:
     for path in tf.io.gfile.glob(prefix + ".*"):
-      shutil.move(path, os.path.join(aside, os.path.basename(path)))
+      if discard:
+        os.remove(path)
+      else:
+        shutil.move(path, os.path.join(aside, os.path.basename(path)))
   kept = [prefix for _, prefix in reversed(found) if prefix not in bad]
   if good:
     tf.compat.v1.train.update_checkpoint_state(model_dir, good,
@@ -69,9 +79,42 @@ def resume_point(model_dir, log):
   elif tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
     os.remove(os.path.join(model_dir, "checkpoint"))
   named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"
-  log(f"checkpoint {named} cannot be read in full (moved to {aside}); training resumes "
-      f"from {good or 'the start'}")
+  log(f"checkpoint {named} cannot be read in full "
+      f"({'deleted' if discard else f'moved to {aside}'}); training resumes from "
+      f"{good or 'the start'}")
   return good
+
+
+@contextlib.contextmanager
+def kept_complete(model_dir, log):
+  """On a failure inside, leaves `model_dir`'s index naming a complete checkpoint.
+
+  TensorFlow names a new checkpoint in the index before it writes its graph, and leaves
+  temporary files when a write fails; a full disk then left an index no job could
+  resume from.
+  """
+  try:
+    yield
+  except Exception as e:
+    if "://" in model_dir or not os.path.isdir(model_dir):
+      raise
+    for name in os.listdir(model_dir):
+      if ".tmp" in name or ".tempstate" in name or name.endswith("_temp"):
+        path = os.path.join(model_dir, name)
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    good = resume_point(model_dir, log, discard=True)
+    if _out_of_space(e):
+      raise errors.CheckpointSaveFailed(
+          f"no space left on the device of {model_dir} while training wrote to it. The "
+          f"checkpoint index names {good or 'no checkpoint'}, the newest complete one. "
+          f"Free space there (or keep fewer checkpoints: --keep_checkpoint_max) and run "
+          f"again: training resumes from it.") from e
+    raise
+
+
+def _out_of_space(error):
+  return (getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or
+          "No space left on device" in str(error) or "Disk quota exceeded" in str(error))
 
 
 def _step(prefix):

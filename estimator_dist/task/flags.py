@@ -136,19 +136,21 @@ def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
 
 
 def run_program(main):
-  """absl's app.run(main); a configuration error ends the program with its message alone."""
+  """absl's app.run(main); a configuration error, divergence or a taken port ends the
+  program with its message alone and the exit code the launcher acts on."""
   def guarded(argv):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
     # up logging; without it, TensorFlow's lines go through absl's handler, once each.
     logging.getLogger("tensorflow").handlers.clear()
     try:
       return main(argv)
-    except errors.ConfigError as e:
+    except tuple(_EXIT_CODES) as e:
       sys.stderr.write(f"error: {e}\n")
       sys.stderr.flush()
-      sys.exit(2)
-    except errors.TrainingDiverged as e:
-      sys.stderr.write(f"error: {e}\n")
-      sys.stderr.flush()
-      sys.exit(errors.DIVERGED_EXIT_CODE)
+      sys.exit(next(code for kind, code in _EXIT_CODES.items() if isinstance(e, kind)))
   app.run(guarded)
+
+
+_EXIT_CODES = {errors.ConfigError: 2, errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,
+               errors.PortInUse: errors.PORT_IN_USE_EXIT_CODE,
+               errors.CheckpointSaveFailed: 1}

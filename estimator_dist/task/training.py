@@ -15,6 +15,7 @@ from estimator_dist.task import guards
 from estimator_dist.task import inputs
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import options as options_lib
+from estimator_dist.task import own_port
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
@@ -124,11 +125,13 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
             if batch_size else None)
 
-  lock = contextlib.nullcontext()
-  if adapter.task.is_chief and not model_dir_lock.held_by_launcher(model_dir):
-    lock = model_dir_lock.held(model_dir, _warn)  # Else the launcher holds it and
-    checkpoints.resume_point(model_dir, _warn)    # has checked the checkpoints.
-  with lock:
+  lock, complete = contextlib.nullcontext(), contextlib.nullcontext()
+  if adapter.task.is_chief:  # The one writer of checkpoints.
+    complete = checkpoints.kept_complete(model_dir, _warn)
+    if not model_dir_lock.held_by_launcher(model_dir):
+      lock = model_dir_lock.held(model_dir, _warn)  # Else the launcher holds it and
+      checkpoints.resume_point(model_dir, _warn)    # has checked the checkpoints.
+  with lock, complete, own_port.named(adapter.task):
     adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
   watchdog.reached("ended")  # Also when there was nothing left to train.
   adapter.after_training()

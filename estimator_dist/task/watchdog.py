@@ -7,8 +7,9 @@ SIGKILL, after printing why, when:
 
 - **startup**: a training task has not reached its first step within the startup
   timeout (`ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS`, default 120 s; the launcher's
-  --startup_timeout_secs sets it). The message names the phase (started, session
-  created) and the peers that do not answer. This holds for a program started by hand
+  --startup_timeout_secs sets it). The message names the phase (started; cluster
+  reached, once every peer's port answers, which the companion probes every second;
+  session created) and the peers that do not answer. This holds for a program started by hand
   with TF_CONFIG as for one the launcher started;
 - **lifeline**: the launcher that started the task is gone, however it died.
 
@@ -29,7 +30,7 @@ from estimator_dist.task import heartbeat
 STARTUP_TIMEOUT_ENV = "ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS"
 LAUNCHER_ENV = "ESTIMATOR_DIST_LAUNCHER"  # "pid:start time" of the launcher.
 DEFAULT_STARTUP_TIMEOUT_SECS = 120
-PHASES = ("started", "session created", "training", "ended")
+PHASES = ("started", "cluster reached", "session created", "training", "ended")
 _lock = threading.Lock()
 _companion = None
 _phase = PHASES[0]
@@ -38,6 +39,7 @@ _COMPANION = r"""
 import json, os, select, signal, socket, sys, time
 task, timeout, launcher, beat, peers = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
 parent, phase, started = os.getppid(), "started", time.monotonic()
+next_probe = started
 
 def stat(pid):
     try:
@@ -75,6 +77,10 @@ while True:
             stop(f"{task}: its launcher (pid {pid}) is gone; the task ends with it")
     if phase in ("training", "ended"):
         continue
+    if phase == "started" and time.monotonic() >= next_probe:
+        next_probe = time.monotonic() + 1
+        if all(answers(address) for _, address in peers):
+            phase = "cluster reached"
     fields = stat(parent)
     if beat and fields and fields[0] not in "tT":
         with open(beat, "a"):

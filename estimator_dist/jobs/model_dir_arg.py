@@ -1,0 +1,35 @@
+"""The model_dir of a job: the one its program's arguments give, or one the launcher adds."""
+
+import os
+import tempfile
+
+
+def program_model_dir(args):
+  """The --model_dir the program's arguments give, in any form absl reads; None if none.
+
+  absl takes `--model_dir=X`, `--model_dir X`, `-model_dir=X` and `-model_dir X`; the
+  last one given wins, and `--` ends the flags.
+  """
+  found = None
+  for i, arg in enumerate(args):
+    if arg == "--":
+      break
+    name, sep, value = arg.lstrip("-").partition("=")
+    if arg.startswith("-") and name == "model_dir":
+      found = value if sep else (args[i + 1] if i + 1 < len(args) else None)
+  return found
+
+
+def with_model_dir(command, model_dir):
+  """(command, its model_dir, whether it is a new temporary directory)."""
+  given = program_model_dir(command[1:])
+  if given is not None:
+    return command, given, False
+  if model_dir:
+    return command + [f"--model_dir={model_dir}"], model_dir, False
+  made = tempfile.mkdtemp(prefix="estimator_dist_")
+  return command + [f"--model_dir={made}"], made, True
+
+
+def has_checkpoint(model_dir):
+  return any(name.startswith("model.ckpt") for name in os.listdir(model_dir))
