@@ -1,5 +1,7 @@
 """The decorator: argument checks, the learning-rate rule and warmup, gradient all-reduce."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -106,17 +108,92 @@ def test_eval_gets_the_scaled_rate_as_a_number():
   assert seen["learning_rate"] == pytest.approx(0.2) and spec.mode == EVAL
 
 
-def test_missing_rate_is_an_error_not_a_silent_unscaled_rate():
+def constant_rate_model_fn(optimizer_class, seen):
+  """A model_fn as Horovod's Estimator example writes it: a constant rate, no params."""
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [3, 1])
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+    seen["optimizer"] = optimizer = optimizer_class(0.1)
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss,
+        train_op=optimizer.minimize(loss, tf.compat.v1.train.get_global_step()))
+  return model_fn
+
+
+@pytest.mark.parametrize("optimizer_class,rate_tensor", [
+    (tf.compat.v1.train.GradientDescentOptimizer, "_learning_rate_tensor"),
+    (tf.compat.v1.train.AdamOptimizer, "_lr_t"),
+    (tf.compat.v1.train.MomentumOptimizer, "_learning_rate_tensor")])
+def test_a_constant_rate_in_a_v1_optimizer_is_scaled_with_warmup(optimizer_class, rate_tensor):
+  seen = {}
+  kwargs = {"momentum": 0.9} if optimizer_class is tf.compat.v1.train.MomentumOptimizer else {}
+  model_fn = constant_rate_model_fn(lambda rate: optimizer_class(rate, **kwargs), seen)
+  graph, _ = build(ed.distributed(model_fn, warmup_steps=10), Replicas(4))
+  optimizer = seen["optimizer"]
+  assert optimizer.__dict__.get("_learning_rate", optimizer.__dict__.get("_lr")) == 0.1
+  with graph.as_default(), tf.compat.v1.Session() as session:
+    session.run(tf.compat.v1.global_variables_initializer())
+    step = tf.compat.v1.train.get_global_step()
+    rates = []
+    for value in (0, 5, 10, 20):
+      session.run(step.assign(value))
+      rates.append(session.run(getattr(optimizer, rate_tensor)))
+  np.testing.assert_allclose(rates, [0.1, 0.25, 0.4, 0.4], rtol=1e-6)
+
+
+def test_a_legacy_keras_optimizers_rate_is_scaled_with_warmup():
+  """As canned Estimators build theirs: tf.keras.optimizers.legacy, in graph mode."""
+  def model_fn(features, labels, mode):
+    w = tf.compat.v1.get_variable("w", [3, 1], initializer=tf.compat.v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.matmul(features, w) - labels)  # d loss / d w = 1
+    optimizer = tf.keras.optimizers.legacy.SGD(0.1)
+    train_op = optimizer.apply_gradients(zip(tf.gradients(loss, [w]), [w]))
+    step = tf.compat.v1.train.get_global_step()
+    return tf.estimator.EstimatorSpec(mode, loss=loss,
+                                      train_op=tf.group(train_op, step.assign_add(1)))
+  graph, spec = build(ed.distributed(model_fn, warmup_steps=10), Replicas(4))
+  with graph.as_default(), tf.compat.v1.Session() as session:
+    session.run(tf.compat.v1.global_variables_initializer())
+    w = tf.compat.v1.global_variables("w")[0]
+    moved = []
+    for _ in range(2):
+      before = session.run(w)[0, 0]
+      session.run(spec.train_op)
+      moved.append(before - session.run(w)[0, 0])
+    tf.compat.v1.train.get_global_step().load(10, session)
+    before = session.run(w)[0, 0]
+    session.run(spec.train_op)
+    moved.append(before - session.run(w)[0, 0])
+  np.testing.assert_allclose(moved, [0.1, 0.13, 0.4], rtol=1e-5)
+
+
+def test_no_rate_anywhere_is_an_error_not_a_silent_unscaled_rate():
   def model_fn(features, labels, mode, params):
     del params
-    return linear_model_fn({})(features, labels, mode, {"learning_rate": 0.1})
-  with pytest.raises(ed.ConfigError, match=r"params has no 'learning_rate' to scale"):
+    w = tf.compat.v1.get_variable("w", [3, 1])
+    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+    step = tf.compat.v1.train.get_global_step()
+    train_op = tf.group(w.assign_sub(0.1 * tf.gradients(loss, w)[0]), step.assign_add(1))
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+  with pytest.raises(ed.ConfigError, match=re.escape(
+      "model_fn model_fn trains on 2 replicas with linear learning-rate scaling, but no "
+      "learning rate was found to scale. Looked in params['learning_rate'] (params has no "
+      "'learning_rate' (its keys: ['lr'])) and in the learning rate of a tf.compat.v1.train "
+      "or tf.keras.optimizers.legacy optimizer applied in the model_fn (none was).")):
     build(ed.distributed(model_fn), Replicas(2), params={"lr": 0.1})
   # Unscaled on purpose, or nothing to scale: the model trains at its own rate.
   for decorated, replicas in ((ed.distributed(model_fn, lr_scaling="none"), 2),
                               (ed.distributed(model_fn), 1)):
     _, spec = build(decorated, Replicas(replicas), params={"lr": 0.1})
     assert spec.train_op is not None
+
+
+def test_a_rate_in_params_is_not_scaled_again_in_the_optimizer():
+  seen = {}
+  graph, _ = build(ed.distributed(linear_model_fn(seen)), Replicas(2))
+  with graph.as_default(), tf.compat.v1.Session() as session:
+    rate = graph.get_tensor_by_name("GradientDescent/learning_rate:0")
+    assert session.run(rate) == pytest.approx(0.2)
 
 
 def test_lr_param_names_the_key():

@@ -67,8 +67,9 @@ def test_single_machine_model_fn_trains_unchanged(strategy):
   chief = "[worker:0]" if strategy == "horovod" else "[chief:0]"
   rates = [line for line in output.splitlines()
            if line.startswith(chief) and "estimator_dist: learning rate" in line]
-  expected = "0.01 x 1 (none scaling, 2 replicas) = 0.01" if strategy == "parameter_server" else (
-      "0.01 x 2 (linear scaling, 2 replicas) = 0.02")
+  expected = "0.01 (from params['learning_rate']) " + (
+      "x 1 (none scaling, 2 replicas) = 0.01" if strategy == "parameter_server" else
+      "x 2 (linear scaling, 2 replicas) = 0.02")
   assert len(rates) == 1 and rates[0].endswith(expected), rates
 
 

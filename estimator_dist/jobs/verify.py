@@ -158,7 +158,7 @@ def main(_):
 
 def run():
   define_flags()
-  task_flags.run_program(main)
+  task_flags.run_program(main, start_strategy=False)  # It starts its own runs.
 
 
 if __name__ == "__main__":

@@ -112,6 +112,11 @@ class StrategyAdapter:
     return 1
 
   @property
+  def runs_per_update(self) -> int:
+    """Session runs that make one update of the weights (gradient accumulation)."""
+    return 1
+
+  @property
   def default_lr_scaling(self) -> str:
     return "linear" if self.synchronous else "none"
 

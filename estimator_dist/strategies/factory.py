@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import os
 
 from estimator_dist import errors
 from estimator_dist.strategies import traits as traits_lib
@@ -34,12 +35,28 @@ def options_for(name, **options):
   return cls(**options)
 
 
+# (TF_CONFIG, adapter) of the adapters started from this process's environment: a
+# process has one backend, and `run_program` starts it before the program builds its
+# model.
+_started = []
+
+
 def create_strategy(name, *, task=None, **options):
   """Returns the started adapter for strategy `name`, configured with `options`.
 
   `task` (a TaskInfo) overrides the one read from the environment. Create the adapter
   before running any other TensorFlow op: `mirrored` splits the CPU into devices and
-  `multi_worker` starts this task's server, both only possible at start.
+  `multi_worker` starts this task's server, both only possible at start. Asked again
+  for the same strategy and options, this process's started adapter is returned.
   """
   cls = adapter_class(name)
-  return cls(task=task, options=options_for(name, **options)).start()
+  options = options_for(name, **options)
+  if task is not None:
+    return cls(task=task, options=options).start()
+  environment = os.environ.get("TF_CONFIG")
+  for started_in, adapter in _started:
+    if type(adapter) is cls and adapter.options == options and started_in == environment:
+      return adapter
+  adapter = cls(options=options).start()
+  _started.append((environment, adapter))
+  return adapter

@@ -22,6 +22,7 @@ from estimator_dist.strategies import accumulation
 from estimator_dist.strategies import base
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import elastic
+from estimator_dist.strategies import keras_allreduce
 from estimator_dist.task import cluster as cluster_lib
 
 REDUCTIONS = ("average", "sum", "adasum")
@@ -145,6 +146,10 @@ class HorovodAdapter(base.StrategyAdapter):
       return self.options.global_batch_size // self.options.batch_size
     return self.task.size
 
+  @property
+  def runs_per_update(self):
+    return self.passes or self.options.backward_passes_per_step
+
   def describe(self):
     text = super().describe()
     if self.passes:
@@ -177,8 +182,7 @@ class HorovodAdapter(base.StrategyAdapter):
     if wrapped is None:
       hvd = self.hvd
       options = self.options
-      compression = (hvd.Compression.fp16 if options.compression == "fp16" else
-                     hvd.Compression.none)
+      compression = self._compression()
       if self.passes:  # A fixed global batch: accumulate, then all-reduce the sums.
         wrapped = accumulation.Accumulator(
             optimizer, _ORIGINAL,
@@ -187,7 +191,7 @@ class HorovodAdapter(base.StrategyAdapter):
       else:
         wrapped = hvd.DistributedOptimizer(
             optimizer, compression=compression,
-            op={"average": hvd.Average, "sum": hvd.Sum, "adasum": hvd.Adasum}[options.reduction],
+            op=self._reduction(),
             backward_passes_per_step=options.backward_passes_per_step,
             gradient_predivide_factor=options.gradient_predivide_factor)
       optimizer.__dict__["_estimator_dist_horovod"] = wrapped
@@ -213,11 +217,32 @@ class HorovodAdapter(base.StrategyAdapter):
         return original(optimizer, *args, **kwargs)
     return guarded
 
+  def _count(self):
+    self._allreduced += 1
+
+  def _allreduce(self, tensor):
+    """`tensor` all-reduced across the ranks with the chosen op and compression."""
+    hvd, options = self.hvd, self.options
+    op, scales = self._reduction(), {}
+    factor = options.gradient_predivide_factor
+    if factor != 1.0:  # As Horovod's DistributedOptimizer: divide, sum, average the rest.
+      op, scales = hvd.Sum, {"prescale_factor": 1.0 / factor,
+                             "postscale_factor": factor / self.task.size}
+    return hvd.allreduce(tensor, op=op, compression=self._compression(), **scales)
+
+  def _reduction(self):
+    return {"average": self.hvd.Average, "sum": self.hvd.Sum,
+            "adasum": self.hvd.Adasum}[self.options.reduction]
+
+  def _compression(self):
+    return (self.hvd.Compression.fp16 if self.options.compression == "fp16" else
+            self.hvd.Compression.none)
+
   @contextlib.contextmanager
   def _inside_horovod(self, method):
     _inside.active = True
     if method == "compute_gradients":
-      self._allreduced += 1
+      self._count()
     try:
       yield
     finally:
@@ -232,6 +257,9 @@ class HorovodAdapter(base.StrategyAdapter):
     patches = [(_Optimizer, m, self._routed(m)) for m in _ORIGINAL]
     patches += [(cls, m, self._guarded(m, cls.__dict__[m]))
                 for cls in self._hvd_optimizers for m in _ORIGINAL]
+    patches.append((keras_allreduce.optimizer_class(), "_aggregate_gradients",
+                    keras_allreduce.aggregate_with(self._allreduce, on_call=self._count,
+                                                   options=self.options)))
     saved = [(cls, m, cls.__dict__[m]) for cls, m, _ in patches]
     for cls, method, patched in patches:
       setattr(cls, method, patched)
@@ -245,9 +273,9 @@ class HorovodAdapter(base.StrategyAdapter):
     if self.task.size > 1 and not self._allreduced:
       raise errors.ConfigError(
           "under strategy 'horovod' the model_fn built its train_op without a "
-          "tf.compat.v1.train.Optimizer, so no gradient would be all-reduced and the ranks "
-          "would drift apart. Build the train_op with a tf.compat.v1.train optimizer's "
-          "minimize() or compute_gradients()/apply_gradients().")
+          "tf.compat.v1.train or tf.keras.optimizers.legacy optimizer, so no gradient "
+          "would be all-reduced and the ranks would drift apart. Build the train_op with "
+          "such an optimizer's minimize() or compute_gradients()/apply_gradients().")
 
   def training_hooks(self):
     return [self.hvd.BroadcastGlobalVariablesHook(0)] if self.task.size > 1 else []

@@ -20,6 +20,7 @@ from absl import logging
 from estimator_dist import errors
 from estimator_dist.strategies import context
 from estimator_dist.task import guards
+from estimator_dist.task import optimizer_rate
 
 LR_SCALINGS = ("linear", "sqrt", "none")
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
@@ -134,14 +135,18 @@ def _decorate(model_fn, options):
 
   def distributed_model_fn(features, labels, mode, params, config):
     adapter = context.current_adapter() or _LOCAL_PROCESS
-    params = _scaled_params(dict(params or {}), adapter, mode)
+    params, in_optimizer = _scaled_params(dict(params or {}), adapter, mode)
     values = {"features": features, "labels": labels, "mode": mode, "params": params,
               "config": config}
     call = functools.partial(model_fn, **{k: v for k, v in values.items() if k in args})
     if mode != tf.estimator.ModeKeys.TRAIN:
       return call()
+    if in_optimizer:
+      optimizer_rate.register(in_optimizer)
     with adapter.gradient_context():
       spec = call()
+    if in_optimizer:
+      _check_found(in_optimizer, adapter, params)
     adapter.check_train_spec(spec)
     guards.record_loss(spec.loss)
     hooks = adapter.training_hooks()
@@ -150,28 +155,38 @@ def _decorate(model_fn, options):
     return spec
 
   def _scaled_params(params, adapter, mode):
+    """(params with the rate scaled, or a Scaling for the rate of the model_fn's optimizer)."""
     scaling = options.lr_scaling or adapter.default_lr_scaling
     factor = scale_factor(scaling, adapter.num_replicas)
+    rate_at = functools.partial(_rate_at, warmup_steps=warmup_steps if factor != 1.0 else 0,
+                                log=functools.partial(_log_once, adapter, factor, scaling,
+                                                      warmup_steps))
     if "params" not in args or lr_param not in params:
-      if factor != 1.0:
-        raise errors.ConfigError(
-            f"model_fn {name} trains on {adapter.num_replicas} replicas with {scaling} "
-            f"learning-rate scaling, but params has no '{lr_param}' to scale. Read the rate "
-            f"from params['{lr_param}'] (or name its key with lr_param=...), or decorate "
-            f"with lr_scaling='none' to keep the rate unscaled on purpose.")
-      return params
+      in_optimizer = factor != 1.0 and mode == tf.estimator.ModeKeys.TRAIN
+      return params, optimizer_rate.Scaling(factor, rate_at) if in_optimizer else None
     base_rate = float(params[lr_param])
-    scaled_rate = base_rate * factor
     if mode != tf.estimator.ModeKeys.TRAIN:
-      params[lr_param] = scaled_rate
-      return params
-    _log_once(adapter, base_rate, factor, scaling, scaled_rate, warmup_steps)
-    if warmup_steps > 0 and factor != 1.0:
-      step = tf.compat.v1.train.get_or_create_global_step()
-      params[lr_param] = learning_rate_at(step, base_rate, scaled_rate, warmup_steps)
-    else:
-      params[lr_param] = scaled_rate
-    return params
+      params[lr_param] = base_rate * factor
+      return params, None
+    step = tf.compat.v1.train.get_or_create_global_step()
+    params[lr_param] = rate_at(step, base_rate, base_rate * factor,
+                               where=f"params['{lr_param}']")
+    return params, None
+
+  def _check_found(in_optimizer, adapter, params):
+    if in_optimizer.found:
+      return
+    scaling = options.lr_scaling or adapter.default_lr_scaling
+    why = ("the model_fn takes no params argument" if "params" not in args else
+           f"params has no '{lr_param}' (its keys: {sorted(params) or 'none'})")
+    raise errors.ConfigError(
+        f"model_fn {name} trains on {adapter.num_replicas} replicas with {scaling} "
+        f"learning-rate scaling, but no learning rate was found to scale. Looked in "
+        f"params['{lr_param}'] ({why}) and in the learning rate of a tf.compat.v1.train "
+        f"or tf.keras.optimizers.legacy optimizer applied in the model_fn (none was). Read "
+        f"the rate from params['{lr_param}'] (or name its key with lr_param=...), build "
+        f"the train_op with one of those optimizers, or pass lr_scaling='none' to keep "
+        f"the rate unscaled on purpose.")
 
   distributed_model_fn.__name__ = name
   distributed_model_fn.__doc__ = model_fn.__doc__
@@ -179,12 +194,22 @@ def _decorate(model_fn, options):
   return distributed_model_fn
 
 
-def _log_once(adapter, base_rate, factor, scaling, scaled_rate, warmup_steps):
-  key = (id(adapter), base_rate, scaled_rate)
+def _rate_at(step, base_rate, scaled_rate, *, warmup_steps, log, where, shown=None):
+  """The rate in use at `step` (see learning_rate_at), logged once with where it was found
+  (as `shown`, the rate the user set, when the base rate is a tensor made from it)."""
+  log(base_rate if shown is None else shown, where)
+  return learning_rate_at(step, base_rate, scaled_rate, warmup_steps)
+
+
+def _log_once(adapter, factor, scaling, warmup_steps, base_rate, where):
+  key = (id(adapter), where, factor)
   if key in _logged:
     return
   _logged.add(key)
-  warmup = (f", warming up linearly from {base_rate:g} over {warmup_steps} steps"
+  number = isinstance(base_rate, (int, float))
+  base = f"{base_rate:g}" if number else f"in {getattr(base_rate, 'name', base_rate)}"
+  scaled = f" = {base_rate * factor:g}" if number else ""
+  warmup = (f", warming up linearly from the base rate over {warmup_steps} steps"
             if warmup_steps and factor != 1.0 else "")
-  logging.info("estimator_dist: learning rate %g x %g (%s scaling, %d replicas) = %g%s",
-               base_rate, factor, scaling, adapter.num_replicas, scaled_rate, warmup)
+  logging.info("estimator_dist: learning rate %s (from %s) x %g (%s scaling, %d replicas)%s%s",
+               base, where, factor, scaling, adapter.num_replicas, scaled, warmup)

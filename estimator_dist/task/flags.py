@@ -10,6 +10,7 @@ from absl import app
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist.strategies import factory
 from estimator_dist.strategies import horovod as horovod_options
 from estimator_dist.strategies import multi_worker
 from estimator_dist.strategies import traits
@@ -122,6 +123,14 @@ def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
   f = flag_values
   if not f["model_dir"].value:
     raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
+  strategy, strategy_options = _strategy_from_flags(f)
+  values = {name: f[name].value for name in _TRAIN_FLAGS}
+  return options_lib.TrainOptions(strategy=strategy, strategy_options=strategy_options,
+                                  **values)
+
+
+def _strategy_from_flags(f):
+  """(strategy name, its keyword options) from the flags."""
   strategy = traits.of(f["strategy"].value).name
   strategy_options = {name: f[name].value
                       for name in ("intra_op_threads", "inter_op_threads", "cpu_affinity")}
@@ -130,19 +139,26 @@ def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
       strategy_options[option] = f[name].value
   if "global_batch_size" in strategy_options:
     strategy_options["batch_size"] = f["batch_size"].value  # The micro-batch.
-  values = {name: f[name].value for name in _TRAIN_FLAGS}
-  return options_lib.TrainOptions(strategy=strategy, strategy_options=strategy_options,
-                                  **values)
+  return strategy, strategy_options
 
 
-def run_program(main):
+def run_program(main, *, start_strategy=True):
   """absl's app.run(main); a configuration error, divergence or a taken port ends the
-  program with its message alone and the exit code the launcher acts on."""
+  program with its message alone and the exit code the launcher acts on.
+
+  With `start_strategy`, a program that defined the training flags gets its strategy
+  started before `main` runs, so a collective strategy exists before the program builds
+  anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate` then
+  uses that adapter.
+  """
   def guarded(argv):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
     # up logging; without it, TensorFlow's lines go through absl's handler, once each.
     logging.getLogger("tensorflow").handlers.clear()
     try:
+      if start_strategy and "strategy" in flags.FLAGS:
+        strategy, strategy_options = _strategy_from_flags(flags.FLAGS)
+        factory.create_strategy(strategy, **strategy_options)
       return main(argv)
     except tuple(_EXIT_CODES) as e:
       sys.stderr.write(f"error: {e}\n")

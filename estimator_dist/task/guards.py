@@ -98,6 +98,44 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
     heartbeat.end(self._path)
 
 
+class StepAdvances(tf.estimator.SessionRunHook):
+  """Stops a train_op that never advances the global step, which would train forever.
+
+  `runs` session runs (several updates, with gradient accumulation counted) may pass
+  with the global step unchanged; then training stops with the fix.
+  """
+
+  def __init__(self, runs):
+    self._runs = runs
+
+  def begin(self):
+    self._step = tf.compat.v1.train.get_global_step()
+    self._start, self._unchanged = None, 0
+
+  def before_run(self, run_context):
+    if self._unchanged is not None:  # None once the step has moved: nothing to watch.
+      return tf.estimator.SessionRunArgs(self._step)
+    return None
+
+  def after_run(self, run_context, run_values):
+    if self._unchanged is None:
+      return
+    step = int(run_values.results)
+    if self._start is None:
+      self._start = step
+    elif step != self._start:
+      self._unchanged = None
+      return
+    self._unchanged += 1
+    if self._unchanged >= self._runs:
+      raise errors.ConfigError(
+          f"the train_op does not advance the global step: it is still {step} after "
+          f"{self._unchanged} training steps, so training would never reach its last "
+          f"step. Pass the global step to the optimizer: optimizer.minimize(loss, "
+          f"global_step=tf.compat.v1.train.get_global_step()) (or apply_gradients(..., "
+          f"global_step=...)).")
+
+
 class PhaseHook(tf.estimator.SessionRunHook):
   """Tells the watchdog when the session exists and when the first step has run."""
 

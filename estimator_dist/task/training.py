@@ -114,7 +114,8 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     train_spec = tf.estimator.TrainSpec(
         adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
         hooks=[checkpoints.FitsTheModel(model_dir), guards.NanLossHook(model_dir),
-               guards.PhaseHook(), throughput,
+               guards.PhaseHook(), guards.StepAdvances(runs=20 * adapter.runs_per_update),
+               throughput,
                *guards.heartbeat_hooks(adapter.task), *more_hooks, *hooks],
         saving_listeners=[guards.FiniteCheckpoints(model_dir)])
     logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
@@ -140,8 +141,9 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   if not metrics or metrics.get("global_step", -1) < train_steps:
     metrics = evaluate(model_fn, eval_input_fn, model_dir=model_dir, params=params,
                        eval_steps=opts.eval_steps)
-  _print_summary(adapter, train_steps, examples_per_step(adapter), throughput.steps_per_sec,
-                 metrics)
+  # The step training ended at (an early stop ends before train_steps).
+  _print_summary(adapter, int(metrics.get("global_step", train_steps)),
+                 examples_per_step(adapter), throughput.steps_per_sec, metrics)
   return metrics
 
 
@@ -157,9 +159,9 @@ def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None
   return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path)
 
 
-def _print_summary(adapter, train_steps, examples_per_step, steps_per_sec, metrics):
+def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
   fields = {"strategy": adapter.name, "workers": adapter.task.size,
-            "replicas": adapter.num_replicas, "steps": train_steps,
+            "replicas": adapter.num_replicas, "steps": steps,
             "global_batch": examples_per_step}
   if steps_per_sec:
     fields["steps/sec"] = f"{steps_per_sec:.2f}"

@@ -14,13 +14,23 @@ flags.DEFINE_integer("examples", None, "Train on the first N examples only.")
 FLAGS = flags.FLAGS
 
 
-def model_fn(features, labels, mode, params):
+def network(features, labels):
+  """One hidden layer: (logits, loss)."""
   hidden = tf.compat.v1.layers.dense(features, 64, activation=tf.nn.relu)
   logits = tf.compat.v1.layers.dense(hidden, 10)
-  loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+  return logits, tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+
+
+def eval_spec(labels, logits, loss):
+  accuracy = tf.compat.v1.metrics.accuracy(labels, tf.argmax(logits, 1))
+  return tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.EVAL, loss=loss,
+                                    eval_metric_ops={"accuracy": accuracy})
+
+
+def model_fn(features, labels, mode, params):
+  logits, loss = network(features, labels)
   if mode == tf.estimator.ModeKeys.EVAL:
-    accuracy = tf.compat.v1.metrics.accuracy(labels, tf.argmax(logits, 1))
-    return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={"accuracy": accuracy})
+    return eval_spec(labels, logits, loss)
   optimizer = tf.compat.v1.train.AdamOptimizer(params["learning_rate"])
   train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)

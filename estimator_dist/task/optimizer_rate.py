@@ -1,0 +1,105 @@
+"""The learning rate of the optimizer a model_fn builds, scaled where it is used.
+
+Production model_fns often build their optimizer with a constant rate
+(`AdamOptimizer(1e-3)`, `GradientDescentOptimizer(0.2)`) instead of reading it from
+params, and canned Estimators build a legacy Keras optimizer from a name, a class, an
+instance or a callable. While the decorator builds such a TRAIN graph it registers a
+`Scaling` in the graph, and the rate is scaled (with warmup) where the optimizer turns
+it into a tensor:
+- a tf.compat.v1.train optimizer in `_prepare()`, once per `apply_gradients`: its rate
+  attribute is replaced for that moment only, so an object used again is not scaled
+  twice (each concrete class is wrapped once);
+- a legacy Keras optimizer (tf.keras.optimizers.legacy, as canned Estimators use) in
+  `_decayed_lr()`, which every one of them calls for its rate.
+A graph without a `Scaling` is left alone. It is a graph setting, not a thread's:
+MirroredStrategy builds its replicas in threads.
+"""
+
+import dataclasses
+import threading
+
+import tensorflow as tf
+
+_COLLECTION = "estimator_dist_optimizer_rate_scaling"
+_RATE_ATTRIBUTES = ("_learning_rate", "_lr")  # Every v1 optimizer keeps its rate in one.
+_WRAPPED = "_estimator_dist_scales_rate"
+_lock = threading.Lock()
+
+
+@dataclasses.dataclass
+class Scaling:
+  """How to scale a rate: `rate_at(step, base, scaled, where=...)` gives the rate in use."""
+  factor: float
+  rate_at: object
+  found: list = dataclasses.field(default_factory=list)  # The classes of the optimizers.
+
+  def scaled(self, rate, optimizer, shown=None):
+    """`rate` of `optimizer` scaled; `shown` is the number the user set, for the log."""
+    self.found.append(type(optimizer).__name__)
+    base = rate() if callable(rate) else rate
+    step = tf.compat.v1.train.get_or_create_global_step()
+    return self.rate_at(step, base, base * self.factor, shown=shown,
+                        where=f"the {type(optimizer).__name__} built in the model_fn")
+
+
+def register(scaling):
+  """Makes the v1 optimizers of the default graph scale their rates with `scaling`."""
+  _wrap_optimizer_classes()
+  collection = tf.compat.v1.get_collection_ref(_COLLECTION)
+  del collection[:]
+  collection.append(scaling)
+
+
+def _current():
+  found = tf.compat.v1.get_collection(_COLLECTION)
+  return found[-1] if found else None
+
+
+def _wrap_optimizer_classes():
+  """Wraps `_prepare` of every v1 optimizer class defined so far and the legacy Keras
+  optimizers' `_decayed_lr`, once each."""
+  with _lock:
+    keras = tf.keras.optimizers.legacy.Optimizer
+    if not getattr(keras._decayed_lr, _WRAPPED, False):  # pylint: disable=protected-access
+      keras._decayed_lr = _scaling_decayed_lr(keras._decayed_lr)  # pylint: disable=protected-access
+    todo, seen = [tf.compat.v1.train.Optimizer], set()
+    while todo:
+      cls = todo.pop()
+      todo.extend(cls.__subclasses__())
+      prepare = cls.__dict__.get("_prepare")  # The base class's ignores the rate.
+      if (prepare is not None and cls is not tf.compat.v1.train.Optimizer and
+          cls not in seen and not getattr(prepare, _WRAPPED, False)):
+        setattr(cls, "_prepare", _scaling_prepare(prepare))
+      seen.add(cls)
+
+
+def _scaling_prepare(prepare):
+  def scaling_prepare(optimizer):
+    scaling = _current()
+    attribute = next((a for a in _RATE_ATTRIBUTES if a in optimizer.__dict__), None)
+    if scaling is None or attribute is None:
+      return prepare(optimizer)
+    rate = optimizer.__dict__[attribute]
+    optimizer.__dict__[attribute] = scaling.scaled(rate, optimizer)
+    try:
+      return prepare(optimizer)
+    finally:
+      optimizer.__dict__[attribute] = rate
+  setattr(scaling_prepare, _WRAPPED, True)
+  return scaling_prepare
+
+
+def _scaling_decayed_lr(decayed_lr):
+  def scaling_decayed_lr(optimizer, var_dtype):
+    rate = decayed_lr(optimizer, var_dtype)
+    scaling = _current()
+    if scaling is None:
+      return rate
+    configured = optimizer._hyper.get("learning_rate")  # pylint: disable=protected-access
+    if isinstance(configured, tf.Variable):  # Made from the number the user gave.
+      configured = tf.get_static_value(configured.initial_value)
+    shown = float(configured) if configured is not None and not callable(configured) else None
+    return tf.cast(scaling.scaled(tf.cast(rate, tf.float32), optimizer, shown=shown),
+                   var_dtype)
+  setattr(scaling_decayed_lr, _WRAPPED, True)
+  return scaling_decayed_lr
