@@ -20,7 +20,7 @@ setuptools.setup(
     extras_require={
         "horovod": ["horovod==0.28.1"],
         "spark": ["pyspark>=3.5,<3.6", "pyarrow<19"],
-        "test": ["pytest", "pytest-timeout", "psutil"],
+        "test": ["pytest", "pytest-timeout", "psutil", "pandas>=2.1,<2.3"],
         "bench": ["matplotlib>=3.8,<3.10"],
     },
     entry_points={

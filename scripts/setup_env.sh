@@ -20,7 +20,7 @@ stack_ok() {
 import importlib.metadata as m
 assert m.version("tensorflow-cpu") == "2.15.1"
 assert m.version("tensorflow-estimator") == "2.15.0"
-import pytest, pytest_timeout, psutil, sklearn, matplotlib
+import pytest, pytest_timeout, psutil, sklearn, matplotlib, pandas
 assert m.version("estimator_dist")
 PYEOF
 }

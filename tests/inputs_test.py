@@ -1,5 +1,7 @@
 """Sharding: disjoint shards covering each batch once per epoch, and no worker runs dry."""
 
+import numpy as np
+import pandas as pd
 import pytest
 import tensorflow as tf
 
@@ -12,6 +14,17 @@ TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 def worker(input_fn, workers, index, mode=TRAIN):
   context = tf.distribute.InputContext(workers, index, workers)
   return inputs.wrap_input_fn(input_fn, lambda _: context)(mode, {}, None)
+
+
+def under_one_graph_seed(input_fn, workers, index, batches):
+  """The first batches of a worker's share, read as Estimator reads it: in a graph with
+  the job's one seed (RunConfig(tf_random_seed))."""
+  with tf.Graph().as_default():
+    tf.compat.v1.set_random_seed(0)
+    next_batch = tf.compat.v1.data.make_one_shot_iterator(
+        worker(input_fn, workers, index)).get_next()
+    with tf.compat.v1.Session() as session:
+      return [session.run(next_batch) for _ in range(batches)]
 
 
 def take(dataset, n):
@@ -72,13 +85,7 @@ def test_an_empty_training_input_is_an_error_naming_the_input_fn():
 def test_unseeded_shuffle_is_the_same_on_every_worker_under_one_graph_seed():
   def input_fn():
     return tf.data.Dataset.range(10).shuffle(10).batch(1)
-  seen = []
-  for i in range(2):
-    with tf.Graph().as_default():
-      tf.compat.v1.set_random_seed(0)  # What Estimator does with RunConfig(tf_random_seed).
-      next_batch = tf.compat.v1.data.make_one_shot_iterator(worker(input_fn, 2, i)).get_next()
-      with tf.compat.v1.Session() as session:
-        seen += [int(session.run(next_batch)[0]) for _ in range(5)]
+  seen = [int(batch[0]) for i in range(2) for batch in under_one_graph_seed(input_fn, 2, i, 5)]
   assert sorted(seen) == list(range(10))
 
 
@@ -151,3 +158,35 @@ def test_fewer_files_than_workers_shards_by_batch(tmp_path):
 def test_an_empty_share_by_file_makes_every_worker_shard_by_batch(tmp_path):
   input_fn = file_input_fn(write_files(tmp_path, [5, 0]))  # batches [0-3], [4]
   assert [[int(x) for x in b] for b in worker(input_fn, 2, 1).take(2)] == [[4], [4]]
+
+
+def as_list(batch):
+  return [int(v) for v in tf.reshape(batch, [-1])]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_numpy_input_fn_is_split_by_batch_and_covers_each_epoch(workers):
+  x = {"a": np.arange(10, dtype=np.int64), "b": np.arange(10, dtype=np.int64) * 10}
+  input_fn = tf.compat.v1.estimator.inputs.numpy_input_fn(
+      x, np.arange(10, dtype=np.int64) * 100, batch_size=2, num_epochs=1, shuffle=False)
+  seen = []
+  for i in range(workers):
+    batches = list(worker(input_fn, workers, i).take(len(range(i, 5, workers))))
+    for features, labels in batches:
+      assert as_list(features["b"]) == [10 * a for a in as_list(features["a"])]
+      assert as_list(labels) == [100 * a for a in as_list(features["a"])]
+      seen += as_list(features["a"])
+  assert sorted(seen) == list(range(10))
+
+
+def test_a_pandas_input_fn_keeps_its_columns_and_target():
+  frame = pd.DataFrame({"a": np.arange(6), "b": np.arange(6) * 10})
+  input_fn = tf.compat.v1.estimator.inputs.pandas_input_fn(
+      frame, pd.Series(np.arange(6) * 100), batch_size=3, shuffle=True)
+  seen = []
+  for i in range(2):
+    (features, labels), = under_one_graph_seed(input_fn, 2, i, 1)
+    assert sorted(features) == ["a", "b"]
+    assert list(labels) == [100 * a for a in features["a"]]
+    seen += list(features["a"])
+  assert sorted(seen) == list(range(6))

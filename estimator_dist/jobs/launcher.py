@@ -196,6 +196,10 @@ def _run_attempts(starter, launcher, options, model_dir):
     launcher.forget_tasks()
   if code == errors.DIVERGED_EXIT_CODE:
     launcher.log("training diverged; a restart from the same checkpoint would diverge again")
+  if code == errors.PORT_IN_USE_EXIT_CODE:
+    launcher.log(f"other processes kept taking the job's ports ({PORT_RETRIES} tries on new "
+                 f"ports); run the job with --isolation=private, where no process outside "
+                 f"the job can")
   launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
   for fields in (f for t in launcher.tasks for f in t.summaries):
     launcher.log("summary\n" + summary.format_table(fields))

@@ -36,7 +36,8 @@ from estimator_dist.task import flags as task_flags
 from estimator_dist.task import training
 
 FLAGS = flags.FLAGS
-_RATE = re.compile(r"learning rate (\S+) x (\S+) \((\w+) scaling, (\d+) replicas\) = (\S+)")
+_RATE = re.compile(
+    r"learning rate (\S+) \(from [^)]*\) x (\S+) \((\w+) scaling, (\d+) replicas\) = (\S+)")
 
 
 def define_flags():

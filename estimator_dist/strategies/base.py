@@ -84,15 +84,17 @@ class StrategyAdapter:
     """Reads the task if none was given, publishes it, pins CPUs, starts the backend."""
     if self.started:
       return self
-    if self.task is None:
+    from_environment = self.task is None
+    if from_environment:
       self.task = checks.check_task(self.traits, self.task_from_environment())
       if self.traits.uses_tf_config and self.task.source in ("TF_CONFIG", "SLURM"):
         # TensorFlow reads the cluster from TF_CONFIG: publish the one validated here,
         # which may come from SLURM, and names a legacy 'master' 'chief'.
         os.environ["TF_CONFIG"] = self.task.tf_config()
+    own_port.check_free(self.task)  # Before this task serves or contacts a peer.
+    if from_environment:
       watchdog.start(self.task)  # Before the backend, which may wait for its peers.
     self.cpus = placement.apply(self.options.cpu_affinity, self.task)
-    own_port.check_free(self.task)  # Before a peer could reach another process there.
     with own_port.named(self.task):
       self.start_backend()
     self.started = True

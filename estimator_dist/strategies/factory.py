@@ -35,9 +35,9 @@ def options_for(name, **options):
   return cls(**options)
 
 
-# (TF_CONFIG, adapter) of the adapters started from this process's environment: a
-# process has one backend, and `run_program` starts it before the program builds its
-# model.
+# (TF_CONFIG as started, adapter) of the adapters started from this process's
+# environment: a process has one backend, and `run_program` starts it before the program
+# builds its model.
 _started = []
 
 
@@ -53,10 +53,10 @@ def create_strategy(name, *, task=None, **options):
   options = options_for(name, **options)
   if task is not None:
     return cls(task=task, options=options).start()
-  environment = os.environ.get("TF_CONFIG")
-  for started_in, adapter in _started:
-    if type(adapter) is cls and adapter.options == options and started_in == environment:
+  for published, adapter in _started:
+    if (type(adapter) is cls and adapter.options == options and
+        published == os.environ.get("TF_CONFIG")):
       return adapter
   adapter = cls(options=options).start()
-  _started.append((environment, adapter))
+  _started.append((os.environ.get("TF_CONFIG"), adapter))  # As start() published it.
   return adapter

@@ -23,6 +23,10 @@ import tensorflow as tf
 from estimator_dist import errors
 
 _CHECKPOINT = re.compile(r"^(model\.ckpt-(\d+))\.index$")
+# What TensorFlow leaves of a write that failed: atomic writes' `NAME.tmp<hex>`, a
+# tensor file's `.tempstate<digits>`, a sharded save's `PREFIX_temp` directory.
+_TEMPORARY = re.compile(r"^(checkpoint|graph\.pbtxt|model\.ckpt-\d+\.[\w-]+)\.tmp[0-9a-f]{32}$|"
+                        r"^model\.ckpt-\d+\..*\.tempstate\d+$|^model\.ckpt-\d+_temp$")
 UNREADABLE_DIR = "unreadable"
 
 
@@ -49,11 +53,12 @@ def complete(prefix):
     return False
 
 
-def resume_point(model_dir, log, *, discard=False):
+def resume_point(model_dir, log, *, discard_after=None):
   """The checkpoint training resumes from (None: the start), made the index's latest.
 
-  `log(message)` names what was set aside; with `discard` (the remains of a save that
-  failed) it is deleted instead. Local model_dirs only: others are left alone.
+  `log(message)` names what was set aside; incomplete checkpoints of steps after
+  `discard_after` (the remains of a save that failed) are deleted instead. Local
+  model_dirs only: others are left alone.
   """
   if "://" in model_dir:
     return tf.train.latest_checkpoint(model_dir)
@@ -64,13 +69,13 @@ def resume_point(model_dir, log, *, discard=False):
   if not bad and latest == good:
     return good
   aside = os.path.join(model_dir, UNREADABLE_DIR)
-  if not discard:
-    os.makedirs(aside, exist_ok=True)
+  discarded = [p for p in bad if discard_after is not None and _step(p) > discard_after]
   for prefix in bad:
     for path in tf.io.gfile.glob(prefix + ".*"):
-      if discard:
+      if prefix in discarded:
         os.remove(path)
       else:
+        os.makedirs(aside, exist_ok=True)
         shutil.move(path, os.path.join(aside, os.path.basename(path)))
   kept = [prefix for _, prefix in reversed(found) if prefix not in bad]
   if good:
@@ -80,36 +85,47 @@ def resume_point(model_dir, log, *, discard=False):
     os.remove(os.path.join(model_dir, "checkpoint"))
   named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"
   log(f"checkpoint {named} cannot be read in full "
-      f"({'deleted' if discard else f'moved to {aside}'}); training resumes from "
+      f"({'deleted' if discarded else f'moved to {aside}'}); training resumes from "
       f"{good or 'the start'}")
   return good
 
 
 @contextlib.contextmanager
 def kept_complete(model_dir, log):
-  """On a failure inside, leaves `model_dir`'s index naming a complete checkpoint.
+  """When training runs out of space, leaves `model_dir`'s index on a complete checkpoint.
 
   TensorFlow names a new checkpoint in the index before it writes its graph, and leaves
   temporary files when a write fails; a full disk then left an index no job could
-  resume from.
+  resume from. The remains of the failed save (TensorFlow's temporary files, and the
+  incomplete checkpoints this run wrote) are deleted, which frees the space the index
+  needs; older incomplete ones are moved aside as at every start.
   """
+  started_at = _latest_step(model_dir)
   try:
     yield
   except Exception as e:
-    if "://" in model_dir or not os.path.isdir(model_dir):
+    if not _out_of_space(e) or "://" in model_dir or not os.path.isdir(model_dir):
       raise
-    for name in os.listdir(model_dir):
-      if ".tmp" in name or ".tempstate" in name or name.endswith("_temp"):
-        path = os.path.join(model_dir, name)
-        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-    good = resume_point(model_dir, log, discard=True)
-    if _out_of_space(e):
-      raise errors.CheckpointSaveFailed(
-          f"no space left on the device of {model_dir} while training wrote to it. The "
-          f"checkpoint index names {good or 'no checkpoint'}, the newest complete one. "
-          f"Free space there (or keep fewer checkpoints: --keep_checkpoint_max) and run "
-          f"again: training resumes from it.") from e
-    raise
+    try:
+      for name in os.listdir(model_dir):
+        if _TEMPORARY.match(name):
+          path = os.path.join(model_dir, name)
+          shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+      good = resume_point(model_dir, log, discard_after=started_at)
+    except (OSError, tf.errors.OpError) as cleanup_error:
+      log(f"could not set the checkpoint index right after the failed save "
+          f"({cleanup_error}); the next start of the job does")
+      raise e from None
+    raise errors.CheckpointSaveFailed(
+        f"no space left on the device of {model_dir} while training wrote to it. The "
+        f"checkpoint index names {good or 'no checkpoint'}, the newest complete one. "
+        f"Free space there (or keep fewer checkpoints: --keep_checkpoint_max) and run "
+        f"again: training resumes from it.") from e
+
+
+def _latest_step(model_dir):
+  found = _checkpoints(model_dir) if "://" not in model_dir else []
+  return found[0][0] if found else -1
 
 
 def _out_of_space(error):

@@ -3,8 +3,9 @@
 This module is the one place that decorates. The decorated model_fn body stays as a
 single-machine user wrote it. At each call the decorator asks the active strategy
 adapter (`strategies.context`) how many synchronous replicas make one update, scales
-`params[lr_param]` by the chosen rule with linear warmup from the base rate (Goyal et
-al., 2017), lets the adapter all-reduce gradients while the TRAIN graph is built, and
+`params[lr_param]` (or, when the model_fn does not read it, the rate of the optimizer it
+builds: `optimizer_rate`) by the chosen rule with linear warmup from the base rate (Goyal
+et al., 2017), lets the adapter all-reduce gradients while the TRAIN graph is built, and
 adds the adapter's training hooks. Outside an adapter it is one local process.
 """
 
@@ -142,7 +143,7 @@ def _decorate(model_fn, options):
     if mode != tf.estimator.ModeKeys.TRAIN:
       return call()
     if in_optimizer:
-      optimizer_rate.register(in_optimizer)
+      in_optimizer = optimizer_rate.register(in_optimizer)
     with adapter.gradient_context():
       spec = call()
     if in_optimizer:

@@ -36,12 +36,17 @@ _STRATEGY_FLAGS = {
 }
 
 
+_DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
+
+
 def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                  learning_rate=1e-3, train_steps=1000):
   """Defines the training flags on `flag_values`, with the program's defaults."""
   f = flag_values
   flags.DEFINE_enum("strategy", strategy, traits.NAMES,
                     "Distribution strategy.", flag_values=f)
+  flags.DEFINE_bool(_DEFINED, True, "Internal: the training flags are defined.",
+                    flag_values=f)
   flags.DEFINE_string("model_dir", None, "Checkpoint directory shared by all tasks.",
                       flag_values=f)
   flags.DEFINE_integer("train_steps", train_steps, "Global step to train to.", lower_bound=1,
@@ -146,17 +151,18 @@ def run_program(main, *, start_strategy=True):
   """absl's app.run(main); a configuration error, divergence or a taken port ends the
   program with its message alone and the exit code the launcher acts on.
 
-  With `start_strategy`, a program that defined the training flags gets its strategy
-  started before `main` runs, so a collective strategy exists before the program builds
-  anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate` then
-  uses that adapter.
+  With `start_strategy`, a program that defined the training flags (`define_flags`) and
+  was given --strategy (as the launcher, SLURM and Kubernetes engines give it) gets that
+  strategy started before `main` runs, so a collective strategy exists before the program
+  builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
+  with the same strategy and options then uses that adapter.
   """
   def guarded(argv):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
     # up logging; without it, TensorFlow's lines go through absl's handler, once each.
     logging.getLogger("tensorflow").handlers.clear()
     try:
-      if start_strategy and "strategy" in flags.FLAGS:
+      if start_strategy and _DEFINED in flags.FLAGS and flags.FLAGS["strategy"].present:
         strategy, strategy_options = _strategy_from_flags(flags.FLAGS)
         factory.create_strategy(strategy, **strategy_options)
       return main(argv)

@@ -101,11 +101,11 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
 class StepAdvances(tf.estimator.SessionRunHook):
   """Stops a train_op that never advances the global step, which would train forever.
 
-  `runs` session runs (several updates, with gradient accumulation counted) may pass
-  with the global step unchanged; then training stops with the fix.
+  `runs` session runs may pass with the global step unchanged (training passes 20 times
+  the runs of one update under gradient accumulation); then training stops with the fix.
   """
 
-  def __init__(self, runs):
+  def __init__(self, *, runs):
     self._runs = runs
 
   def begin(self):
@@ -130,10 +130,11 @@ class StepAdvances(tf.estimator.SessionRunHook):
     if self._unchanged >= self._runs:
       raise errors.ConfigError(
           f"the train_op does not advance the global step: it is still {step} after "
-          f"{self._unchanged} training steps, so training would never reach its last "
+          f"{self._unchanged} session runs, so training would never reach its last "
           f"step. Pass the global step to the optimizer: optimizer.minimize(loss, "
           f"global_step=tf.compat.v1.train.get_global_step()) (or apply_gradients(..., "
-          f"global_step=...)).")
+          f"global_step=...)); a model_fn that accumulates gradients itself must advance "
+          f"it at least every {self._runs} runs.")
 
 
 class PhaseHook(tf.estimator.SessionRunHook):

@@ -17,8 +17,9 @@ Either way:
 * no worker runs dry before another: unequal shard sizes cannot make a synchronous
   step wait forever, and every worker runs exactly `train_steps` steps.
 
-An input_fn that takes `input_context` shards itself; it gets the context of this
-worker (under Horovod too) and is only repeated.
+A `numpy_input_fn` or `pandas_input_fn` is read as a Dataset of its arrays first
+(`array_inputs`). An input_fn that takes `input_context` shards itself; it gets the
+context of this worker (under Horovod too) and is only repeated.
 """
 
 import tensorflow as tf
@@ -27,6 +28,7 @@ from tensorflow.python.data.experimental.ops import distribute
 from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import errors
+from estimator_dist.task import array_inputs
 
 _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 
@@ -42,6 +44,8 @@ def wrap_input_fn(input_fn, input_context_for):
   `input_context_for(estimator_context)` gives the tf.distribute.InputContext of this
   worker (None for a single pipeline).
   """
+  if array_inputs.made_by(input_fn):
+    input_fn = array_inputs.as_dataset_input_fn(input_fn)
   args = check_input_fn(input_fn)
 
   def sharded_input_fn(mode, params, config, input_context=None):

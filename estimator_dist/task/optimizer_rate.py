@@ -12,17 +12,20 @@ it into a tensor:
 - a legacy Keras optimizer (tf.keras.optimizers.legacy, as canned Estimators use) in
   `_decayed_lr()`, which every one of them calls for its rate.
 A graph without a `Scaling` is left alone. It is a graph setting, not a thread's:
-MirroredStrategy builds its replicas in threads.
+MirroredStrategy builds its replicas in threads, which share one `Scaling`, and a v1
+optimizer prepares its rate once for all of them.
 """
 
 import dataclasses
 import threading
+import weakref
 
 import tensorflow as tf
 
-_COLLECTION = "estimator_dist_optimizer_rate_scaling"
+_SCALINGS = weakref.WeakKeyDictionary()  # tf.Graph -> its Scaling.
 _RATE_ATTRIBUTES = ("_learning_rate", "_lr")  # Every v1 optimizer keeps its rate in one.
 _WRAPPED = "_estimator_dist_scales_rate"
+_SCALING_NOW = "_estimator_dist_scaling_rate"
 _lock = threading.Lock()
 
 
@@ -43,16 +46,15 @@ class Scaling:
 
 
 def register(scaling):
-  """Makes the v1 optimizers of the default graph scale their rates with `scaling`."""
+  """Makes the optimizers of the default graph scale their rates with `scaling`; returns
+  the graph's Scaling (the first one registered: replicas share it)."""
   _wrap_optimizer_classes()
-  collection = tf.compat.v1.get_collection_ref(_COLLECTION)
-  del collection[:]
-  collection.append(scaling)
+  with _lock:
+    return _SCALINGS.setdefault(tf.compat.v1.get_default_graph(), scaling)
 
 
 def _current():
-  found = tf.compat.v1.get_collection(_COLLECTION)
-  return found[-1] if found else None
+  return _SCALINGS.get(tf.compat.v1.get_default_graph())
 
 
 def _wrap_optimizer_classes():
@@ -62,29 +64,29 @@ def _wrap_optimizer_classes():
     keras = tf.keras.optimizers.legacy.Optimizer
     if not getattr(keras._decayed_lr, _WRAPPED, False):  # pylint: disable=protected-access
       keras._decayed_lr = _scaling_decayed_lr(keras._decayed_lr)  # pylint: disable=protected-access
-    todo, seen = [tf.compat.v1.train.Optimizer], set()
+    todo = [tf.compat.v1.train.Optimizer]
     while todo:
       cls = todo.pop()
       todo.extend(cls.__subclasses__())
       prepare = cls.__dict__.get("_prepare")  # The base class's ignores the rate.
       if (prepare is not None and cls is not tf.compat.v1.train.Optimizer and
-          cls not in seen and not getattr(prepare, _WRAPPED, False)):
+          not getattr(prepare, _WRAPPED, False)):
         setattr(cls, "_prepare", _scaling_prepare(prepare))
-      seen.add(cls)
 
 
 def _scaling_prepare(prepare):
   def scaling_prepare(optimizer):
     scaling = _current()
     attribute = next((a for a in _RATE_ATTRIBUTES if a in optimizer.__dict__), None)
-    if scaling is None or attribute is None:
+    # A subclass's _prepare that calls its parent's is scaled once, in the outer call.
+    if scaling is None or attribute is None or optimizer.__dict__.get(_SCALING_NOW):
       return prepare(optimizer)
     rate = optimizer.__dict__[attribute]
-    optimizer.__dict__[attribute] = scaling.scaled(rate, optimizer)
+    optimizer.__dict__.update({attribute: scaling.scaled(rate, optimizer), _SCALING_NOW: True})
     try:
       return prepare(optimizer)
     finally:
-      optimizer.__dict__[attribute] = rate
+      optimizer.__dict__.update({attribute: rate, _SCALING_NOW: False})
   setattr(scaling_prepare, _WRAPPED, True)
   return scaling_prepare
 

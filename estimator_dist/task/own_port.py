@@ -2,9 +2,8 @@
 
 The launcher picks free ports, but on the host network another process may take one
 before the task listens on it (in a private job network no other process can). The task
-then ends with `errors.PORT_IN_USE_EXIT_CODE` and a message naming the port, before any
-peer could talk to the other process through it, and the launcher starts the job again
-on new ports. TensorFlow's own failure to bind (`Could not start gRPC server`, which
+then ends with `errors.PORT_IN_USE_EXIT_CODE` and a message naming the port, before it
+serves or contacts a peer, and the launcher starts the job again on new ports. TensorFlow's own failure to bind (`Could not start gRPC server`, which
 names no port) is turned into the same error.
 """
 
@@ -18,8 +17,10 @@ from estimator_dist import errors
 
 
 def listens(task):
-  """Whether `task` runs a server on its own address (chief, worker and ps of a cluster)."""
-  return bool(task.cluster) and task.role != "evaluator" and task.role in task.cluster
+  """Whether `task` runs a server on its own address (chief, worker and ps of a cluster;
+  not a standalone client, whose cluster is remote)."""
+  return (bool(task.cluster) and task.role != "evaluator" and task.role in task.cluster and
+          task.source != "remote_cluster")
 
 
 def _address(task):
@@ -56,10 +57,11 @@ def check_free(task):
 
 @contextlib.contextmanager
 def named(task):
-  """Turns TensorFlow's failure to start this task's server into PortInUse."""
+  """Turns TensorFlow's failure to start this task's server into PortInUse, when another
+  process does hold the port (a bad address, say, stays TensorFlow's error)."""
   try:
     yield
   except tf.errors.UnknownError as e:
     if listens(task) and "Could not start gRPC server" in str(e):
-      raise in_use(task) from None
+      check_free(task)
     raise

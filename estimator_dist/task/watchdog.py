@@ -79,7 +79,7 @@ while True:
         continue
     if phase == "started" and time.monotonic() >= next_probe:
         next_probe = time.monotonic() + 1
-        if all(answers(address) for _, address in peers):
+        if peers and all(answers(address) for _, address in peers):
             phase = "cluster reached"
     fields = stat(parent)
     if beat and fields and fields[0] not in "tT":
