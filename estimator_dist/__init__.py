@@ -17,6 +17,7 @@ from estimator_dist.errors import ConfigError, TrainingDiverged
 from estimator_dist.strategies import STRATEGIES, StrategyAdapter, create_strategy
 from estimator_dist.task.cluster import ClusterConfigError, TaskInfo
 from estimator_dist.task.decorator import distributed
+from estimator_dist.task.early_stopping import EarlyStopping
 from estimator_dist.task.flags import define_flags, options_from_flags, run_program
 from estimator_dist.task.options import TrainOptions
 from estimator_dist.task.training import evaluate, train_and_evaluate

@@ -108,16 +108,27 @@ def train_from_flags(model_fn, image_size=None, **params):
   (x_train, y_train), (x_eval, y_eval) = load_from_flags(image_size)
   ed.train_and_evaluate(model_fn, input_fn(x_train, y_train, shuffle=True),
                         input_fn(x_eval, y_eval, shuffle=False),
-                        params={"batch_size": options.batch_size, **params}, options=options)
+                        params={"batch_size": options.batch_size, **params},
+                        serving_input_receiver_fn=serving_input_fn(x_train.shape[1:]),
+                        options=options)
 
 
-def input_fn(x, y, shuffle):
-  """A single-machine input_fn over in-memory arrays, batched by params["batch_size"].
+def serving_input_fn(image_shape):
+  """What the exported model takes: a float batch of images, named "images"."""
+  def fn():
+    images = tf.compat.v1.placeholder(tf.float32, [None, *image_shape], name="images")
+    return tf.estimator.export.TensorServingInputReceiver(images, {"images": images})
+  return fn
+
+
+def input_fn(x, y, shuffle, key=None):
+  """A single-machine input_fn over in-memory arrays, batched by params["batch_size"];
+  the features are `{key: x}` when a key is given (canned and Keras Estimators).
 
   The shuffle has a fixed seed, so every run and every worker sees one order.
   """
   def fn(params):
-    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    dataset = tf.data.Dataset.from_tensor_slices(({key: x} if key else x, y))
     if shuffle:
       dataset = dataset.shuffle(len(y), seed=params.get("shuffle_seed", 0))
     return dataset.batch(params["batch_size"])

@@ -36,6 +36,18 @@ def test_synchronous_strategies_match_one_worker_at_the_same_global_batch(strate
   assert re.search(rf"{strategy}\s+2\s+32\s+0.01\n", output)
 
 
+@pytest.mark.parametrize("strategy", ["horovod", "multi_worker"])
+@pytest.mark.parametrize("module", ["tests.programs.canned_model", "tests.programs.keras_model"])
+def test_estimators_match_one_worker(strategy, module):
+  """A canned DNNClassifier and a model_to_estimator conv net, each with its own
+  optimizer and rate, given to verify as an Estimator."""
+  code, worst, verdict, output = run_verify(f"--strategy={strategy}", "--num_workers=2",
+                                            f"--module={module}")
+  assert (code, verdict) == (0, "PASS"), output[-3000:]
+  assert worst <= 1e-5
+  assert re.search(rf"{strategy}\s+2\s+32\s+the model's own\n", output)
+
+
 def test_parameter_server_with_one_worker_is_the_single_worker_run():
   code, worst, verdict, output = run_verify("--strategy=parameter_server", "--num_workers=1",
                                             "--module=model_zoo.mnist_dnn")

@@ -1,9 +1,11 @@
 """Program flags: validators for rules that span flags, and the options they give."""
 
 import pytest
+import tensorflow as tf
 from absl import flags
 
 import estimator_dist as ed
+from estimator_dist.task import flags as task_flags
 
 
 def parse(*argv):
@@ -57,3 +59,16 @@ def test_flags_that_cannot_work_are_refused(argv, message):
 def test_model_dir_is_required():
   with pytest.raises(ed.ConfigError, match="--model_dir is required"):
     ed.options_from_flags(parse())
+
+
+def test_our_error_raised_inside_autograph_is_reported_as_ours():
+  """A strategy runs the model_fn through AutoGraph, which re-raises a ConfigError as a
+  StagingError holding its message; the program still ends with our one line, exit 2."""
+  @tf.function
+  def model_fn():
+    raise ed.ConfigError("no learning rate was found to scale")
+  with pytest.raises(Exception) as raised:
+    model_fn()
+  assert not isinstance(raised.value, ed.ConfigError)  # AutoGraph's own wrapper.
+  assert task_flags._ours(raised.value) == (  # pylint: disable=protected-access
+      ed.ConfigError, "no learning rate was found to scale")

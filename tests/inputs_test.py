@@ -190,3 +190,24 @@ def test_a_pandas_input_fn_keeps_its_columns_and_target():
     assert list(labels) == [100 * a for a in features["a"]]
     seen += list(features["a"])
   assert sorted(seen) == list(range(6))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_generator_backed_dataset_is_split_by_batch_and_covers_each_epoch(workers):
+  """Dataset.from_generator, as users read records from Python: one generator per worker,
+  each keeps its own batches; together one epoch is every record once."""
+  def records():
+    for i in range(10):
+      yield {"a": i, "b": 10 * i}, 100 * i
+
+  def input_fn():
+    signature = ({"a": tf.TensorSpec((), tf.int64), "b": tf.TensorSpec((), tf.int64)},
+                 tf.TensorSpec((), tf.int64))
+    return tf.data.Dataset.from_generator(records, output_signature=signature).batch(2)
+  seen = []
+  for i in range(workers):
+    for features, labels in worker(input_fn, workers, i).take(len(range(i, 5, workers))):
+      assert as_list(features["b"]) == [10 * a for a in as_list(features["a"])]
+      assert as_list(labels) == [100 * a for a in as_list(features["a"])]
+      seen += as_list(features["a"])
+  assert sorted(seen) == list(range(10))

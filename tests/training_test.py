@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
+from estimator_dist.task import checkpoints as ed_checkpoints
 
 X = np.random.RandomState(0).rand(64, 3).astype(np.float32)
 Y = X @ np.array([[1.0], [-2.0], [0.5]], np.float32)
@@ -102,3 +103,52 @@ def test_an_adapter_made_by_hand_is_started_and_may_be_given_as_the_strategy(tmp
                                   model_dir=str(tmp_path), train_steps=5,
                                   params={"learning_rate": 0.1})
   assert adapter.started and metrics["global_step"] == 5
+
+
+def test_a_tf_compat_v1_canned_estimator_trains_with_its_v1_optimizer(tmp_path):
+  estimator = tf.compat.v1.estimator.LinearRegressor(
+      [tf.feature_column.numeric_column("x", shape=[3])],
+      optimizer=tf.compat.v1.train.GradientDescentOptimizer(0.002))
+  metrics = ed.train_and_evaluate(estimator, lambda: input_fn().map(lambda x, y: ({"x": x}, y)),
+                                  lambda: input_fn().map(lambda x, y: ({"x": x}, y)),
+                                  model_dir=str(tmp_path), train_steps=40)
+  assert metrics["global_step"] == 40
+  assert metrics["average_loss"] < 0.75 * float(np.mean(Y ** 2))  # From zero weights.
+
+
+def test_a_keras_model_starts_from_its_own_weights(tmp_path):
+  """model_to_estimator warm-starts from the Keras model's weights (a pretrained model
+  is fine-tuned, not trained from scratch); a zero rate keeps them."""
+  model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,), name="dense")])
+  model.compile(optimizer=tf.keras.optimizers.SGD(0.0), loss="mse")
+  weights = [np.array([[1.0], [-2.0], [0.5]], np.float32), np.array([0.25], np.float32)]
+  model.set_weights(weights)
+  estimator = tf.keras.estimator.model_to_estimator(keras_model=model)
+  features = lambda: input_fn().map(lambda x, y: ({"dense_input": x}, y))  # noqa: E731
+  ed.train_and_evaluate(estimator, features, features, model_dir=str(tmp_path / "run"),
+                        train_steps=3, lr_scaling="none")
+  reader = tf.train.load_checkpoint(str(tmp_path / "run"))
+  keys = ed_checkpoints.keys_by_name(reader)
+  np.testing.assert_array_equal(reader.get_tensor(keys["dense/kernel"]), weights[0])
+  np.testing.assert_array_equal(reader.get_tensor(keys["dense/bias"]), weights[1])
+
+
+def test_the_warm_start_hook_sets_the_weights_at_step_0_only(tmp_path):
+  """What multi_worker uses in place of a restore in the graph."""
+  with tf.Graph().as_default():
+    tf.compat.v1.get_variable("dense/kernel", initializer=tf.constant([[1.0], [2.0]]))
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver().save(session, str(tmp_path / "warm"))
+  for step, expected in ((0, [[1.0], [2.0]]), (7, [[0.0], [0.0]])):
+    with tf.Graph().as_default():
+      kernel = tf.compat.v1.get_variable("dense/kernel", [2, 1],
+                                         initializer=tf.zeros_initializer())
+      tf.compat.v1.train.create_global_step()
+      hook = ed_checkpoints.WarmStartHook(tf.estimator.WarmStartSettings(str(tmp_path / "warm")))
+      hook.begin()
+      with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        session.run(tf.compat.v1.assign(tf.compat.v1.train.get_global_step(), step))
+        hook.after_create_session(session, None)
+        np.testing.assert_array_equal(session.run(kernel), expected)

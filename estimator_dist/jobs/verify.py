@@ -2,15 +2,17 @@
 
   estimator-dist verify --module=model_zoo.mnist_cnn --strategy=horovod --num_workers=2
 
-Trains the module's `model_fn` on its `input_fn(params)` for --train_steps steps twice,
+Trains the module's model on its `input_fn(params)` for --train_steps steps twice,
 from one initial checkpoint, with deterministic ops and without oneDNN's batch-size-
 dependent kernels: on one worker at the global
 batch (num_workers x --batch_size), and under --strategy on --num_workers workers at
 --batch_size each. It prints the learning rate each run used, the largest difference of
 every trainable weight, and PASS if the largest relative difference is within --tolerance.
 
-The module provides `model_fn`, `input_fn(params)` batched by params["batch_size"] in
-a fixed order, and optionally VERIFY_PARAMS, params that switch off randomness which
+The module provides the model, as `model_fn` or as `estimator` (a canned or
+`model_to_estimator` Estimator, or a function of no arguments that builds one, called
+after the strategy is started), `input_fn(params)` batched by params["batch_size"] in a
+fixed order, and optionally VERIFY_PARAMS, params that switch off randomness which
 depends on how a batch is split (dropout). Keep steps x global batch within one epoch
 unless the data divides evenly into batches. Keep the steps few (default 10): rounding
 differs between batch splits, and given enough steps one max-pool near-tie flips and
@@ -29,9 +31,12 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
+from estimator_dist import errors
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
+from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
+from estimator_dist.task import checkpoints
 from estimator_dist.task import flags as task_flags
 from estimator_dist.task import training
 
@@ -59,11 +64,24 @@ def _train(_):
   # Keras seeds unseeded initializers from Python's random: one seed, one reference.
   random.seed(FLAGS.random_seed)
   np.random.seed(FLAGS.random_seed)
-  module = importlib.import_module(FLAGS.module)
   options = task_flags.options_from_flags()
+  # A collective strategy must exist before a Keras model or canned Estimator is built.
+  factory.create_strategy(options.strategy, **options.strategy_options).start()
+  module = importlib.import_module(FLAGS.module)
   params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
-  training.train_and_evaluate(module.model_fn, module.input_fn, None, params=params,
+  training.train_and_evaluate(_model(module), module.input_fn, None, params=params,
                               options=options)
+
+
+def _model(module):
+  """The module's model_fn, or its Estimator (built here when it is a function)."""
+  if hasattr(module, "model_fn"):
+    return module.model_fn
+  if not hasattr(module, "estimator"):
+    raise errors.ConfigError(f"--module={FLAGS.module} defines neither model_fn nor "
+                             f"estimator; define one of them.")
+  model = module.estimator
+  return model if isinstance(model, tf.compat.v1.estimator.Estimator) else model()
 
 
 def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, model_dir,
@@ -83,7 +101,7 @@ def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, mod
     sys.stderr.write(output[-4000:])
     raise SystemExit(f"verify: the {name} run failed with code {code}; its log is {log}")
   rates = _RATE.findall(output)
-  return float(rates[0][4]) if rates else learning_rate
+  return f"{float(rates[0][4]):g}" if rates else "the model's own"
 
 
 def start_from(source_dir, model_dir):
@@ -111,12 +129,13 @@ def compare(reference_dir, candidate_dir):
   """
   ref = tf.train.load_checkpoint(reference_dir)
   got = tf.train.load_checkpoint(candidate_dir)
+  ref_keys, got_keys = checkpoints.keys_by_name(ref), checkpoints.keys_by_name(got)
   rows = []
   for name in trainable_variables(reference_dir):
-    if not got.has_tensor(name):
+    if name not in got_keys:
       rows.append((name, np.inf, np.nan, np.inf))
       continue
-    a, b = got.get_tensor(name), ref.get_tensor(name)
+    a, b = got.get_tensor(got_keys[name]), ref.get_tensor(ref_keys[name])
     diff, scale = float(np.max(np.abs(a - b))), float(np.max(np.abs(b)))
     rows.append((name, diff, scale, diff / scale if scale else (0.0 if diff == 0 else np.inf)))
   return rows
@@ -147,8 +166,8 @@ def main(_):
   print(f"estimator_dist verify: {FLAGS.module}, {FLAGS.train_steps} steps at global batch "
         f"{reference_batch}, {strategy} on {n} worker(s) against one worker")
   print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")
-  print(f"  {'single worker':22s} {1:7d} {reference_batch:12d} {single_rate:14g}")
-  print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:14g}")
+  print(f"  {'single worker':22s} {1:7d} {reference_batch:12d} {single_rate:>14s}")
+  print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:>14s}")
   print(f"  {'weight':40s} {'max |diff|':>11s} {'max |ref|':>11s} {'relative':>11s}")
   for name, diff, scale, rel in rows:
     print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")

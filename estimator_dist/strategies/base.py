@@ -171,6 +171,15 @@ class StrategyAdapter:
   def training_hooks(self):
     return []
 
+  def warm_start(self, settings):
+    """(warm_start_from for the Estimator, training hooks) that start from `settings`."""
+    return settings, []
+
+  def stop_requested(self, requested):
+    """A tensor > 0 when a task fed `requested` (an int32 scalar) > 0; every task runs
+    it at the same session run. One process: the request itself."""
+    return requested
+
   # -- running -----------------------------------------------------------------------------
   def run_training(self, train_with, *, model_dir):
     """Runs `train_with(adapter, extra_hooks)`, which trains once into `model_dir`.
@@ -190,7 +199,7 @@ class StrategyAdapter:
             "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
             "--evaluator).")
       return evaluator.evaluate_until(estimator, eval_spec, max_steps=train_spec.max_steps)
-    if eval_spec is None and not self.task.cluster:
+    if not estimator.config.cluster_spec:  # One process: the chief evaluates beside it.
       estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                       hooks=train_spec.hooks, saving_listeners=train_spec.saving_listeners)
       return None

@@ -281,6 +281,10 @@ class HorovodAdapter(base.StrategyAdapter):
     return [self.hvd.BroadcastGlobalVariablesHook(0)] if self.task.size > 1 else []
 
   # -- running ----------------------------------------------------------------------------
+  def stop_requested(self, requested):
+    return self.hvd.allreduce(tf.cast(requested, tf.float32), op=self.hvd.Sum,
+                              name="estimator_dist_stop_requested")
+
   def train(self, estimator, train_spec, eval_spec):
     # tf.estimator.train_and_evaluate would evaluate on rank 0 in the middle of training
     # and restart sessions unevenly across ranks; every rank trains, the chief evaluates

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist.strategies import base
+from estimator_dist.task import checkpoints
 
 COMMUNICATIONS = {
     "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
@@ -53,3 +54,24 @@ class MultiWorkerAdapter(base.StrategyAdapter):
 
   def distribute_strategy(self):
     return self._strategy
+
+  def warm_start(self, settings):
+    # A restore in the graph would replace the chief's broadcast of initial values.
+    return None, [checkpoints.WarmStartHook(settings)] if settings else []
+
+  def stop_requested(self, requested):
+    # A mirrored variable that sums what the workers assign: an all-reduce. Local, so
+    # it is neither saved in checkpoints nor expected in them.
+    with tf.compat.v1.variable_scope("estimator_dist", reuse=tf.compat.v1.AUTO_REUSE):
+      requests = tf.compat.v1.get_variable(
+          "stop_requests", shape=(), dtype=tf.int32, initializer=tf.zeros_initializer(),
+          collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES], trainable=False,
+          synchronization=tf.VariableSynchronization.ON_WRITE,
+          aggregation=tf.VariableAggregation.SUM)
+
+    def assign_and_read(variable):
+      with tf.control_dependencies([variable.assign(requested)]):
+        return variable.read_value()
+    strategy = tf.distribute.get_strategy()  # The Estimator's copy, whose scope this is.
+    result = strategy.run(assign_and_read, args=(requests,))
+    return strategy.experimental_local_results(result)[0]

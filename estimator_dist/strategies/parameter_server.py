@@ -115,6 +115,15 @@ class ParameterServerAdapter(base.StrategyAdapter):
       config.device_filters.extend(["/job:ps", f"/job:{self.task.role}/task:{self.task.index}"])
     return config
 
+  def stop_requested(self, requested):
+    # On the first ps, where every worker reads it; a request stays until the job ends.
+    with tf.device("/job:ps/task:0"):
+      flag = tf.compat.v1.get_variable(
+          "estimator_dist/stop_requested", shape=(), dtype=tf.int32,
+          initializer=tf.zeros_initializer(), trainable=False,
+          collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES], use_resource=True)
+      return tf.compat.v1.assign(flag, tf.maximum(flag.read_value(), requested))
+
   def train(self, estimator, train_spec, eval_spec):
     if self.task.role == "ps":
       self._serve()

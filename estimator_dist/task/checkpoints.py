@@ -19,6 +19,7 @@ import re
 import shutil
 
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from estimator_dist import errors
 
@@ -28,6 +29,7 @@ _CHECKPOINT = re.compile(r"^(model\.ckpt-(\d+))\.index$")
 _TEMPORARY = re.compile(r"^(checkpoint|graph\.pbtxt|model\.ckpt-\d+\.[\w-]+)\.tmp[0-9a-f]{32}$|"
                         r"^model\.ckpt-\d+\..*\.tempstate\d+$|^model\.ckpt-\d+_temp$")
 UNREADABLE_DIR = "unreadable"
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
 def _checkpoints(model_dir):
@@ -149,13 +151,61 @@ class FitsTheModel(tf.estimator.SessionRunHook):
       return
     model = {v.name.split(":")[0]: v.shape.as_list()
              for v in tf.compat.v1.global_variables()}
-    saved = dict(tf.train.list_variables(latest))
+    reader = tf.train.load_checkpoint(latest)
+    shapes = reader.get_variable_to_shape_map()
+    saved = {name: shapes[key] for name, key in keys_by_name(reader).items()}
     difference = _first_difference(model, saved)
     if difference:
       raise errors.ConfigError(
           f"the checkpoint {latest} is not of this model: {difference}. Train into a new "
           f"model_dir, move the checkpoints of the other model away, or restore the model "
           f"that wrote them.")
+
+
+class WarmStartHook(tf.estimator.SessionRunHook):
+  """Sets the trainable variables from `settings` (a `tf.estimator.WarmStartSettings`)
+  after the session starts, on every task, when training starts at step 0.
+
+  For MultiWorkerMirroredStrategy: its variables take their initial values from the
+  chief by a broadcast, which a restore in the chief's graph would leave unmatched.
+  """
+
+  def __init__(self, settings):
+    self._path = settings.ckpt_to_initialize_from
+    patterns = settings.vars_to_warm_start or ".*"
+    self._patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+
+  def begin(self):
+    path = (tf.train.latest_checkpoint(self._path) if tf.io.gfile.isdir(self._path)
+            else self._path)
+    reader = tf.train.load_checkpoint(path)
+    keys = keys_by_name(reader)
+    assignments = []
+    for variable in tf.compat.v1.trainable_variables():
+      name = variable.name.split(":")[0]
+      if name in keys and any(re.match(p, name) for p in self._patterns):
+        assignments.append(variable.assign(reader.get_tensor(keys[name])))
+    self._warm_start = tf.group(assignments)
+    self._step = tf.compat.v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    if session.run(self._step) == 0:
+      session.run(self._warm_start)
+
+
+def keys_by_name(reader):
+  """{variable name in the graph: its key in the checkpoint} of a checkpoint reader.
+
+  A name-based checkpoint keys a variable by its name; an object-based one (Keras,
+  `model_to_estimator`) by its place in the object graph, which names the variable.
+  """
+  shapes = reader.get_variable_to_shape_map()
+  if _OBJECT_GRAPH not in shapes:
+    return {name: name for name in shapes}
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  return {attribute.full_name: attribute.checkpoint_key
+          for node in graph.nodes for attribute in node.attributes}
 
 
 def _first_difference(model, saved):

@@ -2,13 +2,18 @@
 
 TensorFlow's evaluator sleeps out its throttle interval after every evaluation, also
 after the final one, and may sleep through the final checkpoint's arrival: a job whose
-training ended could wait a minute for it. This one evaluates a new checkpoint at most
-every `throttle_secs`, but the final checkpoint (step >= max_steps) at once, and returns.
+training ended could wait a minute for it; after an early stop it waits for ever. This
+one evaluates a new checkpoint at most every `throttle_secs`, but the final checkpoint
+(step >= max_steps, or the step the chief marked as its early stop) at once, exports
+after each evaluation, and returns.
 """
 
 import time
 
 from absl import logging
+
+from estimator_dist.task import early_stopping
+from estimator_dist.task import evaluation
 
 
 def _step(path):
@@ -16,18 +21,19 @@ def _step(path):
 
 
 def evaluate_until(estimator, eval_spec, *, max_steps, poll_secs=0.5):
-  """Evaluates checkpoints until it has evaluated one of step >= max_steps; its metrics."""
-  last, next_time = None, 0.0
+  """Evaluates checkpoints until it has evaluated the final one; its metrics."""
+  started, next_time = time.time(), 0.0
+  evaluations = evaluation.Evaluations(estimator, eval_spec)
   while True:
     path = estimator.latest_checkpoint()
-    final = _step(path) >= max_steps
-    if path and path != last and (final or time.monotonic() >= next_time):
-      metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps,
-                                   name=eval_spec.name, hooks=eval_spec.hooks,
-                                   checkpoint_path=path)
-      last, next_time = path, time.monotonic() + eval_spec.throttle_secs
-      if final:
-        logging.info("estimator_dist: evaluated the final checkpoint %s; the evaluator ends",
-                     path)
-        return metrics
+    stopped = early_stopping.stopped_at(estimator.model_dir, since=started)
+    final = _step(path) >= (max_steps if stopped is None else min(stopped, max_steps))
+    if path and final:
+      metrics = evaluations.run(path, final=True)
+      logging.info("estimator_dist: evaluated the final checkpoint %s; the evaluator ends",
+                   path)
+      return metrics
+    if path and path != evaluations.last_path and time.monotonic() >= next_time:
+      evaluations.run(path)
+      next_time = time.monotonic() + eval_spec.throttle_secs
     time.sleep(poll_secs)

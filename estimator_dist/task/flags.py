@@ -15,13 +15,15 @@ from estimator_dist.strategies import horovod as horovod_options
 from estimator_dist.strategies import multi_worker
 from estimator_dist.strategies import traits
 from estimator_dist.task import decorator
+from estimator_dist.task import early_stopping
+from estimator_dist.task import evaluation
 from estimator_dist.task import options as options_lib
 from estimator_dist.task import placement
 
 # Flags that are TrainOptions fields of the same name.
 _TRAIN_FLAGS = ("model_dir", "train_steps", "eval_steps", "batch_size", "learning_rate",
                 "lr_scaling", "warmup_steps", "save_checkpoints_steps", "eval_throttle_secs",
-                "random_seed")
+                "random_seed", "exports_to_keep")
 # flag name -> (strategy, adapter option) for the backend options.
 _STRATEGY_FLAGS = {
     "num_devices": ("mirrored", "num_devices"),
@@ -67,6 +69,21 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
   flags.DEFINE_integer("eval_throttle_secs", 60, "Least seconds between evaluations.",
                        lower_bound=0, flag_values=f)
   flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.", flag_values=f)
+  flags.DEFINE_list("exporters", [], f"Serving exports after evaluations, of "
+                    f"{', '.join(evaluation.EXPORTER_KINDS)} (the program passes "
+                    f"serving_input_receiver_fn).", flag_values=f)
+  flags.register_validator("exporters", lambda v: set(v) <= set(evaluation.EXPORTER_KINDS),
+                           f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)}.",
+                           flag_values=f)
+  flags.DEFINE_integer("exports_to_keep", 5, "Newest exports the latest and best exporters "
+                       "keep.", lower_bound=1, flag_values=f)
+  flags.DEFINE_integer("early_stopping_patience_steps", None,
+                       "Stop every task when the eval metric has not improved for this "
+                       "many steps.", lower_bound=1, flag_values=f)
+  flags.DEFINE_string("early_stopping_metric", "loss", "Eval metric early stopping watches.",
+                      flag_values=f)
+  flags.DEFINE_enum("early_stopping_mode", "min", early_stopping.MODES,
+                    "min: the metric should decrease; max: increase.", flag_values=f)
   flags.DEFINE_integer("intra_op_threads", 0, "TensorFlow intra-op threads (0: TF default).",
                        lower_bound=0, flag_values=f)
   flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow inter-op threads (0: TF default).",
@@ -130,8 +147,12 @@ def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
     raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
   strategy, strategy_options = _strategy_from_flags(f)
   values = {name: f[name].value for name in _TRAIN_FLAGS}
+  if f["early_stopping_patience_steps"].value:
+    values["early_stopping"] = early_stopping.EarlyStopping(
+        metric=f["early_stopping_metric"].value, mode=f["early_stopping_mode"].value,
+        patience_steps=f["early_stopping_patience_steps"].value)
   return options_lib.TrainOptions(strategy=strategy, strategy_options=strategy_options,
-                                  **values)
+                                  exporters=f["exporters"].value, **values)
 
 
 def _strategy_from_flags(f):
@@ -166,11 +187,26 @@ def run_program(main, *, start_strategy=True):
         strategy, strategy_options = _strategy_from_flags(flags.FLAGS)
         factory.create_strategy(strategy, **strategy_options)
       return main(argv)
-    except tuple(_EXIT_CODES) as e:
-      sys.stderr.write(f"error: {e}\n")
+    except Exception as e:  # pylint: disable=broad-except
+      kind, message = _ours(e)
+      if kind is None:
+        raise
+      sys.stderr.write(f"error: {message}\n")
       sys.stderr.flush()
-      sys.exit(next(code for kind, code in _EXIT_CODES.items() if isinstance(e, kind)))
+      sys.exit(_EXIT_CODES[kind])
   app.run(guarded)
+
+
+def _ours(error):
+  """(kind, message) of one of our errors, also when AutoGraph re-raised it from a
+  model_fn that a tf.distribute strategy ran (a StagingError whose message holds ours)."""
+  cause = getattr(getattr(error, "ag_error_metadata", None), "cause_message", "").strip()
+  for kind in _EXIT_CODES:
+    if cause.startswith(f"{kind.__name__}: "):
+      return kind, cause[len(kind.__name__) + 2:]
+    if isinstance(error, kind):
+      return kind, str(error)
+  return None, None
 
 
 _EXIT_CODES = {errors.ConfigError: 2, errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,

@@ -6,11 +6,12 @@ as keywords to `train_and_evaluate`, or the value itself as `options=`.
 
 import dataclasses
 import types
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Tuple
 
 from estimator_dist import errors
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
+from estimator_dist.task import early_stopping as early_stopping_lib
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -29,6 +30,12 @@ class TrainOptions:
   save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
   keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
   eval_throttle_secs: least seconds between evaluations during training.
+  exporters: serving exports after evaluations: "latest", "best", "final" or
+    `tf.estimator.Exporter`s (the names need train_and_evaluate's
+    serving_input_receiver_fn).
+  exports_to_keep: newest exports the latest and best exporters keep.
+  early_stopping: an `EarlyStopping` (metric, mode, patience_steps) that stops every
+    task at one step when the eval metric stops improving.
   random_seed: the graph seed of every task; one seed everywhere keeps the workers'
     shuffle orders equal, which sharding relies on.
   """
@@ -44,6 +51,9 @@ class TrainOptions:
   save_checkpoints_steps: Optional[int] = None
   keep_checkpoint_max: int = 5
   eval_throttle_secs: int = 60
+  exporters: Tuple[object, ...] = ()
+  exports_to_keep: int = 5
+  early_stopping: Optional[early_stopping_lib.EarlyStopping] = None
   random_seed: int = 0
 
   def __post_init__(self):
@@ -58,6 +68,11 @@ class TrainOptions:
       errors.check_positive(name, getattr(self, name), allow_none=True)
     errors.check_non_negative("keep_checkpoint_max", self.keep_checkpoint_max)
     errors.check_non_negative("eval_throttle_secs", self.eval_throttle_secs)
+    object.__setattr__(self, "exporters", tuple(self.exporters or ()))
+    errors.check_positive("exports_to_keep", self.exports_to_keep)
+    if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
+      raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "
+                               f"patience_steps=...), got {self.early_stopping!r}.")
     if self.warmup_steps is not None and self.warmup_steps >= self.train_steps:
       raise errors.ConfigError(f"warmup_steps ({self.warmup_steps}) must be smaller than "
                                f"train_steps ({self.train_steps}).")

@@ -1,16 +1,20 @@
 """`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief."""
 
 import contextlib
+import os
 import time
 
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import errors
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import local
 from estimator_dist.task import checkpoints
 from estimator_dist.task import decorator
+from estimator_dist.task import early_stopping
+from estimator_dist.task import evaluation
 from estimator_dist.task import guards
 from estimator_dist.task import inputs
 from estimator_dist.task import model_dir_lock
@@ -46,17 +50,20 @@ class ThroughputHook(tf.estimator.SessionRunHook):
 
 
 def _model_fn_and_params(model, params):
-  """The model_fn and params to train; an Estimator gives its own, `params` win."""
-  if isinstance(model, tf.estimator.Estimator):
-    est = model
-    params = {**(est.params or {}), **(params or {})}
-    return est._model_fn, params  # pylint: disable=protected-access
+  """(model_fn, params, warm start) to train; an Estimator gives its own, `params` win.
+
+  The v2 Estimator subclasses tf.compat.v1's, so both kinds of canned Estimator count.
+  `model_to_estimator` warm-starts from the Keras model's weights.
+  """
+  if isinstance(model, tf.compat.v1.estimator.Estimator):
+    params = {**(model.params or {}), **(params or {})}
+    return model._model_fn, params, model._warm_start_settings  # pylint: disable=protected-access
   decorator.check_model_fn(model)
-  return model, dict(params or {})
+  return model, dict(params or {}), None
 
 
 def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None, hooks=(),
-                       options=None, adapter=None, **fields):
+                       serving_input_receiver_fn=None, options=None, adapter=None, **fields):
   """Trains under a strategy and returns the final eval metrics on the chief.
 
   Like `tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)`, the model
@@ -69,7 +76,10 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     eval_input_fn: the evaluation input_fn; evaluation runs on the chief (or the
       evaluator task) over all of it, each example once.
     params: passed to the model_fn (over an Estimator's own).
-    hooks: extra training hooks.
+    hooks: extra training hooks; `tf.estimator.experimental.stop_if_*` hooks among them
+      stop every task together (see `early_stopping`).
+    serving_input_receiver_fn: what the exported SavedModel takes as input, for the
+      exporters named in options.exporters.
     options: a `TrainOptions`; `fields` are its fields given as keywords (strategy,
       model_dir, train_steps, ...), over `options` when both are given.
     adapter: an adapter (`create_strategy`, or one made by hand, which is started here)
@@ -89,7 +99,7 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   inputs.check_input_fn(train_input_fn, "train_input_fn")
   if eval_input_fn is not None:
     inputs.check_input_fn(eval_input_fn, "eval_input_fn")
-  model_fn, params = _model_fn_and_params(model, params)
+  model_fn, params, warm_start = _model_fn_and_params(model, params)
   model_fn, rate_options = decorator.decorated(model_fn, lr_scaling=opts.lr_scaling,
                                                warmup_steps=opts.warmup_steps)
   if opts.learning_rate is not None:
@@ -98,25 +108,43 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
 
   checkpoint_interval = ({"save_checkpoints_steps": opts.save_checkpoints_steps}
                          if opts.save_checkpoints_steps else {})
+  exporters = evaluation.exporters(opts.exporters, serving_input_receiver_fn,
+                                   exports_to_keep=opts.exports_to_keep)
+  hooks, stop_conditions = early_stopping.split_hooks(hooks)
   eval_spec = None
   if eval_input_fn is not None:
-    eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=opts.eval_steps,
+    eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=opts.eval_steps, exporters=exporters,
                                       start_delay_secs=0, throttle_secs=opts.eval_throttle_secs)
+  elif exporters or opts.early_stopping or stop_conditions:
+    raise errors.ConfigError("exporters and early stopping follow evaluations: pass an "
+                             "eval_input_fn to train_and_evaluate.")
   throughput = ThroughputHook()
+  evaluations = evaluation.Evaluations(
+      _evaluating_estimator(model_fn, model_dir=model_dir, params=params), eval_spec)
+  stop_together = None
 
   def train_with(adapter, more_hooks=()):
     """Builds the Estimator for `adapter` and trains; returns (adapter, metrics)."""
+    nonlocal stop_together
+    if opts.early_stopping or stop_conditions:
+      decide = early_stopping.decision(opts.early_stopping, stop_conditions,
+                                       os.path.join(model_dir, "eval"))
+      stop_together = early_stopping.StopTogether(
+          adapter, decide=decide if adapter.task.is_chief else None)
+      more_hooks = (*more_hooks, stop_together)
     config = adapter.run_config(model_dir, tf_random_seed=opts.random_seed,
                                 keep_checkpoint_max=opts.keep_checkpoint_max,
                                 **checkpoint_interval)
+    warm_start_from, warm_start_hooks = adapter.warm_start(warm_start)
     estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
-                                       params=params)
+                                       params=params, warm_start_from=warm_start_from)
     train_spec = tf.estimator.TrainSpec(
         adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
         hooks=[checkpoints.FitsTheModel(model_dir), guards.NanLossHook(model_dir),
                guards.PhaseHook(), guards.StepAdvances(runs=20 * adapter.runs_per_update),
                throughput,
-               *guards.heartbeat_hooks(adapter.task), *more_hooks, *hooks],
+               *guards.heartbeat_hooks(adapter.task), *warm_start_hooks, *more_hooks,
+               *hooks],
         saving_listeners=[guards.FiniteCheckpoints(model_dir)])
     logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
                  adapter.describe(), batch_size, examples_per_step(adapter), train_steps)
@@ -132,13 +160,23 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     if not model_dir_lock.held_by_launcher(model_dir):
       lock = model_dir_lock.held(model_dir, _warn)  # Else the launcher holds it and
       checkpoints.resume_point(model_dir, _warn)    # has checked the checkpoints.
-  with lock, complete, own_port.named(adapter.task):
+  # The chief evaluates beside its training unless the job has an evaluator task.
+  beside = (adapter.task.is_chief and eval_spec is not None and
+            not adapter.task.num_tasks("evaluator"))
+  evaluating = (evaluation.beside_training(evaluations, model_dir,
+                                           throttle_secs=opts.eval_throttle_secs)
+                if beside else contextlib.nullcontext())
+  with lock, complete, own_port.named(adapter.task), evaluating:
     adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
   watchdog.reached("ended")  # Also when there was nothing left to train.
+  if adapter.task.is_chief and stop_together and stop_together.stopped_at is not None:
+    early_stopping.mark_stopped(model_dir, stop_together.stopped_at)
   adapter.after_training()
   if not adapter.task.is_chief or eval_spec is None:
     return None
-  if not metrics or metrics.get("global_step", -1) < train_steps:
+  if beside:  # The final evaluation, and the final exports.
+    metrics = evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
+  elif not metrics or metrics.get("global_step", -1) < train_steps:
     metrics = evaluate(model_fn, eval_input_fn, model_dir=model_dir, params=params,
                        eval_steps=opts.eval_steps)
   # The step training ended at (an early stop ends before train_steps).
@@ -150,13 +188,17 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
 def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,
              checkpoint_path=None):
   """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone."""
+  estimator = _evaluating_estimator(model_fn, model_dir=model_dir, params=params)
+  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path)
+
+
+def _evaluating_estimator(model_fn, *, model_dir, params):
+  """An Estimator of this process alone over model_dir: it evaluates and exports."""
   with base.without_tf_config():
     config = tf.estimator.RunConfig(model_dir=model_dir)
   model_fn, _ = decorator.decorated(model_fn)
-  adapter = local.local_adapter()
-  estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
-                                     params=params)
-  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path)
+  return tf.estimator.Estimator(local.local_adapter().wrap_model_fn(model_fn), config=config,
+                                params=params)
 
 
 def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):

@@ -1,0 +1,140 @@
+"""Early stopping that stops every task at the same global step.
+
+The chief decides, from the evaluations written to `model_dir/eval` (by the evaluation
+that runs beside training, or by the evaluator task): an `EarlyStopping` option (no
+improvement of a metric for `patience_steps`) or the condition of a
+`tf.estimator.experimental.stop_if_*` hook given in `hooks`. TensorFlow's own hooks
+stop only the chief (a worker then waits in an all-reduce until a timeout). Here every
+task runs `StopTogether`: every `check_every_runs` session runs, all of them run the
+adapter's `stop_requested` op at the same step (an all-reduce of the chief's request
+for the synchronous strategies, a variable on a ps for parameter_server) and stop
+together when it says so. The chief then leaves a marker, which ends the evaluator task.
+"""
+
+import dataclasses
+import os
+import time
+from typing import Optional
+
+import tensorflow as tf
+from absl import logging
+from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
+
+from estimator_dist import errors
+
+MODES = ("min", "max")
+STOPPED_MARKER = "estimator_dist_stopped_early"
+_TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
+                  tf_early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
+                  tf_early_stopping._MultiWorkerEarlyStoppingHook)  # pylint: disable=protected-access
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EarlyStopping:
+  """Stop when `metric` (an eval metric: "loss", "accuracy", ...) has not improved
+  (`mode` "min": decreased; "max": increased) for `patience_steps` global steps."""
+  metric: str = "loss"
+  mode: str = "min"
+  patience_steps: int
+
+  def __post_init__(self):
+    if self.mode not in MODES:
+      raise errors.ConfigError(f"early stopping mode must be one of {MODES}, got {self.mode!r}.")
+    errors.check_positive("patience_steps", self.patience_steps)
+
+  def reason(self, eval_dir) -> Optional[str]:
+    """Why training should stop now, from the evaluations in eval_dir; None to go on."""
+    results = tf_early_stopping.read_eval_metrics(eval_dir) if tf.io.gfile.isdir(
+        eval_dir) else {}
+    points = [(step, m[self.metric]) for step, m in results.items() if self.metric in m]
+    if not points:
+      if results:
+        raise errors.ConfigError(
+            f"early stopping watches eval metric '{self.metric}', but the evaluations "
+            f"have only {sorted(next(iter(results.values())))}. Name one of them.")
+      return None
+    better = min if self.mode == "min" else max
+    best_step, best = better(reversed(points), key=lambda p: p[1])
+    last_step = points[-1][0]
+    if last_step - best_step < self.patience_steps:
+      return None
+    return (f"eval {self.metric} has not {'decreased' if self.mode == 'min' else 'increased'} "
+            f"for {last_step - best_step} steps (best {best:g} at step {best_step}, patience "
+            f"{self.patience_steps})")
+
+
+def split_hooks(hooks):
+  """(the other hooks, the stop conditions of TensorFlow's early-stopping hooks)."""
+  others, conditions = [], []
+  for hook in hooks:
+    if isinstance(hook, _TF_STOP_HOOKS):
+      # A worker's hook has no condition, but it takes part in the agreement.
+      conditions.append(getattr(hook, "_should_stop_fn", None) or (lambda: False))
+    else:
+      others.append(hook)
+  return others, conditions
+
+
+class StopTogether(tf.estimator.SessionRunHook):
+  """Run by every task: all tasks learn the chief's decision at the same session run."""
+
+  def __init__(self, adapter, *, decide=None, check_every_runs=10, decide_every_secs=1.0):
+    self._adapter = adapter
+    self._decide = decide  # On the chief: a function giving a reason to stop, or None.
+    self._every = check_every_runs
+    self._decide_every_secs = decide_every_secs
+    self.stopped_at = None
+
+  def begin(self):
+    self._requested = tf.compat.v1.placeholder_with_default(0, (), name="stop_requested")
+    self._agreed = self._adapter.stop_requested(self._requested)
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    self._runs, self._last_decision, self._reason = 0, 0.0, None
+
+  def after_run(self, run_context, run_values):
+    self._runs += 1
+    if self._runs % self._every:
+      return
+    if self._decide and time.monotonic() - self._last_decision >= self._decide_every_secs:
+      self._reason = self._reason or self._decide()
+      self._last_decision = time.monotonic()
+    agreed, step = run_context.session.run(
+        [self._agreed, self._global_step], feed_dict={self._requested: int(bool(self._reason))})
+    if agreed > 0:
+      self.stopped_at = int(step)
+      logging.warning("estimator_dist: early stopping at global step %d%s", step,
+                      f": {self._reason}" if self._reason else " (the chief asked)")
+      run_context.request_stop()
+
+
+def decision(options, conditions, eval_dir):
+  """The chief's decision function (None without a stop condition)."""
+  if options is None and not conditions:
+    return None
+
+  def decide():
+    reason = options.reason(eval_dir) if options is not None else None
+    if reason is None and any(condition() for condition in conditions):
+      reason = "the condition of a tf.estimator.experimental.stop_if_* hook held"
+    return reason
+  return decide
+
+
+def mark_stopped(model_dir, step):
+  """Left by the chief after an early stop: the evaluator task ends at this step."""
+  with open(os.path.join(model_dir, STOPPED_MARKER), "w") as f:
+    f.write(str(step))
+
+
+def stopped_at(model_dir, since):
+  """The step of an early stop marked after `since` (time.time()), or None."""
+  path = os.path.join(model_dir, STOPPED_MARKER)
+  try:
+    if os.path.getmtime(path) < since:
+      return None
+    with open(path) as f:
+      return int(f.read())
+  except (OSError, ValueError):
+    return None
