@@ -132,23 +132,3 @@ def test_a_keras_model_starts_from_its_own_weights(tmp_path):
   np.testing.assert_array_equal(reader.get_tensor(keys["dense/kernel"]), weights[0])
   np.testing.assert_array_equal(reader.get_tensor(keys["dense/bias"]), weights[1])
 
-
-def test_the_warm_start_hook_sets_the_weights_at_step_0_only(tmp_path):
-  """What multi_worker uses in place of a restore in the graph."""
-  with tf.Graph().as_default():
-    tf.compat.v1.get_variable("dense/kernel", initializer=tf.constant([[1.0], [2.0]]))
-    with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.global_variables_initializer())
-      tf.compat.v1.train.Saver().save(session, str(tmp_path / "warm"))
-  for step, expected in ((0, [[1.0], [2.0]]), (7, [[0.0], [0.0]])):
-    with tf.Graph().as_default():
-      kernel = tf.compat.v1.get_variable("dense/kernel", [2, 1],
-                                         initializer=tf.zeros_initializer())
-      tf.compat.v1.train.create_global_step()
-      hook = ed_checkpoints.WarmStartHook(tf.estimator.WarmStartSettings(str(tmp_path / "warm")))
-      hook.begin()
-      with tf.compat.v1.Session() as session:
-        session.run(tf.compat.v1.global_variables_initializer())
-        session.run(tf.compat.v1.assign(tf.compat.v1.train.get_global_step(), step))
-        hook.after_create_session(session, None)
-        np.testing.assert_array_equal(session.run(kernel), expected)

@@ -4,10 +4,10 @@ import dataclasses
 from typing import Optional
 
 import tensorflow as tf
+from absl import logging
 
 from estimator_dist import errors
 from estimator_dist.strategies import base
-from estimator_dist.task import checkpoints
 
 COMMUNICATIONS = {
     "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
@@ -56,8 +56,15 @@ class MultiWorkerAdapter(base.StrategyAdapter):
     return self._strategy
 
   def warm_start(self, settings):
-    # A restore in the graph would replace the chief's broadcast of initial values.
-    return None, [checkpoints.WarmStartHook(settings)] if settings else []
+    # A restore in the graph would replace the chief's broadcast of initial values (the
+    # workers would wait for it), and each worker's Keras model has weights of its own.
+    if settings:
+      logging.warning(
+          "estimator_dist: multi_worker starts from the initial values the chief broadcasts, "
+          "not from the Keras model's weights (%s). To start from trained weights, put "
+          "their checkpoint in the model_dir, or train under horovod, parameter_server or "
+          "mirrored.", settings.ckpt_to_initialize_from)
+    return None, []
 
   def stop_requested(self, requested):
     # A mirrored variable that sums what the workers assign: an all-reduce. Local, so

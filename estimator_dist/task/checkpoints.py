@@ -162,37 +162,6 @@ class FitsTheModel(tf.estimator.SessionRunHook):
           f"that wrote them.")
 
 
-class WarmStartHook(tf.estimator.SessionRunHook):
-  """Sets the trainable variables from `settings` (a `tf.estimator.WarmStartSettings`)
-  after the session starts, on every task, when training starts at step 0.
-
-  For MultiWorkerMirroredStrategy: its variables take their initial values from the
-  chief by a broadcast, which a restore in the chief's graph would leave unmatched.
-  """
-
-  def __init__(self, settings):
-    self._path = settings.ckpt_to_initialize_from
-    patterns = settings.vars_to_warm_start or ".*"
-    self._patterns = [patterns] if isinstance(patterns, str) else list(patterns)
-
-  def begin(self):
-    path = (tf.train.latest_checkpoint(self._path) if tf.io.gfile.isdir(self._path)
-            else self._path)
-    reader = tf.train.load_checkpoint(path)
-    keys = keys_by_name(reader)
-    assignments = []
-    for variable in tf.compat.v1.trainable_variables():
-      name = variable.name.split(":")[0]
-      if name in keys and any(re.match(p, name) for p in self._patterns):
-        assignments.append(variable.assign(reader.get_tensor(keys[name])))
-    self._warm_start = tf.group(assignments)
-    self._step = tf.compat.v1.train.get_global_step()
-
-  def after_create_session(self, session, coord):
-    if session.run(self._step) == 0:
-      session.run(self._warm_start)
-
-
 def keys_by_name(reader):
   """{variable name in the graph: its key in the checkpoint} of a checkpoint reader.
 

@@ -97,11 +97,18 @@ class StopTogether(tf.estimator.SessionRunHook):
     self._runs += 1
     if self._runs % self._every:
       return
+    failure = None
     if self._decide and time.monotonic() - self._last_decision >= self._decide_every_secs:
-      self._reason = self._reason or self._decide()
+      try:
+        self._reason = self._reason or self._decide()
+      except Exception as e:  # pylint: disable=broad-except
+        failure = e  # Every task stops with the chief, then the chief raises.
+        self._reason = f"deciding failed: {e}"
       self._last_decision = time.monotonic()
     agreed, step = run_context.session.run(
         [self._agreed, self._global_step], feed_dict={self._requested: int(bool(self._reason))})
+    if failure is not None:
+      raise failure
     if agreed > 0:
       self.stopped_at = int(step)
       logging.warning("estimator_dist: early stopping at global step %d%s", step,
@@ -124,17 +131,24 @@ def decision(options, conditions, eval_dir):
 
 def mark_stopped(model_dir, step):
   """Left by the chief after an early stop: the evaluator task ends at this step."""
-  with open(os.path.join(model_dir, STOPPED_MARKER), "w") as f:
+  with tf.io.gfile.GFile(os.path.join(model_dir, STOPPED_MARKER), "w") as f:
     f.write(str(step))
+
+
+def clear_marker(model_dir):
+  """Removes an earlier run's marker (the chief, before it trains)."""
+  path = os.path.join(model_dir, STOPPED_MARKER)
+  if tf.io.gfile.exists(path):
+    tf.io.gfile.remove(path)
 
 
 def stopped_at(model_dir, since):
   """The step of an early stop marked after `since` (time.time()), or None."""
   path = os.path.join(model_dir, STOPPED_MARKER)
   try:
-    if os.path.getmtime(path) < since:
+    if tf.io.gfile.stat(path).mtime_nsec / 1e9 < since:
       return None
-    with open(path) as f:
+    with tf.io.gfile.GFile(path) as f:
       return int(f.read())
-  except (OSError, ValueError):
+  except (tf.errors.OpError, ValueError):
     return None

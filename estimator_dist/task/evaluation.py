@@ -57,6 +57,7 @@ class Evaluations:
   def __init__(self, estimator, eval_spec):
     self._estimator, self._spec = estimator, eval_spec
     self.last_path, self.last_metrics = None, None
+    self._exported = set()
 
   def run(self, path, *, final=False):
     """Evaluates `path` (unless it was the last one evaluated) and exports; its metrics."""
@@ -75,9 +76,12 @@ class Evaluations:
       self.last_path, self.last_metrics = path, metrics
     base = os.path.join(self._estimator.model_dir, "export")
     for exporter in self._spec.exporters or ():
+      if (exporter.name, path) in self._exported:  # Latest or best, at the final step.
+        continue
       exported = exporter.export(self._estimator, os.path.join(base, exporter.name), path,
                                  self.last_metrics, final)
       if exported:
+        self._exported.add((exporter.name, path))
         logging.info("estimator_dist: exported %s (%s exporter)",
                      exported.decode() if isinstance(exported, bytes) else exported,
                      exporter.name)
@@ -100,6 +104,10 @@ def beside_training(evaluations, model_dir, *, throttle_secs, poll_secs=0.5):
         try:
           evaluations.run(path)
         except Exception as e:  # pylint: disable=broad-except
+          if not tf.io.gfile.exists(path + ".index"):
+            continue  # Deleted (keep_checkpoint_max) while it was exported.
+          logging.error("estimator_dist: evaluation during training failed, training goes "
+                        "on and then fails: %s", e)
           failure.append(e)
           return
         next_time = time.monotonic() + throttle_secs

@@ -8,6 +8,8 @@ import dataclasses
 import types
 from typing import Mapping, Optional, Tuple
 
+import tensorflow as tf
+
 from estimator_dist import errors
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
@@ -68,7 +70,10 @@ class TrainOptions:
       errors.check_positive(name, getattr(self, name), allow_none=True)
     errors.check_non_negative("keep_checkpoint_max", self.keep_checkpoint_max)
     errors.check_non_negative("eval_throttle_secs", self.eval_throttle_secs)
-    object.__setattr__(self, "exporters", tuple(self.exporters or ()))
+    exporters = self.exporters or ()
+    if isinstance(exporters, (str, tf.estimator.Exporter)):  # One of them.
+      exporters = (exporters,)
+    object.__setattr__(self, "exporters", tuple(exporters))
     errors.check_positive("exports_to_keep", self.exports_to_keep)
     if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
       raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "

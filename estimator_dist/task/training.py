@@ -156,6 +156,7 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
 
   lock, complete = contextlib.nullcontext(), contextlib.nullcontext()
   if adapter.task.is_chief:  # The one writer of checkpoints.
+    early_stopping.clear_marker(model_dir)
     complete = checkpoints.kept_complete(model_dir, _warn)
     if not model_dir_lock.held_by_launcher(model_dir):
       lock = model_dir_lock.held(model_dir, _warn)  # Else the launcher holds it and

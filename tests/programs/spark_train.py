@@ -1,4 +1,4 @@
-"""Trains the model_zoo CNN on digits through estimator_dist.jobs.spark on local Spark.
+"""Trains the model_zoo DNN on digits through estimator_dist.jobs.spark on local Spark.
 
   python -m tests.programs.spark_train --strategy=multi_worker --num_workers=2 \
       --model_dir=/tmp/m --train_steps=200
@@ -21,18 +21,18 @@ flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of 
 
 
 def train(strategy, model_dir, train_steps, fail_worker=False):
-  """What each Spark task runs: the CNN program's training, as a function."""
+  """What each Spark task runs: the DNN program's training, as a function."""
   import os  # pylint: disable=g-import-not-at-top
   import estimator_dist as ed  # pylint: disable=g-import-not-at-top
   if fail_worker and '"type": "worker"' in os.environ.get("TF_CONFIG", ""):
     raise ValueError("this worker fails on purpose")
-  from model_zoo import data, mnist_cnn  # pylint: disable=g-import-not-at-top
-  (x_train, y_train), (x_eval, y_eval) = data.load(image_size=28)
+  from model_zoo import data, mnist_dnn  # pylint: disable=g-import-not-at-top
+  (x_train, y_train), (x_eval, y_eval) = data.load()
   metrics = ed.train_and_evaluate(
-      mnist_cnn.model_fn, data.input_fn(x_train, y_train, shuffle=True),
+      mnist_dnn.model_fn, data.input_fn(x_train, y_train, shuffle=True),
       data.input_fn(x_eval, y_eval, shuffle=False), strategy=strategy, model_dir=model_dir,
       train_steps=train_steps, batch_size=32,
-      params={"learning_rate": 0.01, "batch_size": 32})
+      params={"learning_rate": 0.05, "batch_size": 32})
   return {k: float(v) for k, v in metrics.items()} if metrics else None
 
 
