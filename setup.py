@@ -16,12 +16,13 @@ setuptools.setup(
         "numpy<2",
         "scikit-learn",
         "pyyaml",
+        "optuna==5.0.0",
+        "matplotlib>=3.8,<3.10",
     ],
     extras_require={
         "horovod": ["horovod==0.28.1"],
         "spark": ["pyspark>=3.5,<3.6", "pyarrow<19"],
         "test": ["pytest", "pytest-timeout", "psutil", "pandas>=2.1,<2.3"],
-        "bench": ["matplotlib>=3.8,<3.10"],
     },
     entry_points={
         "console_scripts": ["estimator-dist=estimator_dist.cli:main"],

@@ -10,10 +10,13 @@
 
 A program defines its flags with `define_flags()`, reads them with
 `options_from_flags()` and runs under `run_program(main)`; `estimator-dist launch`
-starts it as a job. The code is laid out by role: `task/` runs inside a training task,
-`strategies/` holds one module per backend, `jobs/` starts jobs and holds the engines.
+starts it as a job, and `estimator-dist sweep` (or `sweep`) runs many such jobs as the
+trials of a hyperparameter search. The code is laid out by role: `task/` runs inside a
+training task, `strategies/` holds one module per backend, `jobs/` starts jobs and holds
+the engines, `experiments/` runs sweeps.
 """
 from estimator_dist.errors import ConfigError, TrainingDiverged
+from estimator_dist.experiments import SweepOptions, sweep
 from estimator_dist.strategies import STRATEGIES, StrategyAdapter, create_strategy
 from estimator_dist.task.cluster import ClusterConfigError, TaskInfo
 from estimator_dist.task.decorator import distributed

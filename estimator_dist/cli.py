@@ -8,6 +8,8 @@ _COMMANDS = {
     "slurm": ("estimator_dist.jobs.slurm", "Print the sbatch script of a job."),
     "verify": ("estimator_dist.jobs.verify",
                "Check that a strategy does the math of one worker."),
+    "sweep": ("estimator_dist.sweep_cli",
+              "Search hyperparameters: many trials, each a job, one Optuna study."),
     "bench": ("benchmarks.compare_strategies", "Compare strategies' speed on this machine."),
 }
 

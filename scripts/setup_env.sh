@@ -20,7 +20,7 @@ stack_ok() {
 import importlib.metadata as m
 assert m.version("tensorflow-cpu") == "2.15.1"
 assert m.version("tensorflow-estimator") == "2.15.0"
-import pytest, pytest_timeout, psutil, sklearn, matplotlib, pandas
+import pytest, pytest_timeout, psutil, sklearn, matplotlib, pandas, optuna
 assert m.version("estimator_dist")
 PYEOF
 }
@@ -30,7 +30,7 @@ stamp="$VENV/.stack-$(cat setup.py scripts/setup_env.sh | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ] || ! stack_ok; then
   echo "[setup] installing the pinned stack"
   "$PY" -m pip install --quiet --upgrade "pip<25" "setuptools<70" wheel
-  "$PY" -m pip install --quiet -e ".[test,bench,spark]"
+  "$PY" -m pip install --quiet -e ".[test,spark]"
   rm -f "$VENV"/.stack-*
   touch "$stamp"
 else

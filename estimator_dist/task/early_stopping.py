@@ -9,6 +9,8 @@ task runs `StopTogether`: every `check_every_runs` session runs, all of them run
 adapter's `stop_requested` op at the same step (an all-reduce of the chief's request
 for the synchronous strategies, a variable on a ps for parameter_server) and stop
 together when it says so. The chief then leaves a marker, which ends the evaluator task.
+A sweep stops a trial it prunes the same way: it leaves a stop request in the model_dir,
+which the chief of a job told to watch for one (REQUESTS_ENV) takes as its reason.
 """
 
 import dataclasses
@@ -24,6 +26,8 @@ from estimator_dist import errors
 
 MODES = ("min", "max")
 STOPPED_MARKER = "estimator_dist_stopped_early"
+STOP_REQUEST = "estimator_dist_stop_request"  # Its text: why.
+REQUESTS_ENV = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
 _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
                   tf_early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
                   tf_early_stopping._MultiWorkerEarlyStoppingHook)  # pylint: disable=protected-access
@@ -123,10 +127,28 @@ def decision(options, conditions, eval_dir):
 
   def decide():
     reason = options.reason(eval_dir) if options is not None else None
-    if reason is None and any(condition() for condition in conditions):
-      reason = "the condition of a tf.estimator.experimental.stop_if_* hook held"
+    for condition in conditions:
+      if reason is None and (held := condition()):  # A condition may say why.
+        reason = held if isinstance(held, str) else (
+            "the condition of a tf.estimator.experimental.stop_if_* hook held")
     return reason
   return decide
+
+
+def requested_stop(model_dir):
+  """A condition that holds once a stop request is left in model_dir (by a sweep whose
+  pruner stops this trial); its text says why. None unless the job was told to watch
+  for one (REQUESTS_ENV)."""
+  if not os.environ.get(REQUESTS_ENV):
+    return None
+  path = os.path.join(model_dir, STOP_REQUEST)
+
+  def requested():
+    if not tf.io.gfile.exists(path):
+      return None
+    with tf.io.gfile.GFile(path) as f:
+      return f.read().strip() or "a stop was requested"
+  return requested
 
 
 def mark_stopped(model_dir, step):

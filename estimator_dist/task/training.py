@@ -111,6 +111,9 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   exporters = evaluation.exporters(opts.exporters, serving_input_receiver_fn,
                                    exports_to_keep=opts.exports_to_keep)
   hooks, stop_conditions = early_stopping.split_hooks(hooks)
+  requested = early_stopping.requested_stop(model_dir)  # A sweep's pruner asks.
+  if requested and eval_input_fn is not None:
+    stop_conditions.append(requested)
   eval_spec = None
   if eval_input_fn is not None:
     eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=opts.eval_steps, exporters=exporters,

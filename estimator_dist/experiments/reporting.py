@@ -1,0 +1,80 @@
+"""A trial's evaluations, reported to the study while its job runs; pruning asked of it.
+
+Every evaluation of the job (beside training on the chief, or by the evaluator task)
+lands in model_dir/eval. The sweep reads each new one, reports its metric and step to
+the study, and asks the pruner; on a prune it leaves a stop request in the model_dir,
+which the job's chief watches (`early_stopping.requested_stop`) and which stops every
+task at one step. The job needs no database connection, and the program no change.
+"""
+
+import os
+
+import optuna
+import tensorflow as tf
+from tensorflow.python.util import deprecation
+from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
+
+from estimator_dist import errors
+from estimator_dist.task import early_stopping
+
+
+def eval_metrics(model_dir):
+  """{step: {metric: value}} of the evaluations written to model_dir/eval."""
+  eval_dir = os.path.join(model_dir, "eval")
+  if not tf.io.gfile.isdir(eval_dir):
+    return {}
+  with deprecation.silence():  # TensorFlow's own reader uses a deprecated iterator.
+    return tf_early_stopping.read_eval_metrics(eval_dir)
+
+
+def check_metric(metric, results):
+  """ConfigError when evaluations exist but none has `metric`."""
+  if results and not any(metric in m for m in results.values()):
+    names = sorted(set().union(*(m.keys() for m in results.values())) - {"global_step"})
+    raise errors.ConfigError(
+        f"the sweep optimises eval metric '{metric}', but the program's evaluations report "
+        f"only {names}; pass one of them as --metric.")
+
+
+class Reporter:
+  """Reports one trial's evaluations to its study and asks its pruner."""
+
+  def __init__(self, trial: optuna.trial.Trial, *, model_dir, metric):
+    self._trial, self._model_dir, self._metric = trial, model_dir, metric
+    frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+    self._reported = set(frozen.intermediate_values)  # A retried trial inherits them.
+    self.prune_requested = False
+    remove_request(model_dir)
+
+  def poll(self):
+    """Reports new evaluations; on a prune, asks the job to stop. Returns the results."""
+    results = eval_metrics(self._model_dir)
+    check_metric(self._metric, results)
+    new = sorted(step for step in results if step not in self._reported)
+    for step in new:
+      self._trial.report(float(results[step][self._metric]), step)
+      self._reported.add(step)
+    if new and not self.prune_requested and self._trial.should_prune():
+      self.prune_requested = True
+      step = new[-1]
+      with tf.io.gfile.GFile(os.path.join(self._model_dir, early_stopping.STOP_REQUEST),
+                             "w") as f:
+        f.write(f"the sweep's pruner stopped trial {self._trial.number} (eval {self._metric} "
+                f"{results[step][self._metric]:g} at step {step})")
+    return results
+
+  def final_value(self, results):
+    """The metric of the last evaluation; ConfigError when the job evaluated nothing."""
+    points = [(step, m[self._metric]) for step, m in results.items() if self._metric in m]
+    if not points:
+      raise errors.ConfigError(
+          f"trial {self._trial.number} ended without an evaluation in "
+          f"{self._model_dir}/eval; the sweep needs the program to evaluate "
+          f"(train_and_evaluate with an eval_input_fn).")
+    return float(max(points)[1])
+
+
+def remove_request(model_dir):
+  path = os.path.join(model_dir, early_stopping.STOP_REQUEST)
+  if tf.io.gfile.exists(path):
+    tf.io.gfile.remove(path)

@@ -1,0 +1,115 @@
+"""A sweep's results, for people: a markdown table, sweep.json, two charts, and HParams.
+
+In the sweep dir: `report.md` (every trial's values, metric, state, steps and seconds,
+then the best values), `sweep.json` (the same as data), `history.png` (optimisation
+history) and `parallel_coordinates.png`, and TensorBoard HParams summaries, so that
+`tensorboard --logdir=SWEEP_DIR` shows every trial in the HParams dashboard beside its
+training curves.
+"""
+
+import glob
+import json
+import os
+import warnings
+
+import matplotlib
+import optuna
+import tensorflow as tf
+from tensorboard.plugins.hparams import api as hp
+
+matplotlib.use("Agg")  # Files only; no display.
+from matplotlib import pyplot  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+
+REPORT, DATA = "report.md", "sweep.json"
+CHARTS = {"history.png": "plot_optimization_history",
+          "parallel_coordinates.png": "plot_parallel_coordinate"}
+_HPARAMS_SUFFIX = ".hparams"
+
+
+def summarize(study, *, options, out=None):
+  """Writes the report files; returns the sweep.json data (and prints the table to `out`)."""
+  trials = [t for t in study.get_trials() if t.state != optuna.trial.TrialState.WAITING]
+  rows = [_row(t) for t in trials]
+  complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+  best = study.best_trial if complete else None
+  data = {"metric": options.metric, "direction": options.direction,
+          "storage": options.storage_url, "trials": rows,
+          "best": _row(best) if best else None}
+  with open(os.path.join(options.sweep_dir, DATA), "w") as f:
+    json.dump(data, f, indent=2)
+  table = _markdown(data)
+  with open(os.path.join(options.sweep_dir, REPORT), "w") as f:
+    f.write(table)
+  if complete:
+    _charts(study, options.sweep_dir)
+  _hparams(trials, options)
+  if out is not None:
+    out.write(table)
+    out.flush()
+  return data
+
+
+def _row(trial):
+  return {"number": trial.number, "params": trial.params, "value": trial.value,
+          "state": ("diverged" if trial.user_attrs.get("diverged")
+                    else trial.state.name.lower()),
+          "steps": trial.user_attrs.get("steps"), "seconds": trial.user_attrs.get("seconds"),
+          "model_dir": trial.user_attrs.get("model_dir")}
+
+
+def _markdown(data):
+  names = sorted({name for row in data["trials"] for name in row["params"]})
+  head = ["trial", *names, data["metric"], "state", "steps", "seconds"]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for row in data["trials"]:
+    cells = [row["number"], *(row["params"].get(n, "") for n in names),
+             "" if row["value"] is None else f"{row['value']:.4f}", row["state"],
+             row["steps"] or "", row["seconds"] or ""]
+    lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+  best = data["best"]
+  lines += ["", (f"Best ({data['direction']} eval {data['metric']}): trial {best['number']}, "
+                 f"{data['metric']} {best['value']:.4f}, " +
+                 " ".join(f"--{k}={v}" for k, v in sorted(best["params"].items()))
+                 if best else "No trial completed.")]
+  return "\n".join(lines) + "\n"
+
+
+def _charts(study, sweep_dir):
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    for name, plot in CHARTS.items():
+      axes = getattr(optuna.visualization.matplotlib, plot)(study)
+      axes.figure.set_size_inches(9, 5)
+      axes.figure.savefig(os.path.join(sweep_dir, name), dpi=100, bbox_inches="tight")
+      pyplot.close(axes.figure)
+
+
+def _domain(distribution):
+  if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+    return hp.Discrete(list(distribution.choices))
+  if isinstance(distribution, optuna.distributions.IntDistribution):
+    return hp.IntInterval(distribution.low, distribution.high)
+  return hp.RealInterval(float(distribution.low), float(distribution.high))
+
+
+def _write(logdir, write):
+  for old in glob.glob(os.path.join(logdir, f"events.out.tfevents.*{_HPARAMS_SUFFIX}")):
+    os.remove(old)  # One summary a run, however often the report is made.
+  with tf.summary.create_file_writer(logdir, filename_suffix=_HPARAMS_SUFFIX).as_default():
+    write()
+
+
+def _hparams(trials, options):
+  """The HParams dashboard: the space at the sweep dir, each trial's values at its
+  model_dir, whose eval/ holds the metric."""
+  space = options.search_space
+  metric = hp.Metric(options.metric, group="eval", display_name=f"eval {options.metric}")
+  _write(options.sweep_dir, lambda: hp.hparams_config(
+      hparams=[hp.HParam(name, _domain(d)) for name, d in sorted(space.items())],
+      metrics=[metric]))
+  for trial in trials:
+    model_dir = trial.user_attrs.get("model_dir")
+    if model_dir and os.path.isdir(model_dir) and trial.state.is_finished():
+      _write(model_dir, lambda t=trial, d=model_dir: hp.hparams(
+          {name: value for name, value in t.params.items() if name in space},
+          trial_id=os.path.relpath(d, options.sweep_dir)))

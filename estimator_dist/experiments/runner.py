@@ -1,0 +1,125 @@
+"""`sweep`: many trials of one program, each a distributed job, one Optuna study.
+
+  ed.sweep(["python", "-m", "model_zoo.mnist_dnn", "--train_steps=600"],
+           options=ed.SweepOptions(space="learning_rate=loguniform(1e-3,1e-1)", trials=8,
+                                   parallel=2, sweep_dir="/tmp/sweep"))
+
+A runner takes trials from the study until it has `trial_count` finished ones (complete,
+pruned, or diverged): it asks the study for a trial (a trial queued again after its runner
+died comes first, with its values and its model_dir), starts its job on a free share of
+the CPUs, reports its evaluations while it runs, and tells the study how it ended. Several
+runners (SLURM array tasks, Spark tasks, or the same command run again after a kill) share
+one study; the storage's heartbeats find the trials whose runner died.
+"""
+
+import os
+import sys
+import time
+
+from estimator_dist import errors
+from estimator_dist.experiments import results
+from estimator_dist.experiments import study as study_lib
+from estimator_dist.experiments import trial_job
+from estimator_dist.jobs import model_dir_arg
+from estimator_dist.jobs import spec
+
+_POLL_SECS = 1.0
+
+
+def check_program(program, options):
+  """ConfigError for a program the sweep cannot run as trials of `options`."""
+  spec.JobSpec(strategy=options.strategy, num_workers=options.workers_per_trial,
+               command=tuple(program))
+  if model_dir_arg.program_model_dir(list(program[1:])) is not None:
+    raise errors.ConfigError("the sweep gives each trial its own model_dir under --sweep_dir; "
+                             "remove --model_dir from the program's arguments.")
+
+
+def cpu_shares(parallel):
+  """Disjoint CPU sets, one for each parallel trial."""
+  cpus = sorted(os.sched_getaffinity(0))
+  per_trial = len(cpus) // parallel
+  return [set(cpus[i * per_trial:(i + 1) * per_trial]) for i in range(parallel)]
+
+
+def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
+  """Runs the sweep to `options.trial_count` finished trials; writes and returns the
+  report (see `results.summarize`). A sweep run again resumes its study."""
+  check_program(program, options)
+  os.makedirs(options.sweep_dir, exist_ok=True)
+  study = study_lib.open_study(options, create=True)
+  if options.trial_count < options.trials:
+    out.write(f"estimator_dist.sweep: the {'zipped lists' if options.zip else 'grid'} has "
+              f"{options.trial_count} points; running {options.trial_count} trials, not "
+              f"{options.trials}.\n")
+  out.write(f"estimator_dist.sweep: {options.trial_count} trials of {options.strategy} x "
+            f"{options.workers_per_trial}, {options.parallel} at once, {options.sampler} "
+            f"sampler, {options.pruner} pruner, {options.direction} eval {options.metric}; "
+            f"study {options.storage_url}\n")
+  out.flush()
+  run_trials(study, program=program, options=options, out=out)
+  return results.summarize(study, options=options, out=out)
+
+
+def run_trials(study, *, program, options, out):
+  """Takes and runs trials until the study has `options.trial_count` finished ones."""
+  shares = cpu_shares(options.parallel)
+  running = {}  # share index: TrialJob
+  waiting_told = False
+  storage = study._storage  # pylint: disable=protected-access
+  try:
+    while True:
+      study_lib.fail_stale(study)
+      for index, job in list(running.items()):
+        job.beat(storage, study_lib.HEARTBEAT_SECS)
+        ended = job.process.poll() is not None
+        try:
+          state = job.finish(study) if ended else job.reporter.poll()
+        except Exception:
+          del running[index]
+          job.fail(study)
+          raise
+        if ended:
+          del running[index]
+          out.write(f"estimator_dist.sweep: trial {job.trial.number} {state}: "
+                    f"{_described(job.trial, study)}\n")
+          out.flush()
+      done, active = len(study_lib.finished(study)), study_lib.active(study)
+      if done >= options.trial_count and not running:
+        return
+      free = [i for i in range(options.parallel) if i not in running]
+      queued = len(study_lib.waiting(study))
+      if free and (queued or done + len(active) < options.trial_count):
+        trial = study_lib.ask(study, options)
+        running[free[0]] = job = trial_job.TrialJob(trial, options=options, program=program,
+                                                     cpus=shares[free[0]])
+        job.beat(storage, 0)
+        out.write(f"estimator_dist.sweep: trial {trial.number} started on CPUs "
+                  f"{sorted(shares[free[0]])}: {' '.join(_flags(trial))} "
+                  f"(model_dir {job.model_dir})\n")
+        out.flush()
+        continue
+      others = [t.number for t in active if t.number not in
+                {job.trial.number for job in running.values()}]
+      if others and not running and not waiting_told:
+        waiting_told = True
+        out.write(f"estimator_dist.sweep: waiting for trial(s) {others}, which another runner "
+                  f"started; a trial whose runner died is retried once its heartbeat is "
+                  f"{study_lib.GRACE_SECS} s old (a journal storage has no heartbeats).\n")
+        out.flush()
+      time.sleep(_POLL_SECS)
+  finally:
+    for job in running.values():  # Stale, so a sweep run again retries them.
+      job.stop()
+
+
+def _flags(trial):
+  return [f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+          for name, value in sorted(trial.params.items())]
+
+
+def _described(trial, study):
+  frozen = study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+  value = "" if frozen.value is None else f" -> {frozen.value:g}"
+  return f"{' '.join(_flags(trial))}{value}"
+

@@ -1,0 +1,227 @@
+"""A sweep's Optuna study: its options, storage, sampler and pruner, created once.
+
+Storage: a SQLite file in the sweep dir by default; any SQLAlchemy URL (postgresql://...)
+for sweeps across machines; `journal:PATH` for Optuna's journal file on a shared file
+system. The relational storages keep heartbeats: a trial whose runner died (kill -9, a lost
+machine) goes stale and is queued again with its values, and its job resumes from its
+checkpoints.
+"""
+
+import dataclasses
+import os
+import random
+import warnings
+from typing import Optional
+
+import optuna
+
+from estimator_dist import errors
+from estimator_dist.experiments import space as space_lib
+from estimator_dist.strategies import traits as traits_lib
+
+SAMPLERS = ("tpe", "random", "grid")
+PRUNERS = ("none", "median", "hyperband")
+DIRECTIONS = ("maximize", "minimize")
+STUDY_NAME = "sweep"
+# Heartbeats tell a running trial from one whose runner died.
+HEARTBEAT_SECS = 5
+GRACE_SECS = 20
+_FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+_ACTIVE = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+# What a sweep run again must keep (the rest, such as --parallel, may change).
+_KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
+         "pruner", "prune_after_trials", "prune_after_steps", "metric", "direction")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SweepOptions:
+  """What a sweep searches, how, and where it keeps its study.
+
+  space: the search space's text (see `space`); each trial's values reach the program
+    as flags.
+  trials: trials to finish (complete or pruned); a grid runs at most its size.
+  parallel: trials at once on this machine, each on its own share of the CPUs.
+  workers_per_trial, strategy: every trial is a job of this strategy and size.
+  sampler, seed: how values are picked (grid: the product of the choice lists).
+  zip: the i-th trial takes the i-th value of every choice list.
+  pruner, prune_after_trials, prune_after_steps: stopping unpromising trials early,
+    from the evaluations they report.
+  metric, direction: the eval metric the sweep optimises.
+  sweep_dir: trials' model_dirs, the study's SQLite file, the report.
+  storage: None (SQLite in sweep_dir), an SQLAlchemy URL, or journal:PATH.
+  """
+  space: str
+  trials: int = 10
+  parallel: int = 1
+  workers_per_trial: int = 1
+  strategy: str = "local"
+  sampler: str = "tpe"
+  seed: Optional[int] = None
+  zip: bool = False
+  pruner: str = "none"
+  prune_after_trials: int = 2
+  prune_after_steps: int = 1  # The initial checkpoint's evaluation says nothing yet.
+  metric: str = "accuracy"
+  direction: str = "maximize"
+  sweep_dir: str
+  storage: Optional[str] = None
+
+  def __post_init__(self):
+    for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
+                          ("direction", DIRECTIONS)):
+      errors.check_choice(name, getattr(self, name), choices)
+    object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
+    for name in ("trials", "parallel", "workers_per_trial"):
+      errors.check_positive(name, getattr(self, name))
+    errors.check_non_negative("prune_after_trials", self.prune_after_trials)
+    errors.check_non_negative("prune_after_steps", self.prune_after_steps)
+    if not self.sweep_dir:
+      raise errors.ConfigError("give the sweep a --sweep_dir: its trials' model_dirs, its "
+                               "study and its report go there.")
+    parsed = self.search_space  # Checks the space.
+    if self.sampler == "grid":
+      space_lib.grid(parsed)
+    if self.zip:
+      space_lib.zipped(parsed)
+    cpus = len(os.sched_getaffinity(0))
+    if self.parallel > cpus:
+      raise errors.ConfigError(
+          f"--parallel={self.parallel} is more than the {cpus} CPUs this machine gives us; "
+          f"parallel trials get disjoint CPUs, so use --parallel={cpus} or fewer.")
+
+  @property
+  def search_space(self):
+    return space_lib.parse(self.space)
+
+  @property
+  def trial_count(self) -> int:
+    """The trials the sweep finishes: a grid or a zip runs each of its points once."""
+    if self.zip:
+      return min(self.trials, len(space_lib.zipped(self.search_space)))
+    if self.sampler == "grid":
+      return min(self.trials, len(space_lib.product(self.search_space)))
+    return self.trials
+
+  @property
+  def storage_url(self) -> str:
+    return self.storage or self.default_storage(self.sweep_dir)
+
+  @staticmethod
+  def default_storage(sweep_dir):
+    return f"sqlite:///{os.path.abspath(sweep_dir)}/study.db"
+
+
+def open_storage(url):
+  """The Optuna storage of `url`; ConfigError when it cannot be reached."""
+  try:
+    if url.startswith("journal:"):
+      return optuna.storages.JournalStorage(
+          optuna.storages.journal.JournalFileBackend(url[len("journal:"):]))
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+      return optuna.storages.RDBStorage(
+          url, heartbeat_interval=HEARTBEAT_SECS, grace_period=GRACE_SECS,
+          heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
+              max_retry=3, inherit_intermediate_values=True))
+  except Exception as e:  # pylint: disable=broad-except
+    raise errors.ConfigError(
+        f"--storage={url} cannot be opened: {type(e).__name__}: {str(e).splitlines()[0]}. "
+        f"Give a reachable SQLAlchemy URL (postgresql://user:password@host/db), "
+        f"journal:/shared/path, or leave it out for SQLite in --sweep_dir.") from None
+
+
+def _sampler(options):
+  if options.sampler in ("grid", "random"):  # A grid's points are queued (`points`).
+    return optuna.samplers.RandomSampler(seed=options.seed)
+  return optuna.samplers.TPESampler(seed=options.seed)
+
+
+def _pruner(options):
+  if options.pruner == "median":
+    return optuna.pruners.MedianPruner(n_startup_trials=options.prune_after_trials,
+                                       n_warmup_steps=options.prune_after_steps)
+  if options.pruner == "hyperband":
+    return optuna.pruners.HyperbandPruner()
+  return optuna.pruners.NopPruner()
+
+
+def open_study(options, *, create):
+  """The sweep's study; `create` makes it (once, before any trial runner starts)."""
+  store = open_storage(options.storage_url)
+  kwargs = dict(study_name=STUDY_NAME, storage=store, sampler=_sampler(options),
+                pruner=_pruner(options))
+  if not create:
+    return optuna.load_study(**kwargs)
+  study = optuna.create_study(direction=options.direction, load_if_exists=True, **kwargs)
+  if study.direction.name.lower() != options.direction:
+    raise errors.ConfigError(
+        f"the study in {options.storage_url} {study.direction.name.lower()}s; "
+        f"--direction={options.direction} does not match. Use another --sweep_dir or "
+        f"--storage for a new sweep.")
+  searched = {name: getattr(options, name) for name in _KEPT}
+  stored = study.user_attrs.get("options")
+  if stored is None:
+    study.set_user_attr("options", searched)
+  elif stored != searched:
+    changed = ", ".join(f"--{n}={stored[n]!r} (now {searched[n]!r})"
+                        for n in _KEPT if stored[n] != searched[n])
+    raise errors.ConfigError(
+        f"the sweep in {options.storage_url} ran with {changed}; run it again with those "
+        f"values to resume it, or give a new --sweep_dir (or --storage) for a new sweep.")
+  if not study.trials:  # Queued once; a resumed sweep has them.
+    for params in points(options):
+      study.enqueue_trial(params)
+  return study
+
+
+def points(options):
+  """The values of every trial of a grid (a sample of it when --trials is fewer) or of
+  --zip; none for a sampler that picks them."""
+  if options.zip:
+    return space_lib.zipped(options.search_space)[:options.trial_count]
+  if options.sampler != "grid":
+    return []
+  grid = space_lib.product(options.search_space)
+  if options.trial_count < len(grid):
+    random.Random(options.seed).shuffle(grid)
+  return grid[:options.trial_count]
+
+
+def stored_options(sweep_dir, *, storage=None) -> SweepOptions:
+  """The options a sweep was created with (for its report)."""
+  url = storage or SweepOptions.default_storage(sweep_dir)
+  if not storage and not os.path.exists(os.path.join(sweep_dir, "study.db")):
+    raise errors.ConfigError(f"{sweep_dir} holds no sweep (no study.db); give the --sweep_dir "
+                             f"of a sweep, and its --storage if it used one.")
+  found = optuna.load_study(study_name=STUDY_NAME, storage=open_storage(url))
+  if "options" not in found.user_attrs:
+    raise errors.ConfigError(f"the study in {url} was not made by a sweep.")
+  return SweepOptions(**found.user_attrs["options"], sweep_dir=sweep_dir, storage=storage)
+
+
+def ask(study, options):
+  """The next trial: a queued one first (a retry, a grid's point), else the sampler's."""
+  with warnings.catch_warnings():  # We beat for the trial ourselves (TrialJob.beat).
+    warnings.filterwarnings("ignore", "Heartbeat of storage is supposed to be used")
+    return study.ask(fixed_distributions=options.search_space)
+
+
+def finished(study):
+  return [t for t in study.get_trials(deepcopy=False) if t.state in _FINISHED or
+          (t.state == optuna.trial.TrialState.FAIL and t.user_attrs.get("diverged"))]
+
+
+def active(study):
+  return [t for t in study.get_trials(deepcopy=False) if t.state in _ACTIVE]
+
+
+def waiting(study):
+  return [t for t in study.get_trials(deepcopy=False)
+          if t.state == optuna.trial.TrialState.WAITING]
+
+
+def fail_stale(study):
+  """Fails the trials whose runner stopped beating; they are queued again."""
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    optuna.storages.fail_stale_trials(study)  # Nothing to do without heartbeats (journal).

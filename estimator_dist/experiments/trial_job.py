@@ -1,0 +1,112 @@
+"""One trial as a job of our launcher: started on its CPUs, reported while it runs, told.
+
+The job is `python -m estimator_dist.launch --strategy=S --num_workers=W
+--model_dir=SWEEP_DIR/trial_N -- PROGRAM --flag=value ...`. It dies with the sweep (a
+parent-death signal, and the launcher ends its tasks when it dies). Its output goes to
+trial_N/launch.log.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+
+from estimator_dist import errors
+from estimator_dist.experiments import reporting
+from estimator_dist.experiments import space as space_lib
+from estimator_dist.jobs import processes
+from estimator_dist.task import early_stopping
+
+LOG_NAME = "launch.log"
+
+
+class TrialFailed(RuntimeError):
+  """A trial's job failed for another reason than its values (not divergence)."""
+
+
+def model_dir_of(sweep_dir, trial: optuna.trial.Trial) -> str:
+  """trial_N under the sweep dir; a retried trial keeps its first model_dir (and resumes)."""
+  original = trial.study._storage.get_trial(  # pylint: disable=protected-access
+      trial._trial_id).system_attrs.get("failed_trial", trial.number)  # pylint: disable=protected-access
+  return os.path.join(os.path.abspath(sweep_dir), f"trial_{original}")
+
+
+class TrialJob:
+  """A running trial: its job's process, its reporter, and its heartbeat."""
+
+  def __init__(self, trial, *, options, program, cpus):
+    self.trial, self.started = trial, time.monotonic()
+    self.model_dir = model_dir_of(options.sweep_dir, trial)
+    os.makedirs(self.model_dir, exist_ok=True)
+    trial.set_user_attr("model_dir", self.model_dir)
+    self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric)
+    command = [sys.executable, "-m", "estimator_dist.launch", f"--strategy={options.strategy}",
+               f"--num_workers={options.workers_per_trial}", f"--model_dir={self.model_dir}",
+               "--", *program, *space_lib.as_flags(trial.params)]
+    self.log_path = os.path.join(self.model_dir, LOG_NAME)
+    with open(self.log_path, "ab") as log:
+      log.write(f"# trial {trial.number}: {' '.join(command)}\n".encode())
+      log.flush()
+
+      def on_its_cpus():
+        processes.die_with_parent()
+        os.sched_setaffinity(0, cpus)
+
+      self.process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
+          command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+          env={**os.environ, early_stopping.REQUESTS_ENV: "1"}, preexec_fn=on_its_cpus)
+    self._last_beat = 0.0
+
+  def beat(self, storage, every_secs):
+    if hasattr(storage, "record_heartbeat") and (
+        time.monotonic() - self._last_beat >= every_secs):
+      storage.record_heartbeat(self.trial._trial_id)  # pylint: disable=protected-access
+      self._last_beat = time.monotonic()
+
+  def stop(self):
+    """Ends the job (the launcher stops its tasks) without telling the study: the trial
+    goes stale and a later run of the sweep retries it."""
+    if self.process.poll() is None:
+      self.process.send_signal(signal.SIGTERM)
+      try:
+        self.process.wait(timeout=10)
+      except subprocess.TimeoutExpired:
+        self.process.kill()
+        self.process.wait()
+
+  def fail(self, study):
+    """Ends the job and records the trial failed (the sweep stops on its error)."""
+    self.stop()
+    frozen = study._storage.get_trial(self.trial._trial_id)  # pylint: disable=protected-access
+    if not frozen.state.is_finished():
+      study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
+
+  def finish(self, study) -> str:
+    """Tells the study how the ended job went; the state's name. TrialFailed when the
+    program failed for another reason than its values."""
+    code = self.process.returncode
+    results = self.reporter.poll()
+    self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
+    if results:
+      self.trial.set_user_attr("steps", int(max(results)))
+    if self.reporter.prune_requested:
+      study.tell(self.trial, state=optuna.trial.TrialState.PRUNED)
+      return "pruned"
+    if code == 0:
+      study.tell(self.trial, self.reporter.final_value(results))
+      return "complete"
+    if code == errors.DIVERGED_EXIT_CODE:  # The values made training diverge: a result.
+      self.trial.set_user_attr("diverged", True)
+      study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
+      return "diverged"
+    raise TrialFailed(f"trial {self.trial.number} ({' '.join(space_lib.as_flags(self.trial.params))}) "
+                      f"failed with exit code {code}; its output is in {self.log_path}:\n"
+                      f"{_tail(self.log_path)}")
+
+
+def _tail(path, lines=15):
+  with open(path, "rb") as f:
+    return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])

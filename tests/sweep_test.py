@@ -1,0 +1,234 @@
+"""Sweeps: the space, the options, the study and the report (no process), and real sweeps
+whose trials are jobs of the launcher (processes)."""
+
+import json
+import os
+import re
+import sqlite3
+import time
+
+import optuna
+import pytest
+import tensorflow as tf
+from tensorboard.plugins.hparams import plugin_data_pb2
+
+from estimator_dist import errors
+from estimator_dist.experiments import results
+from estimator_dist.experiments import runner
+from estimator_dist.experiments import space
+from estimator_dist.experiments import study as study_lib
+from tests import helpers
+
+DNN = [helpers.PYTHON, "-m", "model_zoo.mnist_dnn", "--save_checkpoints_steps=100",
+       "--eval_throttle_secs=0"]
+
+
+def _options(tmp_path, **fields):
+  return study_lib.SweepOptions(**{"space": "learning_rate=choice(0.01,0.1)",
+                                   "sweep_dir": str(tmp_path), **fields})
+
+
+def test_the_space_is_read_into_optuna_distributions():
+  parsed = space.parse("lr=loguniform(1e-4,1e-1) dropout=uniform(0,0.5) units=int(8,64) "
+                       "layers=logint(1,8) optimizer=choice(adam, sgd) batch=choice( 16,32 )")
+  assert parsed["lr"] == optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)
+  assert parsed["dropout"] == optuna.distributions.FloatDistribution(0, 0.5)
+  assert parsed["units"] == optuna.distributions.IntDistribution(8, 64)
+  assert parsed["layers"] == optuna.distributions.IntDistribution(1, 8, log=True)
+  assert parsed["optimizer"].choices == ("adam", "sgd")
+  assert parsed["batch"].choices == (16, 32)
+  assert space.as_flags({"lr": 0.003, "optimizer": "adam"}) == ["--lr=0.003",
+                                                                "--optimizer=adam"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("learning_rate", r"is not NAME=KIND\(ARGS\)"),
+    ("lr=uniform(0,1", r"'lr=uniform\(0,1' is not NAME=KIND\(ARGS\)"),
+    ("lr=normal(0,1)", "unknown distribution 'normal'"),
+    ("lr=loguniform(0,1)", "low > 0"),
+    ("lr=uniform(1,0)", "low <= high"),
+    ("lr=uniform(1)", "uniform takes two numbers"),
+    ("units=int(1.5,4)", "int takes two integers"),
+    ("lr=choice()", "at least one value"),
+    ("lr=choice(1,1)", "given twice"),
+    ("lr=choice(1) lr=choice(2)", "names 'lr' twice"),
+    ("", "--space is empty"),
+])
+def test_a_malformed_space_names_the_entry_and_the_fix(text, message):
+  with pytest.raises(errors.ConfigError, match=message):
+    space.parse(text)
+
+
+def test_grid_and_zip_take_choice_lists(tmp_path):
+  options = _options(tmp_path, space="a=choice(1,2) b=choice(x,y,z)", sampler="grid",
+                     trials=10)
+  assert options.trial_count == 6
+  assert len({tuple(sorted(p.items())) for p in study_lib.points(options)}) == 6
+  fewer = _options(tmp_path, space="a=choice(1,2) b=choice(x,y,z)", sampler="grid", trials=4)
+  assert len(study_lib.points(fewer)) == 4
+  zipped = _options(tmp_path, space="a=choice(1,2) b=choice(x,y)", zip=True)
+  assert study_lib.points(zipped) == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
+  with pytest.raises(errors.ConfigError, match="b is a range"):
+    _options(tmp_path, space="a=choice(1,2) b=uniform(0,1)", sampler="grid")
+  with pytest.raises(errors.ConfigError, match="lengths are"):
+    _options(tmp_path, space="a=choice(1,2) b=choice(x,y,z)", zip=True)
+
+
+def test_bad_options_are_refused_before_any_trial(tmp_path):
+  with pytest.raises(errors.ConfigError, match="sampler"):
+    _options(tmp_path, sampler="bayes")
+  with pytest.raises(errors.ConfigError, match=r"--parallel=64 is more than the \d+ CPUs"):
+    _options(tmp_path, parallel=64)
+  with pytest.raises(errors.ConfigError, match="remove --model_dir"):
+    runner.check_program([*DNN, "--model_dir=/tmp/x"], _options(tmp_path))
+  with pytest.raises(errors.ConfigError, match="num_workers=1"):
+    runner.check_program(DNN, _options(tmp_path, workers_per_trial=2))
+  with pytest.raises(errors.ConfigError, match="cannot be opened"):
+    study_lib.open_study(_options(tmp_path, storage="sqlite:////no/such/dir/study.db"),
+                         create=True)
+
+
+def test_parallel_trials_get_disjoint_cpus():
+  shares = runner.cpu_shares(len(os.sched_getaffinity(0)))
+  assert all(len(s) == 1 for s in shares) and len(set().union(*shares)) == len(shares)
+
+
+def test_a_sweep_run_again_must_search_what_it_searched(tmp_path):
+  study_lib.open_study(_options(tmp_path), create=True)
+  study_lib.open_study(_options(tmp_path, parallel=2, trials=20), create=True)  # May change.
+  with pytest.raises(errors.ConfigError, match="ran with --space='learning_rate=choice"):
+    study_lib.open_study(_options(tmp_path, space="learning_rate=choice(0.5)"), create=True)
+  assert study_lib.stored_options(str(tmp_path)).space == "learning_rate=choice(0.01,0.1)"
+
+
+def _hparams_values(logdir):
+  """{name: value} of the HParams session summary written in logdir."""
+  for name in os.listdir(logdir):
+    if name.endswith(".hparams"):
+      for event in tf.compat.v1.train.summary_iterator(os.path.join(logdir, name)):
+        for value in event.summary.value:
+          if value.metadata.plugin_data.plugin_name == "hparams":
+            data = plugin_data_pb2.HParamsPluginData.FromString(
+                value.metadata.plugin_data.content)
+            if data.HasField("session_start_info"):
+              return {k: v.number_value or v.string_value
+                      for k, v in data.session_start_info.hparams.items()}
+            if data.HasField("experiment"):
+              return {h.name: None for h in data.experiment.hparam_infos}
+  return None
+
+
+def test_the_report_has_the_table_the_data_the_charts_and_hparams(tmp_path):
+  options = _options(tmp_path, space="learning_rate=loguniform(1e-3,1e-1) opt=choice(a,b)")
+  study = study_lib.open_study(options, create=True)
+  for number, (rate, opt, value) in enumerate([(0.01, "a", 0.9), (0.05, "b", 0.95)]):
+    model_dir = tmp_path / f"trial_{number}"
+    model_dir.mkdir()
+    study.add_trial(optuna.create_trial(
+        params={"learning_rate": rate, "opt": opt}, distributions=options.search_space,
+        value=value, user_attrs={"model_dir": str(model_dir), "steps": 300, "seconds": 9.5}))
+  data = results.summarize(study, options=options)
+  assert data["best"]["params"] == {"learning_rate": 0.05, "opt": "b"}
+  with open(tmp_path / "sweep.json") as f:
+    assert json.load(f)["trials"][0]["state"] == "complete"
+  report = (tmp_path / "report.md").read_text()
+  assert "| trial | learning_rate | opt | accuracy | state | steps | seconds |" in report
+  assert "| 1 | 0.05 | b | 0.9500 | complete | 300 | 9.5 |" in report
+  assert "--learning_rate=0.05 --opt=b" in report
+  for name in results.CHARTS:
+    assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  assert _hparams_values(tmp_path) == {"learning_rate": None, "opt": None}
+  assert _hparams_values(tmp_path / "trial_1") == {"learning_rate": 0.05, "opt": "b"}
+  results.summarize(study, options=options)  # Again: still one summary a run.
+  assert len([n for n in os.listdir(tmp_path / "trial_1") if n.endswith(".hparams")]) == 1
+
+
+# Real sweeps: each trial is a job of the launcher.
+
+
+def _sweep(sweep_dir, *flags, program=DNN, timeout=400):
+  return helpers.run([helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
+                      f"--sweep_dir={sweep_dir}", *flags, "--", *program], timeout=timeout)
+
+
+def _trials(sweep_dir):
+  with open(os.path.join(sweep_dir, "sweep.json")) as f:
+    return json.load(f)["trials"]
+
+
+@pytest.mark.processes
+def test_a_grid_sweep_runs_every_point_two_at_a_time(tmp_path):
+  code, output = _sweep(tmp_path, "--space=learning_rate=choice(0.1,1e9) "
+                        "batch_size=choice(16,32)", "--sampler=grid", "--trials=6",
+                        "--parallel=2", program=[*DNN, "--train_steps=200"])
+  assert code == 0, output[-5000:]
+  assert "the grid has 4 points; running 4 trials, not 6" in output
+  trials = _trials(tmp_path)
+  assert sorted((t["params"]["batch_size"], t["params"]["learning_rate"]) for t in trials) == [
+      (16, 0.1), (16, 1e9), (32, 0.1), (32, 1e9)]
+  for trial in trials:
+    log = open(os.path.join(trial["model_dir"], "launch.log")).read()
+    assert f"--learning_rate={trial['params']['learning_rate']}" in log
+    if trial["params"]["learning_rate"] == 0.1:
+      assert trial["state"] == "complete" and trial["steps"] == 200, trial
+      assert trial["value"] > 0.8, trial  # Digits, 200 steps.
+    else:  # A result of its values, not an error of the sweep.
+      assert trial["state"] == "diverged" and trial["value"] is None, trial
+  # Two at a time, on CPU 0 and CPU 1.
+  started = [line for line in output.splitlines() if "started on CPUs" in line]
+  assert {line.split("CPUs ")[1].split("]")[0] for line in started[:2]} == {"[0", "[1"}
+  assert "Best (maximize eval accuracy)" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.processes
+def test_a_pruned_trial_stops_on_every_worker_and_is_recorded_pruned(tmp_path):
+  code, output = _sweep(
+      tmp_path, "--space=learning_rate=choice(0.1,0.0001)", "--sampler=grid",
+      "--pruner=median", "--prune_after_trials=1", "--strategy=multi_worker",
+      "--workers_per_trial=2", program=[*DNN, "--train_steps=500"])
+  assert code == 0, output[-5000:]
+  good, bad = sorted(_trials(tmp_path), key=lambda t: -t["params"]["learning_rate"])
+  assert good["state"] == "complete" and good["steps"] == 500, good
+  assert bad["state"] == "pruned" and bad["steps"] < 500, bad
+  log = open(os.path.join(bad["model_dir"], "launch.log")).read()
+  stops = [line for line in log.splitlines() if "early stopping at global step" in line]
+  assert len(stops) == 2 and any("the sweep's pruner stopped trial 1" in line
+                                  for line in stops), log[-3000:]
+  steps = {re.search(r"global step (\d+)", line).group(1) for line in stops}
+  assert len(steps) == 1, stops  # Both workers stop at one step.
+
+
+@pytest.mark.processes
+def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
+  code, output = _sweep(tmp_path, "--space=learning_rate=choice(0.1)", "--metric=auc",
+                        program=[*DNN, "--train_steps=300"])
+  assert code == 2, output[-3000:]
+  assert "eval metric 'auc', but the program's evaluations report only ['accuracy', " \
+         "'loss']; pass one of them as --metric" in output
+
+
+@pytest.mark.processes
+def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path):
+  args = ["--space=learning_rate=choice(0.05,0.1,0.2)", "--sampler=grid"]
+  program = [*DNN, "--train_steps=600"]
+  first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
+                               f"--sweep_dir={tmp_path}", *args, "--", *program])
+  deadline = time.monotonic() + 300
+  while not (tmp_path / "trial_1" / "model.ckpt-200.index").exists():
+    assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
+    time.sleep(0.5)
+  first.kill()  # kill -9 of the sweep and its trials.
+  code, output = _sweep(tmp_path, *args, program=program)
+  assert code == 0, output[-5000:]
+  trials = _trials(tmp_path)
+  states = sorted((t["state"], t["params"]["learning_rate"]) for t in trials)
+  assert [s for s in states if s[0] == "complete"] == [
+      ("complete", 0.05), ("complete", 0.1), ("complete", 0.2)], states
+  (failed,) = [t for t in trials if t["state"] == "fail"]  # The interrupted one.
+  (retried,) = [t for t in trials if t["number"] > failed["number"] and
+                t["params"] == failed["params"]]
+  assert retried["model_dir"] == failed["model_dir"]
+  log = open(os.path.join(retried["model_dir"], "launch.log")).read()
+  assert "model.ckpt-200" in log.split(f"# trial {retried['number']}:")[1], log[-3000:]
+  with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
+    assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
