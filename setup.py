@@ -22,7 +22,7 @@ setuptools.setup(
     extras_require={
         "horovod": ["horovod==0.28.1"],
         "spark": ["pyspark>=3.5,<3.6", "pyarrow<19"],
-        "test": ["pytest", "pytest-timeout", "psutil", "pandas>=2.1,<2.3"],
+        "test": ["pytest", "pytest-timeout", "psutil", "pandas>=2.1,<2.3", "psycopg2-binary"],
     },
     entry_points={
         "console_scripts": ["estimator-dist=estimator_dist.cli:main"],

@@ -19,6 +19,7 @@ from estimator_dist import errors
 from estimator_dist.experiments import results
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import runner
+from estimator_dist.experiments import slurm_array
 from estimator_dist.experiments import trial_job
 from estimator_dist.strategies import traits as traits_lib
 
@@ -49,6 +50,9 @@ _SWEEP_DIR = flags.DEFINE_string("sweep_dir", None, "Trials' model_dirs, the stu
 _STORAGE = flags.DEFINE_string(
     "storage", None, "The study's storage: an SQLAlchemy URL (postgresql://...) or "
     "journal:PATH for sweeps across machines (default: SQLite in --sweep_dir).")
+_ENGINE = flags.DEFINE_enum(
+    "engine", "local", ("local", "slurm"), "local: run the trials here; slurm: create the "
+    "study and print an sbatch job array of --parallel runners that share it.")
 _REPORT = flags.DEFINE_bool("report", False, "Only write the report of --sweep_dir's study.")
 
 
@@ -75,7 +79,12 @@ def main(argv):
     if not _SPACE.value:
       raise errors.ConfigError("give the sweep a --space, e.g. "
                                "--space='learning_rate=loguniform(1e-4,1e-1)'.")
-    runner.sweep(argv[1:], options=_options())
+    if _ENGINE.value == "slurm":
+      options = _options()
+      runner.prepare(argv[1:], options=options)
+      sys.stdout.write(slurm_array.sbatch_array(argv[1:], options=options))
+    else:
+      runner.sweep(argv[1:], options=_options())
     return 0
   except (errors.ConfigError, trial_job.TrialFailed) as e:
     sys.stderr.write(f"estimator_dist.sweep: {e}\n")

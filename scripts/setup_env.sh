@@ -51,6 +51,27 @@ if ! command -v mpicxx >/dev/null 2>&1; then
          "apt-get); Horovod is built with Gloo only" >&2
   fi
 fi
+# PostgreSQL: the sweep test of a shared study starts a real server from a temporary
+# directory (the package's own cluster is not started: policy-rc.d, or stopped here).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing PostgreSQL (Debian package postgresql)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends postgresql >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+             postgresql >/dev/null; }
+    if command -v pg_ctlcluster >/dev/null 2>&1; then
+      for cluster in /etc/postgresql/*/*; do
+        [ -d "$cluster" ] || continue
+        pg_ctlcluster "$(basename "$(dirname "$cluster")")" "$(basename "$cluster")" stop \
+          2>/dev/null || true
+      done
+    fi
+  else
+    echo "[setup] PostgreSQL is not installed and cannot be installed here (needs root and" \
+         "apt-get); the sweep test of a PostgreSQL study is skipped" >&2
+  fi
+fi
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
 
 # Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships

@@ -18,6 +18,7 @@ from estimator_dist.experiments import runner
 from estimator_dist.experiments import space
 from estimator_dist.experiments import study as study_lib
 from tests import helpers
+from tests import postgres_server
 
 DNN = [helpers.PYTHON, "-m", "model_zoo.mnist_dnn", "--save_checkpoints_steps=100",
        "--eval_throttle_secs=0"]
@@ -78,7 +79,7 @@ def test_bad_options_are_refused_before_any_trial(tmp_path):
   with pytest.raises(errors.ConfigError, match="sampler"):
     _options(tmp_path, sampler="bayes")
   with pytest.raises(errors.ConfigError, match=r"--parallel=64 is more than the \d+ CPUs"):
-    _options(tmp_path, parallel=64)
+    runner.cpu_shares(64)
   with pytest.raises(errors.ConfigError, match="remove --model_dir"):
     runner.check_program([*DNN, "--model_dir=/tmp/x"], _options(tmp_path))
   with pytest.raises(errors.ConfigError, match="num_workers=1"):
@@ -232,3 +233,30 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   assert "model.ckpt-200" in log.split(f"# trial {retried['number']}:")[1], log[-3000:]
   with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
     assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
+
+
+@pytest.mark.processes
+def test_slurm_array_runners_share_a_postgresql_study(tmp_path):
+  """The script `--engine=slurm` prints, its two array tasks run at once (as SLURM would
+  run them on two nodes), against a real PostgreSQL server."""
+  with postgres_server.running() as url:
+    flags = ["--space=learning_rate=loguniform(0.02,0.3)", "--sampler=random", "--seed=3",
+             "--trials=3", f"--storage={url}"]
+    code, script = _sweep(tmp_path, "--engine=slurm", "--parallel=2", *flags,
+                          program=[*DNN, "--train_steps=200"])
+    assert code == 0, script
+    script = script[script.index("#!/bin/bash"):]
+    assert "#SBATCH --array=0-1" in script and "#SBATCH --cpus-per-task=1" in script
+    assert "SQLite" not in script  # It warns only for a SQLite study.
+    (tmp_path / "sweep.sbatch").write_text(script)
+    runners = [helpers.Job(command=["bash", str(tmp_path / "sweep.sbatch")],
+                           env=helpers.child_env(SLURM_ARRAY_TASK_ID=str(i))) for i in (0, 1)]
+    for runner_job in runners:
+      assert runner_job.wait(400) == 0, runner_job.output[-5000:]
+    study = optuna.load_study(study_name=study_lib.STUDY_NAME, storage=url)
+    states = [t.state for t in study.trials if not t.user_attrs.get("surplus")]
+    assert states == [optuna.trial.TrialState.COMPLETE] * 3, study.trials
+    ran = [line for r in runners for line in r.output.splitlines() if " started on CPUs" in line]
+    assert len(ran) == 3 and all(r.output.count("started on CPUs") for r in runners), ran
+    code, report = _sweep(tmp_path, "--report", f"--storage={url}", program=[])
+    assert code == 0 and report.count(" complete |") == 3, report

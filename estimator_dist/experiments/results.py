@@ -28,7 +28,8 @@ _HPARAMS_SUFFIX = ".hparams"
 
 def summarize(study, *, options, out=None):
   """Writes the report files; returns the sweep.json data (and prints the table to `out`)."""
-  trials = [t for t in study.get_trials() if t.state != optuna.trial.TrialState.WAITING]
+  trials = [t for t in study.get_trials() if t.state != optuna.trial.TrialState.WAITING
+            and not t.user_attrs.get("surplus")]
   rows = [_row(t) for t in trials]
   complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
   best = study.best_trial if complete else None

@@ -38,16 +38,26 @@ def check_program(program, options):
 def cpu_shares(parallel):
   """Disjoint CPU sets, one for each parallel trial."""
   cpus = sorted(os.sched_getaffinity(0))
+  if parallel > len(cpus):
+    raise errors.ConfigError(
+        f"--parallel={parallel} is more than the {len(cpus)} CPUs this machine gives us; "
+        f"parallel trials get disjoint CPUs, so use --parallel={len(cpus)} or fewer.")
   per_trial = len(cpus) // parallel
   return [set(cpus[i * per_trial:(i + 1) * per_trial]) for i in range(parallel)]
+
+
+def prepare(program, *, options):
+  """Checks the program and creates the study (once, before any runner starts)."""
+  check_program(program, options)
+  os.makedirs(options.sweep_dir, exist_ok=True)
+  return study_lib.open_study(options, create=True)
 
 
 def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
   """Runs the sweep to `options.trial_count` finished trials; writes and returns the
   report (see `results.summarize`). A sweep run again resumes its study."""
-  check_program(program, options)
-  os.makedirs(options.sweep_dir, exist_ok=True)
-  study = study_lib.open_study(options, create=True)
+  shares = cpu_shares(options.parallel)
+  study = prepare(program, options=options)
   if options.trial_count < options.trials:
     out.write(f"estimator_dist.sweep: the {'zipped lists' if options.zip else 'grid'} has "
               f"{options.trial_count} points; running {options.trial_count} trials, not "
@@ -57,13 +67,13 @@ def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
             f"sampler, {options.pruner} pruner, {options.direction} eval {options.metric}; "
             f"study {options.storage_url}\n")
   out.flush()
-  run_trials(study, program=program, options=options, out=out)
+  run_trials(study, program=program, options=options, shares=shares, out=out)
   return results.summarize(study, options=options, out=out)
 
 
-def run_trials(study, *, program, options, out):
-  """Takes and runs trials until the study has `options.trial_count` finished ones."""
-  shares = cpu_shares(options.parallel)
+def run_trials(study, *, program, options, shares, out):
+  """Takes and runs trials, one on each CPU share at a time, until the study has
+  `options.trial_count` finished ones."""
   running = {}  # share index: TrialJob
   waiting_told = False
   storage = study._storage  # pylint: disable=protected-access
@@ -87,10 +97,12 @@ def run_trials(study, *, program, options, out):
       done, active = len(study_lib.finished(study)), study_lib.active(study)
       if done >= options.trial_count and not running:
         return
-      free = [i for i in range(options.parallel) if i not in running]
+      free = [i for i in range(len(shares)) if i not in running]
       queued = len(study_lib.waiting(study))
       if free and (queued or done + len(active) < options.trial_count):
         trial = study_lib.ask(study, options)
+        if study_lib.surplus(study, trial, options):
+          continue
         running[free[0]] = job = trial_job.TrialJob(trial, options=options, program=program,
                                                      cpus=shares[free[0]])
         job.beat(storage, 0)

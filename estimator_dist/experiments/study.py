@@ -40,7 +40,8 @@ class SweepOptions:
   space: the search space's text (see `space`); each trial's values reach the program
     as flags.
   trials: trials to finish (complete or pruned); a grid runs at most its size.
-  parallel: trials at once on this machine, each on its own share of the CPUs.
+  parallel: trials at once (on this machine, each on its own share of the CPUs; under
+    SLURM, the array's tasks).
   workers_per_trial, strategy: every trial is a job of this strategy and size.
   sampler, seed: how values are picked (grid: the product of the choice lists).
   zip: the i-th trial takes the i-th value of every choice list.
@@ -83,11 +84,6 @@ class SweepOptions:
       space_lib.grid(parsed)
     if self.zip:
       space_lib.zipped(parsed)
-    cpus = len(os.sched_getaffinity(0))
-    if self.parallel > cpus:
-      raise errors.ConfigError(
-          f"--parallel={self.parallel} is more than the {cpus} CPUs this machine gives us; "
-          f"parallel trials get disjoint CPUs, so use --parallel={cpus} or fewer.")
 
   @property
   def search_space(self):
@@ -204,6 +200,17 @@ def ask(study, options):
   with warnings.catch_warnings():  # We beat for the trial ourselves (TrialJob.beat).
     warnings.filterwarnings("ignore", "Heartbeat of storage is supposed to be used")
     return study.ask(fixed_distributions=options.search_space)
+
+
+def surplus(study, trial, options):
+  """Whether `trial` is one more than the sweep needs: runners sharing the study (SLURM
+  array tasks) may ask at the same moment. Such a trial is failed at once."""
+  counted = [t for t in finished(study) + active(study) if t.number < trial.number]
+  if len(counted) < options.trial_count:
+    return False
+  trial.set_user_attr("surplus", True)
+  study.tell(trial, state=optuna.trial.TrialState.FAIL)
+  return True
 
 
 def finished(study):
