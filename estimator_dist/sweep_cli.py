@@ -20,6 +20,7 @@ from estimator_dist.experiments import results
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import slurm_array
+from estimator_dist.experiments import spark_engine
 from estimator_dist.experiments import trial_job
 from estimator_dist.strategies import traits as traits_lib
 
@@ -51,8 +52,12 @@ _STORAGE = flags.DEFINE_string(
     "storage", None, "The study's storage: an SQLAlchemy URL (postgresql://...) or "
     "journal:PATH for sweeps across machines (default: SQLite in --sweep_dir).")
 _ENGINE = flags.DEFINE_enum(
-    "engine", "local", ("local", "slurm"), "local: run the trials here; slurm: create the "
-    "study and print an sbatch job array of --parallel runners that share it.")
+    "engine", "local", ("local", "slurm", "spark"), "local: run the trials here; slurm: "
+    "create the study and print an sbatch job array of --parallel runners that share it; "
+    "spark: run each trial as a Spark job (a barrier stage of its processes).")
+_SPARK_MASTER = flags.DEFINE_string(
+    "spark_master", None, "--engine=spark: local[N] or spark://host:port (default: the "
+    "master spark-submit gives).")
 _REPORT = flags.DEFINE_bool("report", False, "Only write the report of --sweep_dir's study.")
 
 
@@ -83,6 +88,12 @@ def main(argv):
       options = _options()
       runner.prepare(argv[1:], options=options)
       sys.stdout.write(slurm_array.sbatch_array(argv[1:], options=options))
+    elif _ENGINE.value == "spark":
+      spark_context = spark_engine.context(_SPARK_MASTER.value)
+      try:
+        spark_engine.sweep(argv[1:], options=_options(), spark_context=spark_context)
+      finally:
+        spark_context.stop()
     else:
       runner.sweep(argv[1:], options=_options())
     return 0

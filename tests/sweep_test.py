@@ -260,3 +260,18 @@ def test_slurm_array_runners_share_a_postgresql_study(tmp_path):
     assert len(ran) == 3 and all(r.output.count("started on CPUs") for r in runners), ran
     code, report = _sweep(tmp_path, "--report", f"--storage={url}", program=[])
     assert code == 0 and report.count(" complete |") == 3, report
+
+
+@pytest.mark.processes
+def test_a_spark_sweep_runs_each_trial_as_a_barrier_stage(tmp_path):
+  code, output = _sweep(tmp_path, "--engine=spark", "--spark_master=local[2]",
+                        "--space=learning_rate=choice(0.05,0.1)", "--sampler=grid",
+                        "--strategy=multi_worker", "--workers_per_trial=2",
+                        program=[*DNN, "--train_steps=200"])
+  assert code == 0, output[-5000:]
+  trials = _trials(tmp_path)
+  assert [t["state"] for t in trials] == ["complete", "complete"], trials
+  for trial in trials:
+    assert trial["steps"] == 200 and trial["value"] > 0.8, trial
+    log = open(os.path.join(trial["model_dir"], "launch.log")).read()
+    assert "strategy=multi_worker workers=2" in log, log[-2000:]  # The chief's summary.

@@ -54,27 +54,33 @@ def prepare(program, *, options):
 
 
 def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
-  """Runs the sweep to `options.trial_count` finished trials; writes and returns the
-  report (see `results.summarize`). A sweep run again resumes its study."""
-  shares = cpu_shares(options.parallel)
+  """Runs the sweep here to `options.trial_count` finished trials, `options.parallel` at
+  once on disjoint CPUs; writes and returns the report (see `results.summarize`). A sweep
+  run again resumes its study."""
+  slots = [trial_job.LocalSlot(cpus, options) for cpus in cpu_shares(options.parallel)]
+  return run(program, options=options, slots=slots, out=out)
+
+
+def run(program, *, options, slots, out=sys.stdout):
+  """Creates or resumes the study, runs its trials in `slots`, and reports."""
   study = prepare(program, options=options)
   if options.trial_count < options.trials:
     out.write(f"estimator_dist.sweep: the {'zipped lists' if options.zip else 'grid'} has "
               f"{options.trial_count} points; running {options.trial_count} trials, not "
               f"{options.trials}.\n")
   out.write(f"estimator_dist.sweep: {options.trial_count} trials of {options.strategy} x "
-            f"{options.workers_per_trial}, {options.parallel} at once, {options.sampler} "
+            f"{options.workers_per_trial}, {len(slots)} at once, {options.sampler} "
             f"sampler, {options.pruner} pruner, {options.direction} eval {options.metric}; "
             f"study {options.storage_url}\n")
   out.flush()
-  run_trials(study, program=program, options=options, shares=shares, out=out)
+  run_trials(study, program=program, options=options, slots=slots, out=out)
   return results.summarize(study, options=options, out=out)
 
 
-def run_trials(study, *, program, options, shares, out):
-  """Takes and runs trials, one on each CPU share at a time, until the study has
+def run_trials(study, *, program, options, slots, out):
+  """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones."""
-  running = {}  # share index: TrialJob
+  running = {}  # slot index: TrialJob
   waiting_told = False
   storage = study._storage  # pylint: disable=protected-access
   try:
@@ -97,17 +103,18 @@ def run_trials(study, *, program, options, shares, out):
       done, active = len(study_lib.finished(study)), study_lib.active(study)
       if done >= options.trial_count and not running:
         return
-      free = [i for i in range(len(shares)) if i not in running]
+      free = [i for i in range(len(slots)) if i not in running]
       queued = len(study_lib.waiting(study))
       if free and (queued or done + len(active) < options.trial_count):
         trial = study_lib.ask(study, options)
         if study_lib.surplus(study, trial, options):
           continue
+        slot = slots[free[0]]
         running[free[0]] = job = trial_job.TrialJob(trial, options=options, program=program,
-                                                     cpus=shares[free[0]])
+                                                     slot=slot)
         job.beat(storage, 0)
-        out.write(f"estimator_dist.sweep: trial {trial.number} started on CPUs "
-                  f"{sorted(shares[free[0]])}: {' '.join(_flags(trial))} "
+        out.write(f"estimator_dist.sweep: trial {trial.number} started on {slot}: "
+                  f"{' '.join(_flags(trial))} "
                   f"(model_dir {job.model_dir})\n")
         out.flush()
         continue

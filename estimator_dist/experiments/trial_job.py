@@ -1,13 +1,13 @@
-"""One trial as a job of our launcher: started on its CPUs, reported while it runs, told.
+"""One trial as a job: started in a slot, reported while it runs, told how it ended.
 
-The job is `python -m estimator_dist.launch --strategy=S --num_workers=W
---model_dir=SWEEP_DIR/trial_N -- PROGRAM --flag=value ...`. It dies with the sweep (a
-parent-death signal, and the launcher ends its tasks when it dies). Its output goes to
+Here the slot is a share of the CPUs and the job is `python -m estimator_dist.launch
+--strategy=S --num_workers=W --model_dir=SWEEP_DIR/trial_N -- PROGRAM --flag=value ...`,
+which dies with the sweep (a parent-death signal, and the launcher ends its tasks when it
+dies); on Spark the slot is a barrier stage (`spark_engine`). The job's output goes to
 trial_N/launch.log.
 """
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -34,30 +34,49 @@ def model_dir_of(sweep_dir, trial: optuna.trial.Trial) -> str:
   return os.path.join(os.path.abspath(sweep_dir), f"trial_{original}")
 
 
-class TrialJob:
-  """A running trial: its job's process, its reporter, and its heartbeat."""
+class LocalSlot:
+  """Runs a trial's job here, as a job of the launcher pinned to `cpus`."""
 
-  def __init__(self, trial, *, options, program, cpus):
+  def __init__(self, cpus, options):
+    self.cpus, self._options = frozenset(cpus), options
+
+  def __str__(self):
+    return f"CPUs {sorted(self.cpus)}"
+
+  def start(self, program, *, model_dir, log, env):
+    """Starts `program` (with the trial's flags) as a job; its Popen."""
+    command = [sys.executable, "-m", "estimator_dist.launch",
+               f"--strategy={self._options.strategy}",
+               f"--num_workers={self._options.workers_per_trial}", f"--model_dir={model_dir}",
+               "--", *program]
+    log.write(f"{' '.join(command)}\n".encode())
+    log.flush()
+    cpus = self.cpus
+
+    def on_its_cpus():
+      processes.die_with_parent()
+      os.sched_setaffinity(0, cpus)
+
+    return subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
+        command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        preexec_fn=on_its_cpus)
+
+
+class TrialJob:
+  """A running trial: its job (started in a slot), its reporter, and its heartbeat."""
+
+  def __init__(self, trial, *, options, program, slot):
     self.trial, self.started = trial, time.monotonic()
     self.model_dir = model_dir_of(options.sweep_dir, trial)
     os.makedirs(self.model_dir, exist_ok=True)
     trial.set_user_attr("model_dir", self.model_dir)
     self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric)
-    command = [sys.executable, "-m", "estimator_dist.launch", f"--strategy={options.strategy}",
-               f"--num_workers={options.workers_per_trial}", f"--model_dir={self.model_dir}",
-               "--", *program, *space_lib.as_flags(trial.params)]
     self.log_path = os.path.join(self.model_dir, LOG_NAME)
     with open(self.log_path, "ab") as log:
-      log.write(f"# trial {trial.number}: {' '.join(command)}\n".encode())
-      log.flush()
-
-      def on_its_cpus():
-        processes.die_with_parent()
-        os.sched_setaffinity(0, cpus)
-
-      self.process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-          command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-          env={**os.environ, early_stopping.REQUESTS_ENV: "1"}, preexec_fn=on_its_cpus)
+      log.write(f"# trial {trial.number}: ".encode())
+      self.process = slot.start([*program, *space_lib.as_flags(trial.params)],
+                                model_dir=self.model_dir, log=log,
+                                env={**os.environ, early_stopping.REQUESTS_ENV: "1"})
     self._last_beat = 0.0
 
   def beat(self, storage, every_secs):
@@ -70,7 +89,7 @@ class TrialJob:
     """Ends the job (the launcher stops its tasks) without telling the study: the trial
     goes stale and a later run of the sweep retries it."""
     if self.process.poll() is None:
-      self.process.send_signal(signal.SIGTERM)
+      self.process.terminate()
       try:
         self.process.wait(timeout=10)
       except subprocess.TimeoutExpired:

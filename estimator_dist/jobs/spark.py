@@ -24,7 +24,7 @@ from estimator_dist.jobs import spec
 from estimator_dist.task import cluster as cluster_lib
 
 
-def _spark():
+def pyspark_modules():
   try:
     import pyspark  # pylint: disable=g-import-not-at-top
     from pyspark import cloudpickle  # pylint: disable=g-import-not-at-top
@@ -46,7 +46,7 @@ def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
                      evaluator=evaluator, command=("<train_fn>",))
   strategy, num_ps, num_tasks = job.strategy, job.num_ps, job.num_tasks
-  pyspark, cloudpickle = _spark()
+  pyspark, cloudpickle = pyspark_modules()
   logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
   sc = spark_context or pyspark.SparkContext.getOrCreate()
   if strategy == "horovod":
@@ -103,14 +103,14 @@ def _run_in_new_process(payload, name, extra_env):
     if code != 0:
       raise RuntimeError(f"estimator_dist.jobs.spark: task {name} exited with code {code}; its "
                          f"last lines:\n" + "\n".join(task.tail))
-    _, cloudpickle = _spark()
+    _, cloudpickle = pyspark_modules()
     with open(result, "rb") as f:
       return cloudpickle.load(f)
 
 
 def call_pickled(call_path, result_path):
   """Runs the pickled (fn, args, kwargs) of `call_path`; pickles its result to `result_path`."""
-  _, cloudpickle = _spark()
+  _, cloudpickle = pyspark_modules()
   with open(call_path, "rb") as f:
     fn, args, kwargs = cloudpickle.load(f)
   value = fn(*args, **kwargs)
