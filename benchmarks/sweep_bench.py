@@ -2,10 +2,10 @@
 
   python benchmarks/sweep_bench.py --output_dir=/tmp/sweep_bench
 
-1. Efficiency: P trials run by `estimator-dist sweep --parallel=P` against P independent
-   trainings of the same program and values, started at once by the launcher, each
-   pinned to its own CPUs as the sweep pins them. efficiency = the independent
-   trainings' wall time / the sweep's (1.0: the sweep costs nothing on top).
+1. Efficiency: rounds x P trials run by `estimator-dist sweep --parallel=P` against the
+   same trainings (same program and values) started by the launcher, P at once, round
+   after round, each pinned to its own CPUs as the sweep pins them. efficiency = the
+   independent trainings' wall time / the sweep's (1.0: the sweep costs nothing on top).
 2. Pruning: the same TPE sweep (same seed, same trials) without and with the median
    pruner. Compute is trial-steps (the global steps every trial trained, summed); the
    ratio is what the pruned sweep spent over what the unpruned one spent, reported with
@@ -24,12 +24,12 @@ from absl import flags
 
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "/tmp/sweep_bench", "Sweeps and results.")
 _PARALLEL = flags.DEFINE_integer("parallel", 2, "P: trials at once.")
-_STEPS = flags.DEFINE_integer("steps", 600, "Global steps of each trial.")
+_STEPS = flags.DEFINE_integer("steps", 3000, "Global steps of each trial (six evaluations).")
 _TRIALS = flags.DEFINE_integer("trials", 12, "Trials of each pruning sweep.")
 _SEED = flags.DEFINE_integer("seed", 1, "The TPE sampler's seed.")
+_ROUNDS = flags.DEFINE_integer("rounds", 3, "Efficiency: trials per CPU share.")
 
-_PROGRAM = ["-m", "model_zoo.mnist_dnn", "--save_checkpoints_steps=100",
-            "--eval_throttle_secs=0"]
+_PROGRAM = ["-m", "model_zoo.mnist_dnn", "--eval_throttle_secs=0"]
 _SPACE = "learning_rate=loguniform(1e-5,1e0)"
 
 
@@ -46,25 +46,35 @@ def _timed(commands, cwd):
 
 def _sweep(sweep_dir, *flags_):
   return [sys.executable, "-m", "estimator_dist.cli", "sweep", f"--sweep_dir={sweep_dir}",
-          *flags_, "--", sys.executable, *_PROGRAM, f"--train_steps={_STEPS.value}"]
+          *flags_, "--", *_program()]
+
+
+def _program():
+  return [sys.executable, *_PROGRAM, f"--train_steps={_STEPS.value}",
+          f"--save_checkpoints_steps={_STEPS.value // 6}"]
 
 
 def efficiency(out):
-  """(independent seconds, sweep seconds) for P trials of one value."""
-  p, rates = _PARALLEL.value, [0.05 * (i + 1) for i in range(_PARALLEL.value)]
+  """(independent seconds, sweep seconds) for `rounds` x P trainings: P at once, one round
+  after another, against a sweep of the same rounds x P trials with --parallel=P."""
+  p, rounds = _PARALLEL.value, _ROUNDS.value
+  rates = [round(0.02 * (i + 1), 2) for i in range(p * rounds)]
   cpus = sorted(os.sched_getaffinity(0))
   per = len(cpus) // p
-  independent = []
-  for i, rate in enumerate(rates):
-    share = set(cpus[i * per:(i + 1) * per])
-    command = [sys.executable, "-m", "estimator_dist.launch", "--strategy=local",
-               "--num_workers=1", f"--model_dir={out}/independent_{i}", "--", sys.executable,
-               *_PROGRAM, f"--train_steps={_STEPS.value}", f"--learning_rate={rate}"]
-    independent.append((command, lambda s=share: os.sched_setaffinity(0, s)))
-  seconds_independent = _timed(independent, os.getcwd())
+  seconds_independent = 0.0
+  for r in range(rounds):
+    independent = []
+    for i in range(p):
+      share, rate = set(cpus[i * per:(i + 1) * per]), rates[r * p + i]
+      command = [sys.executable, "-m", "estimator_dist.launch", "--strategy=local",
+                 "--num_workers=1", f"--model_dir={out}/independent_{r}_{i}", "--",
+                 *_program(), f"--learning_rate={rate}"]
+      independent.append((command, lambda s=share: os.sched_setaffinity(0, s)))
+    seconds_independent += _timed(independent, os.getcwd())
   space = "learning_rate=choice(" + ",".join(str(r) for r in rates) + ")"
   seconds_sweep = _timed([(_sweep(f"{out}/parallel", f"--space={space}", "--sampler=grid",
-                                   f"--parallel={p}"), None)], os.getcwd())
+                                   f"--parallel={p}", f"--trials={len(rates)}"), None)],
+                         os.getcwd())
   return seconds_independent, seconds_sweep
 
 
@@ -107,7 +117,7 @@ def main(_):
               "pruned_trials": sum(state == "pruned" for _, _, state in t)}
           for n, (s, t) in runs.items()}
   results = {
-      "parallel": _PARALLEL.value, "steps": _STEPS.value,
+      "parallel": _PARALLEL.value, "rounds": _ROUNDS.value, "steps": _STEPS.value,
       "efficiency": {"independent_secs": round(independent, 1), "sweep_secs": round(swept, 1),
                      "efficiency": round(independent / swept, 3)},
       "pruning": {**rows, "target_accuracy": target,
@@ -116,7 +126,8 @@ def main(_):
   with open(os.path.join(out, "sweep_bench.json"), "w") as f:
     json.dump(results, f, indent=2)
   e, q = results["efficiency"], results["pruning"]
-  print(f"| P={_PARALLEL.value} trials of {_STEPS.value} steps | independent {e['independent_secs']} s"
+  print(f"| {_ROUNDS.value} x P={_PARALLEL.value} trials of {_STEPS.value} steps | independent "
+        f"{e['independent_secs']} s"
         f" | sweep {e['sweep_secs']} s | efficiency {e['efficiency']} |")
   print("| sweep | seconds | trial-steps | pruned trials | best accuracy | trial-steps to "
         f"{target:.4f} |\n|---|---|---|---|---|---|")

@@ -44,11 +44,15 @@ class Reporter:
     frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
     self._reported = set(frozen.intermediate_values)  # A retried trial inherits them.
     self.prune_requested = False
+    self._files, self._results = None, {}
     remove_request(model_dir)
 
   def poll(self):
     """Reports new evaluations; on a prune, asks the job to stop. Returns the results."""
-    results = eval_metrics(self._model_dir)
+    files = _files(os.path.join(self._model_dir, "eval"))
+    if files != self._files:  # Read the event files again only when they changed.
+      self._files, self._results = files, eval_metrics(self._model_dir)
+    results = self._results
     check_metric(self._metric, results)
     new = sorted(step for step in results if step not in self._reported)
     for step in new:
@@ -72,6 +76,16 @@ class Reporter:
           f"{self._model_dir}/eval; the sweep needs the program to evaluate "
           f"(train_and_evaluate with an eval_input_fn).")
     return float(max(points)[1])
+
+
+def _files(directory):
+  """(name, size, mtime) of each file in `directory`: what changes when one is written."""
+  if "://" in directory:
+    return object()  # A remote file system: read it every time.
+  try:
+    return sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(directory))
+  except FileNotFoundError:
+    return []
 
 
 def remove_request(model_dir):

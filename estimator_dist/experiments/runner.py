@@ -23,7 +23,7 @@ from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
 
-_POLL_SECS = 1.0
+_POLL_SECS = 0.5
 
 
 def check_program(program, options):

@@ -111,7 +111,8 @@ class TrialJob:
     self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
     if results:
       self.trial.set_user_attr("steps", int(max(results)))
-    if self.reporter.prune_requested:
+    stopped = early_stopping.stopped_at(self.model_dir, since=0) is not None
+    if self.reporter.prune_requested and stopped:  # Else it trained to the end anyway.
       study.tell(self.trial, state=optuna.trial.TrialState.PRUNED)
       return "pruned"
     if code == 0:
