@@ -186,11 +186,11 @@ def test_a_pruned_trial_stops_on_every_worker_and_is_recorded_pruned(tmp_path):
   code, output = _sweep(
       tmp_path, "--space=learning_rate=choice(0.1,0.0001)", "--sampler=grid",
       "--pruner=median", "--prune_after_trials=1", "--strategy=multi_worker",
-      "--workers_per_trial=2", program=[*DNN, "--train_steps=400"])
+      "--workers_per_trial=2", program=[*DNN, "--train_steps=1000"])
   assert code == 0, output[-5000:]
   good, bad = sorted(_trials(tmp_path), key=lambda t: -t["params"]["learning_rate"])
-  assert good["state"] == "complete" and good["steps"] == 400, good
-  assert bad["state"] == "pruned" and bad["steps"] < 400, bad
+  assert good["state"] == "complete" and good["steps"] == 1000, good
+  assert bad["state"] == "pruned" and bad["steps"] < 1000, bad
   log = open(os.path.join(bad["model_dir"], "launch.log")).read()
   stops = [line for line in log.splitlines() if "early stopping at global step" in line]
   assert len(stops) == 2 and any("the sweep's pruner stopped trial 1" in line
@@ -211,13 +211,14 @@ def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
 @pytest.mark.processes
 def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path):
   args = ["--space=learning_rate=choice(0.05,0.1,0.2)", "--sampler=grid"]
-  program = [*DNN, "--train_steps=600"]
+  # Long enough (seconds, at ~1000 steps/s) to be killed in the middle.
+  program = [*DNN, "--train_steps=6000", "--save_checkpoints_steps=500"]
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
-  while not (tmp_path / "trial_1" / "model.ckpt-200.index").exists():
+  while not (tmp_path / "trial_1" / "model.ckpt-1000.index").exists():
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
-    time.sleep(0.5)
+    time.sleep(0.1)
   first.kill()  # kill -9 of the sweep and its trials.
   code, output = _sweep(tmp_path, *args, program=program)
   assert code == 0, output[-5000:]
@@ -230,7 +231,9 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
                 t["params"] == failed["params"]]
   assert retried["model_dir"] == failed["model_dir"]
   log = open(os.path.join(retried["model_dir"], "launch.log")).read()
-  assert "model.ckpt-200" in log.split(f"# trial {retried['number']}:")[1], log[-3000:]
+  restored = re.search(r"Restoring parameters from \S*model\.ckpt-(\d+)",
+                       log.split(f"# trial {retried['number']}:")[1])
+  assert restored and 1000 <= int(restored.group(1)) < 6000, log[-3000:]  # Not from 0.
   with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
     assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
 
