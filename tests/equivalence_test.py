@@ -67,10 +67,12 @@ def test_linear_scaling_changes_exactly_the_learning_rate():
   assert (code, verdict) == (0, "PASS") and worst <= 1e-5
 
 
-def test_verify_catches_workers_that_read_the_same_data():
+def test_verify_catches_workers_that_read_the_same_data(tmp_path):
   code, worst, verdict, output = run_verify("--strategy=horovod",
-                                            "--module=tests.programs.unsharded_model")
+                                            "--module=tests.programs.unsharded_model",
+                                            f"--work_dir={tmp_path}")
   assert (code, verdict) == (1, "FAIL") and worst > 1e-2, output[-3000:]
+  assert f"the two runs and their logs are in {tmp_path}" in output
 
 
 def test_every_parameter_server_worker_updates_the_variables(tmp_path):

@@ -173,6 +173,10 @@ def main(_):
     print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")
   print(f"max relative difference {worst:.3g} {'<=' if passed else '>'} tolerance "
         f"{FLAGS.tolerance:g}: {'PASS' if passed else 'FAIL'}", flush=True)
+  if passed and not FLAGS.work_dir:  # A temporary directory of ours; kept to inspect a FAIL.
+    shutil.rmtree(work, ignore_errors=True)
+  elif not passed:
+    print(f"the two runs and their logs are in {work}", flush=True)
   return 0 if passed else 1
 
 
