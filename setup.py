@@ -7,7 +7,7 @@ setuptools.setup(
     description=("Train an existing tf.estimator model on many workers with one "
                  "decorator and one flag."),
     packages=setuptools.find_packages(include=["estimator_dist*", "model_zoo*", "benchmarks*"]),
-    package_data={"estimator_dist.jobs": ["native/*.c"]},
+    package_data={"estimator_dist.task": ["native/*.c"]},
     python_requires=">=3.9,<3.12",
     install_requires=[
         "tensorflow-cpu==2.15.1",

@@ -37,57 +37,48 @@ else
   echo "[setup] pinned stack already installed"
 fi
 
+# Installs Debian packages as root; elsewhere says what is skipped without them.
+apt_install() {  # apt_install "what is skipped without them" package...
+  local skipped=$1; shift
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing Debian packages $*"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+  else
+    echo "[setup] $* not installed and cannot be installed here (needs root and apt-get):" \
+         "$skipped" >&2
+  fi
+}
+
 # Open MPI lets Horovod ranks on one host all-reduce through shared memory, about five
 # times cheaper than Gloo's TCP; Horovod is built with both.
-if ! command -v mpicxx >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "[setup] installing Open MPI (Debian packages openmpi-bin, libopenmpi-dev)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null \
-      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-             openmpi-bin libopenmpi-dev >/dev/null; }
-  else
-    echo "[setup] Open MPI is not installed and cannot be installed here (needs root and" \
-         "apt-get); Horovod is built with Gloo only" >&2
-  fi
-fi
+command -v mpicxx >/dev/null 2>&1 \
+  || apt_install "Horovod is built with Gloo only" openmpi-bin libopenmpi-dev
 # PostgreSQL: the sweep test of a shared study starts a real server from a temporary
-# directory (the package's own cluster is not started: policy-rc.d, or stopped here).
+# directory (the package's own cluster is not started: stopped here).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "[setup] installing PostgreSQL (Debian package postgresql)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends postgresql >/dev/null \
-      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-             postgresql >/dev/null; }
-    if command -v pg_ctlcluster >/dev/null 2>&1; then
-      for cluster in /etc/postgresql/*/*; do
-        [ -d "$cluster" ] || continue
-        pg_ctlcluster "$(basename "$(dirname "$cluster")")" "$(basename "$cluster")" stop \
-          2>/dev/null || true
-      done
-    fi
-  else
-    echo "[setup] PostgreSQL is not installed and cannot be installed here (needs root and" \
-         "apt-get); the sweep test of a PostgreSQL study is skipped" >&2
+  apt_install "the sweep test of a PostgreSQL study is skipped" postgresql
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    for cluster in /etc/postgresql/*/*; do
+      [ -d "$cluster" ] || continue
+      pg_ctlcluster "$(basename "$(dirname "$cluster")")" "$(basename "$cluster")" stop \
+        2>/dev/null || true
+    done
   fi
 fi
+# SLURM: the tests start a private one-node cluster (munged, slurmctld, slurmd) from a
+# temporary directory; the packages' own services are not started here (no systemd).
+command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 \
+  || apt_install "the real SLURM tests are skipped" slurmctld slurmd slurm-client munge
+# iproute2: the tests of jobs across hosts make test hosts as network namespaces.
+command -v ip >/dev/null 2>&1 || apt_install "the tests across test hosts are skipped" iproute2
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
 
 # Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships
 # the stand-in rule repositories it needs.
 if ! command -v bazel >/dev/null 2>&1 || [ ! -d /usr/src/bazel-bootstrap/mock_repos ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "[setup] installing Bazel (Debian packages bazel-bootstrap, bazel-bootstrap-source)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends bazel-bootstrap bazel-bootstrap-source \
-        >/dev/null \
-      || { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-             bazel-bootstrap bazel-bootstrap-source >/dev/null; }
-  else
-    echo "[setup] Bazel is not installed and cannot be installed here (needs root and" \
-         "apt-get); make test skips bazel test" >&2
-  fi
+  apt_install "make test skips bazel test" bazel-bootstrap bazel-bootstrap-source
 fi
 
 horovod_ok() {

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +46,27 @@ def run(command, timeout=300, env=None):
     output, _ = process.communicate()
     pytest.fail(f"{command} did not finish within {timeout}s; output:\n{output[-5000:]}")
   return process.returncode, output
+
+
+def consecutive_free_ports(count):
+  """The first of `count` consecutive ports free on 127.0.0.1 now."""
+  for _ in range(50):
+    with socket.socket() as probe:
+      probe.bind(("127.0.0.1", 0))
+      base = probe.getsockname()[1]
+    sockets = []
+    try:
+      for port in range(base, base + count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", port))
+        sockets.append(s)
+      return base
+    except OSError:
+      continue
+    finally:
+      for s in sockets:
+        s.close()
+  raise RuntimeError("no consecutive free ports")
 
 
 def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300):

@@ -1,8 +1,7 @@
-"""SLURM: each task's cluster from the step's variables, the sbatch script, and a real run."""
+"""SLURM: each task's cluster from the step's variables, and the sbatch script (its real runs:
+tests/slurm_cluster_test.py)."""
 
 import json
-import os
-import socket
 import subprocess
 
 import pytest
@@ -10,7 +9,6 @@ import pytest
 from estimator_dist.task import cluster
 from estimator_dist.task import environment
 from estimator_dist import errors
-from estimator_dist.jobs import launcher
 from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
 from estimator_dist.task import slurm_env
@@ -122,7 +120,8 @@ def sbatch(*args):
 
 @pytest.mark.processes
 def test_the_command_prints_the_script():
-  args = ["--strategy=multi_worker", "--num_workers=2", "--", "python", "train.py"]
+  args = ["--strategy=multi_worker", "--num_workers=2", "--noovercommit", "--", "python",
+          "train.py"]
   assert helpers.cli("slurm", *args) == sbatch(*args)
 
 
@@ -161,47 +160,25 @@ def test_sbatch_refuses_what_cannot_run():
     sbatch("--strategy=multi_worker")
 
 
-def consecutive_free_ports(count):
-  for _ in range(50):
-    base = launcher.free_ports(1)[0]
-    sockets = []
-    try:
-      for port in range(base, base + count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", port))
-        sockets.append(s)
-      return base
-    except OSError:
-      continue
-    finally:
-      for s in sockets:
-        s.close()
-  raise RuntimeError("no consecutive free ports")
+def test_overcommit_is_added_when_the_tasks_are_more_than_the_cpus():
+  def job(strategy, workers, **extra):
+    return spec.JobSpec(strategy=strategy, num_workers=workers, command=["python", "t.py"],
+                        **extra)
+  ps = job("parameter_server", 2, num_ps=1, evaluator=True)  # Four tasks.
+  assert slurm.needs_overcommit(ps, slurm.SlurmOptions(), [2])
+  assert not slurm.needs_overcommit(ps, slurm.SlurmOptions(), [2, 2])
+  assert slurm.needs_overcommit(ps, slurm.SlurmOptions(nodes=1), [2, 2])
+  assert not slurm.needs_overcommit(job("multi_worker", 2), slurm.SlurmOptions(), [2])
+  assert slurm.needs_overcommit(job("multi_worker", 2), slurm.SlurmOptions(cpus_per_task=2),
+                                [2])
+  assert not slurm.needs_overcommit(job("mirrored", 4), slurm.SlurmOptions(), [1])
+  assert "#SBATCH --overcommit" in sbatch("--strategy=multi_worker", "--overcommit", "--",
+                                          "python", "t.py")
 
 
-@pytest.mark.processes
-def test_tasks_started_as_srun_starts_them_train_together(tmp_path):
-  """Two processes with the variables of a one-node, two-task srun step: multi_worker."""
-  base = consecutive_free_ports(2)
-  processes = []
-  try:
-    for procid in range(2):
-      env = helpers.child_env(
-          SLURM_PROCID=str(procid), SLURM_STEP_NUM_TASKS="2", SLURM_STEP_NODELIST="localhost",
-          SLURM_STEP_TASKS_PER_NODE="2", SLURM_LOCALID=str(procid),
-          **{slurm_env.PORT_BASE_ENV: str(base)})
-      processes.append(subprocess.Popen(
-          [helpers.PYTHON, "-m", "tests.programs.plain_model", "--strategy=multi_worker",
-           f"--model_dir={tmp_path}", "--train_steps=100"], env=env, cwd=helpers.REPO,
-          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True))
-    outputs = [p.communicate(timeout=240)[0] for p in processes]
-  finally:
-    for p in processes:
-      if p.poll() is None:
-        os.killpg(p.pid, 9)
-        p.wait()
-  assert [p.returncode for p in processes] == [0, 0], outputs[0][-3000:] + outputs[1][-3000:]
-  found = helpers.summaries(outputs[0])
-  assert len(found) == 1 and found[0]["workers"] == "2", outputs[0][-3000:]
-  assert float(found[0]["eval_accuracy"]) >= 0.85
-  assert "steps_run=100" in outputs[1]
+def test_without_sinfo_the_generator_says_why_it_did_not_overcommit(monkeypatch, capsys,
+                                                                    tmp_path):
+  monkeypatch.setenv("PATH", str(tmp_path))
+  script = sbatch("--strategy=multi_worker", "--", "python", "t.py")
+  assert "--overcommit" not in script.replace("without --overcommit", "")
+  assert "sinfo cannot tell the nodes' CPUs here" in capsys.readouterr().err

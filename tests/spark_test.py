@@ -1,10 +1,14 @@
-"""Spark: real training through estimator_dist.jobs.spark on pyspark in local[2] mode."""
+"""Spark: real training through estimator_dist.jobs.spark, on pyspark in local[N] mode and
+on a Spark standalone cluster (a master and a worker the tests start)."""
 
+import glob
 import json
+import time
 
 import pytest
 
 from tests import helpers
+from tests import spark_cluster
 
 pytestmark = pytest.mark.processes
 
@@ -20,21 +24,16 @@ def results(output):
   return json.loads(lines[0][len("RESULTS "):])
 
 
-@pytest.mark.parametrize("strategy,args,steps", [
-    ("multi_worker", [], 300),
-    ("horovod", [], 300),
-    # Chief, worker and ps: three tasks at once need three slots. The ps exits by itself,
-    # which lets the barrier stage end.
-    ("parameter_server", ["--spark_slots=3"], 300),
-])
-def test_a_model_trains_through_spark_like_through_the_launcher(strategy, args, steps, tmp_path):
-  code, output = spark_train(f"--strategy={strategy}", "--num_workers=2", *args,
-                             f"--model_dir={tmp_path}", f"--train_steps={steps}")
+def test_chief_worker_and_ps_train_through_spark_in_local_mode(tmp_path):
+  # Three tasks at once need three slots. The ps exits by itself, which lets the barrier
+  # stage end.
+  code, output = spark_train("--strategy=parameter_server", "--num_workers=2",
+                             "--spark_slots=3", f"--model_dir={tmp_path}", "--train_steps=300")
   assert code == 0, output[-5000:]
   chief, *others = results(output)
   # The bar of the launcher's tests (tests/integration_test.py).
-  assert chief["global_step"] >= steps and chief["accuracy"] >= 0.90, chief
-  assert others == [None] * (2 if strategy == "parameter_server" else 1)
+  assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
+  assert others == [None, None]
   found = helpers.summaries(output)
   assert len(found) == 1 and (found[0]["workers"], found[0]["replicas"]) == ("2", "2")
 
@@ -43,7 +42,8 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
   code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
                              f"--model_dir={tmp_path}", "--fail_worker", timeout=180)
   assert code != 0
-  assert "estimator_dist.jobs.spark: task worker:0 exited with code 1" in output
+  assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: "
+          "estimator_dist.jobs.spark: task worker:0 exited with code 1") in output, output[-5000:]
   assert "ValueError: this worker fails on purpose" in output
 
 
@@ -54,3 +54,57 @@ def test_more_tasks_than_spark_slots_is_refused_at_once(tmp_path):
   assert ("strategy 'parameter_server' with 2 worker(s), 1 ps and 0 evaluator runs 3 Spark "
           "tasks at once, but this Spark context has 2 task slots. Give it at least 3 "
           "(local[3], or more executors or cores).") in output
+
+
+@pytest.fixture(scope="module")
+def standalone():
+  with spark_cluster.running() as cluster:
+    yield cluster
+
+
+def wait_until_gone(find, timeout=30):
+  deadline = time.monotonic() + timeout
+  while (left := find()) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  return [" ".join(p.cmdline())[:200] for p in left]
+
+
+@pytest.mark.parametrize("strategy", ["multi_worker", "horovod"])
+def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, tmp_path):
+  before = standalone.executor_output()
+  code, output = spark_train(f"--strategy={strategy}", "--num_workers=2",
+                             f"--spark_master={standalone.master}", f"--model_dir={tmp_path}",
+                             "--train_steps=300")
+  assert code == 0, output[-5000:]
+  chief, *others = results(output)
+  assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
+  assert others == [None]
+  # The tasks ran in the executors the worker started: their output has the summary.
+  apps = {app: text for app, text in standalone.executor_output().items() if app not in before}
+  assert len(apps) == 1, sorted(apps)
+  found = helpers.summaries(next(iter(apps.values())))
+  assert len(found) == 1 and (found[0]["workers"], found[0]["replicas"]) == ("2", "2")
+  assert wait_until_gone(standalone.processes) == []
+
+
+def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalone, tmp_path):
+  job = helpers.Job(command=[helpers.PYTHON, "-m", "tests.programs.spark_train",
+                             "--strategy=multi_worker", "--num_workers=2",
+                             f"--spark_master={standalone.master}", f"--model_dir={tmp_path}",
+                             "--train_steps=100000"])
+  try:
+    deadline = time.monotonic() + 240
+    while not glob.glob(str(tmp_path / "model.ckpt-*.index")):
+      assert job.process.poll() is None and time.monotonic() < deadline, job.output[-5000:]
+      time.sleep(0.2)
+    executors = standalone.executors()
+    assert len(executors) == 1, [p.cmdline() for p in standalone.processes()]
+    executors[0].kill()
+    code = job.wait(timeout=120)
+  finally:
+    job.kill()
+  assert code != 0
+  assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: ExecutorLostFailure "
+          "(executor 0 exited caused by one of the running tasks) Reason: Command exited with "
+          "code 137. Spark stopped every task;") in job.output, job.output[-5000:]
+  assert wait_until_gone(standalone.processes) == []

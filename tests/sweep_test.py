@@ -17,6 +17,7 @@ from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import space
 from estimator_dist.experiments import study as study_lib
+from estimator_dist.experiments import trial_job
 from tests import helpers
 from tests import postgres_server
 
@@ -92,6 +93,18 @@ def test_bad_options_are_refused_before_any_trial(tmp_path):
 def test_parallel_trials_get_disjoint_cpus():
   shares = runner.cpu_shares(len(os.sched_getaffinity(0)))
   assert all(len(s) == 1 for s in shares) and len(set().union(*shares)) == len(shares)
+
+
+def test_parallel_trials_get_disjoint_gpus_by_index():
+  assert runner.visible_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3,4,5"}) == ["0", "1", "3", "4", "5"]
+  assert runner.visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+  assert runner.gpu_shares(2, ["0", "1", "3", "4", "5"]) == [["0", "1"], ["3", "4"]]
+  assert runner.gpu_shares(2, []) == [[], []]
+  with pytest.raises(errors.ConfigError, match=r"--parallel=3 is more than the 2 GPUs here "
+                     r"\(0,1\); .* --parallel=2 or fewer"):
+    runner.gpu_shares(3, ["0", "1"])
+  slot = trial_job.LocalSlot(cpus={0}, gpus=["3", "4"], options=None)
+  assert str(slot) == "CPUs [0], GPUs 3,4"
 
 
 def test_a_sweep_run_again_must_search_what_it_searched(tmp_path):

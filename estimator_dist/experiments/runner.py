@@ -13,6 +13,8 @@ one study; the storage's heartbeats find the trials whose runner died.
 """
 
 import os
+import shutil
+import subprocess
 import sys
 import time
 
@@ -46,6 +48,31 @@ def cpu_shares(parallel):
   return [set(cpus[i * per_trial:(i + 1) * per_trial]) for i in range(parallel)]
 
 
+def visible_gpus(environ=os.environ):
+  """The GPU indices trials may use: CUDA_VISIBLE_DEVICES where set, else nvidia-smi's."""
+  if "CUDA_VISIBLE_DEVICES" in environ:
+    listed = environ["CUDA_VISIBLE_DEVICES"].split(",")
+    return [g.strip() for g in listed if g.strip() not in ("", "-1")]
+  if not shutil.which("nvidia-smi"):
+    return []
+  listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+                          capture_output=True, text=True, check=False)
+  return listed.stdout.split() if listed.returncode == 0 else []
+
+
+def gpu_shares(parallel, gpus):
+  """Disjoint GPU lists, one for each parallel trial; empty lists where there are no GPUs."""
+  if not gpus:
+    return [[] for _ in range(parallel)]
+  if parallel > len(gpus):
+    raise errors.ConfigError(
+        f"--parallel={parallel} is more than the {len(gpus)} GPUs here ({','.join(gpus)}); "
+        f"parallel trials get disjoint GPUs, so use --parallel={len(gpus)} or fewer (or hide "
+        "the GPUs with CUDA_VISIBLE_DEVICES= to train on CPUs).")
+  per_trial = len(gpus) // parallel
+  return [gpus[i * per_trial:(i + 1) * per_trial] for i in range(parallel)]
+
+
 def prepare(program, *, options):
   """Checks the program and creates the study (once, before any runner starts)."""
   check_program(program, options)
@@ -55,9 +82,11 @@ def prepare(program, *, options):
 
 def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
   """Runs the sweep here to `options.trial_count` finished trials, `options.parallel` at
-  once on disjoint CPUs; writes and returns the report (see `results.summarize`). A sweep
+  once on disjoint CPUs (and GPUs by index, where there are GPUs); writes and returns the report (see `results.summarize`). A sweep
   run again resumes its study."""
-  slots = [trial_job.LocalSlot(cpus, options) for cpus in cpu_shares(options.parallel)]
+  slots = [trial_job.LocalSlot(cpus=cpus, gpus=gpus, options=options)
+           for cpus, gpus in zip(cpu_shares(options.parallel),
+                                 gpu_shares(options.parallel, visible_gpus()))]
   return run(program, options=options, slots=slots, out=out)
 
 

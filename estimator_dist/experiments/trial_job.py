@@ -35,13 +35,14 @@ def model_dir_of(sweep_dir, trial: optuna.trial.Trial) -> str:
 
 
 class LocalSlot:
-  """Runs a trial's job here, as a job of the launcher pinned to `cpus`."""
+  """Runs a trial's job here, as a job of the launcher pinned to `cpus` and shown only
+  `gpus` (indices; none: the job sees what the sweep sees)."""
 
-  def __init__(self, cpus, options):
-    self.cpus, self._options = frozenset(cpus), options
+  def __init__(self, *, cpus, gpus=(), options):
+    self.cpus, self.gpus, self._options = frozenset(cpus), tuple(gpus), options
 
   def __str__(self):
-    return f"CPUs {sorted(self.cpus)}"
+    return f"CPUs {sorted(self.cpus)}" + (f", GPUs {','.join(self.gpus)}" if self.gpus else "")
 
   def start(self, program, *, model_dir, log, env):
     """Starts `program` (with the trial's flags) as a job; its Popen."""
@@ -52,6 +53,8 @@ class LocalSlot:
     log.write(f"{' '.join(command)}\n".encode())
     log.flush()
     cpus = self.cpus
+    if self.gpus:
+      env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
 
     def on_its_cpus():
       processes.die_with_parent()

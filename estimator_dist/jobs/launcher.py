@@ -22,10 +22,10 @@ from typing import Optional
 
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
-from estimator_dist.jobs import loopback
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
+from estimator_dist.task import bind_address
 from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import checkpoints
 from estimator_dist.task import heartbeat
@@ -225,8 +225,8 @@ class _Starter:
            model_dir_lock.HELD_ENV: self.model_dir}
     if self.launcher.heartbeats:
       env = {**env, heartbeat.HEARTBEAT_ENV: self.launcher.heartbeats}
-    if self.local:  # Loopback only, also on the host network (see jobs/loopback.py).
-      env = loopback.local_only_env(env)
+    if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
+      env = bind_address.local_only_env(env)
     self.launcher.start(name, self.sandbox.command(command) if self.sandbox else command, env)
 
   def beating(self):

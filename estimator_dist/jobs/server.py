@@ -3,7 +3,7 @@
   TF_CONFIG='{"cluster": {"worker": ["h1:2222", "h2:2222"], "ps": ["h3:2222"]},
               "task": {"type": "worker", "index": 0}}' python -m estimator_dist.jobs.server
 
-It serves its task until it is stopped; a client started with --remote_cluster (the
+It serves its task, at the address its cluster names for it, until it is stopped; a client started with --remote_cluster (the
 same cluster) drives the training. The servers do not know when a client is done, so
 the user or the cluster manager stops them.
 """
@@ -13,6 +13,7 @@ import sys
 from estimator_dist import errors
 from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import environment
+from estimator_dist.task import own_address
 
 
 def main():
@@ -24,6 +25,7 @@ def main():
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.jobs.server: {e}\n")
     return 2
+  own_address.bind(task)  # Serves at the address its cluster names, not every interface.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   server = tf.distribute.Server(tf.train.ClusterSpec(dict(task.cluster)), job_name=task.role,
                                 task_index=task.index, protocol="grpc", start=True)

@@ -9,6 +9,7 @@ Each task of the srun step derives its place from SLURM's variables
 
 import dataclasses
 import shlex
+import subprocess
 import sys
 from typing import Optional
 
@@ -32,6 +33,32 @@ class SlurmOptions:
   job_name: str = "estimator-dist"
   port_base: int = slurm_env.DEFAULT_PORT_BASE
   srun_mpi: str = "pmix"
+  overcommit: bool = False
+
+
+def partition_cpus(partition=None):
+  """CPUs of each node of `partition` (default: the default one) as sinfo lists them;
+  None where sinfo is missing or cannot reach the cluster."""
+  try:
+    listed = subprocess.run(["sinfo", "--noheader", "--format=%P %D %c"], capture_output=True,
+                            text=True, timeout=30, check=False)
+  except (OSError, subprocess.TimeoutExpired):
+    return None
+  if listed.returncode != 0:
+    return None
+  cpus = []
+  for line in listed.stdout.splitlines():
+    name, nodes, per_node = line.split()
+    if (name.rstrip("*") == partition) if partition else name.endswith("*"):
+      cpus += [int(per_node.rstrip("+"))] * int(nodes)
+  return cpus or None
+
+
+def needs_overcommit(job, options, cpus):
+  """Whether the job's tasks are more than the CPUs of the nodes it may get."""
+  tasks = 1 if job.traits.one_process else job.num_tasks
+  available = sum(sorted(cpus, reverse=True)[:options.nodes or len(cpus)])
+  return tasks * (options.cpus_per_task or 1) > available
 
 
 def sbatch_script(job, *, options=SlurmOptions()):
@@ -43,9 +70,14 @@ def sbatch_script(job, *, options=SlurmOptions()):
   settings = [("job-name", options.job_name), ("nodes", options.nodes), ("ntasks", num_tasks),
               ("cpus-per-task", options.cpus_per_task),
               ("gpus-per-task", options.gpus_per_task), ("time", options.time),
-              ("partition", options.partition)]
+              ("partition", options.partition), ("open-mode", "append")]
   lines = ["#!/bin/bash"] + [f"#SBATCH --{k}={v}" for k, v in settings if v is not None]
-  lines += ["set -euo pipefail", ""]
+  if options.overcommit:
+    lines += ["#SBATCH --overcommit",
+              "# More tasks than CPUs: they share them (without --overcommit the job pends "
+              "forever)."]
+  lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
+            "output is appended.", "set -euo pipefail", ""]
   program = shlex.join(job.program)
   if strategy == "horovod":
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
@@ -88,13 +120,31 @@ def define_flags(flag_values=flags.FLAGS):
                                         lower_bound=1, upper_bound=65000, flag_values=f),
       "srun_mpi": flags.DEFINE_string("srun_mpi", "pmix", "horovod: srun --mpi plugin that "
                                       "starts the ranks.", flag_values=f),
+      "overcommit": flags.DEFINE_bool("overcommit", None, "#SBATCH --overcommit: let tasks "
+                                      "share CPUs. Default: added when the job has more tasks "
+                                      "than the partition's nodes have CPUs (read with "
+                                      "sinfo).", flag_values=f),
   }
   return job, holders
 
 
+def _overcommit_from_sinfo(job, values, err):
+  cpus = partition_cpus(values["partition"])
+  if cpus is None:
+    err.write("estimator-dist slurm: sinfo cannot tell the nodes' CPUs here, so the script "
+              "has no --overcommit; if the job's tasks are more than the CPUs of its nodes, "
+              "pass --overcommit, or the job pends forever.\n")
+    return False
+  return needs_overcommit(job, SlurmOptions(nodes=values["nodes"],
+                                            cpus_per_task=values["cpus_per_task"]), cpus)
+
+
 def _script(job_flags, holders, command):
-  options = SlurmOptions(**{name: holder.value for name, holder in holders.items()})
-  return sbatch_script(job_flags.job(command), options=options)
+  values = {name: holder.value for name, holder in holders.items()}
+  job = job_flags.job(command)
+  if values["overcommit"] is None:
+    values["overcommit"] = _overcommit_from_sinfo(job, values, sys.stderr)
+  return sbatch_script(job, options=SlurmOptions(**values))
 
 
 def script_from_args(args):

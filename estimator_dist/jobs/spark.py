@@ -77,9 +77,28 @@ def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(
       role, index = "chief", 0
     yield partition, _run_in_new_process(payload, f"{role}:{index}", task_env)
 
-  results = (sc.parallelize(range(num_tasks), num_tasks).barrier()
-             .mapPartitions(task).collect())
+  from py4j.protocol import Py4JJavaError  # pylint: disable=g-import-not-at-top
+  try:
+    results = (sc.parallelize(range(num_tasks), num_tasks).barrier()
+               .mapPartitions(task).collect())
+  except Py4JJavaError as e:
+    raise RuntimeError(
+        f"estimator_dist.jobs.spark: the Spark job failed: {_failure(e)}. Spark stopped "
+        "every task; the checkpoints in the model_dir are kept, so running the job again "
+        "resumes training.") from e
   return [result for _, result in sorted(results, key=lambda r: r[0])]
+
+
+def _failure(error):
+  """The line of a failed Spark job's error that says why: a task's exit, a lost executor."""
+  message = str(error.java_exception.getMessage())
+  lines = [line.strip() for line in message.split("Driver stacktrace:")[0].splitlines()
+           if line.strip()]
+  for marker in ("RuntimeError: estimator_dist.jobs.spark: task", "ExecutorLostFailure"):
+    for line in lines:
+      if marker in line:
+        return line.split("RuntimeError: ")[-1].rstrip(";")
+  return lines[-1] if lines else message
 
 
 def _run_in_new_process(payload, name, extra_env):

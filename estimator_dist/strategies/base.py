@@ -22,6 +22,7 @@ from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import environment
 from estimator_dist.task import evaluator
 from estimator_dist.task import inputs
+from estimator_dist.task import own_address
 from estimator_dist.task import own_port
 from estimator_dist.task import placement
 from estimator_dist.task import watchdog
@@ -91,6 +92,8 @@ class StrategyAdapter:
         # TensorFlow reads the cluster from TF_CONFIG: publish the one validated here,
         # which may come from SLURM, and names a legacy 'master' 'chief'.
         os.environ["TF_CONFIG"] = self.task.tf_config()
+      if self.traits.uses_tf_config:
+        own_address.bind(self.task)  # May start this program again, bound.
     own_port.check_free(self.task)  # Before this task serves or contacts a peer.
     if from_environment:
       watchdog.start(self.task)  # Before the backend, which may wait for its peers.

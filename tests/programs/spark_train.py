@@ -17,6 +17,8 @@ flags.DEFINE_integer("num_ps", None, "ps tasks.")
 flags.DEFINE_string("model_dir", None, "Model directory.")
 flags.DEFINE_integer("train_steps", 200, "Global steps.")
 flags.DEFINE_integer("spark_slots", 2, "Spark local[N].")
+flags.DEFINE_string("spark_master", None, "A Spark master URL (spark://host:port) instead of "
+                    "local[spark_slots].")
 flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
 
 
@@ -42,9 +44,18 @@ def main(_):
   f = flags.FLAGS
   # The executors' Python: this one, which has estimator_dist and Horovod.
   os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-  conf = (pyspark.SparkConf().setMaster(f"local[{f.spark_slots}]").setAppName("estimator_dist")
-          .set("spark.ui.enabled", "false").set("spark.driver.host", "127.0.0.1")
-          .set("spark.driver.bindAddress", "127.0.0.1"))
+  conf = (pyspark.SparkConf().setMaster(f.spark_master or f"local[{f.spark_slots}]")
+          .setAppName("estimator_dist").set("spark.ui.enabled", "false")
+          .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1"))
+  if f.spark_master:
+    # Start once the executors have every slot, and let a lost executor fail the job
+    # (training resumes from its checkpoints when the job is run again).
+    conf.setAll([("spark.cores.max", str(f.spark_slots)),
+                 ("spark.executor.cores", str(f.spark_slots)),
+                 ("spark.scheduler.minRegisteredResourcesRatio", "1.0"),
+                 ("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s"),
+                 ("spark.task.maxFailures", "1"), ("spark.stage.maxConsecutiveAttempts", "1"),
+                 ("spark.executor.memory", "2g")])
   sc = pyspark.SparkContext(conf=conf)
   try:
     results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,

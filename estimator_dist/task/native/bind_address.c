@@ -1,11 +1,14 @@
-/* Preloaded into the processes of a local job: a bind() to every interface (0.0.0.0 or
- * [::]) binds to the loopback interface instead. TensorFlow's gRPC servers, horovodrun's
- * services and MPI's listeners bind to every interface whatever address their cluster
- * names; with this, a local job cannot be reached from another machine. */
+/* Preloaded into the processes of a job: a bind() to every interface (0.0.0.0 or [::])
+ * binds to the job's own address instead: ESTIMATOR_DIST_BIND_ADDRESS (an IPv4 address;
+ * 127.0.0.1 when unset or not one; 0.0.0.0 leaves binds alone). TensorFlow's gRPC
+ * servers, horovodrun's services and MPI's listeners bind to every interface whatever
+ * address their cluster names; with this, a job is reached only at the address it names. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -17,22 +20,31 @@ static bind_function real_bind(void) {
   return function;
 }
 
+static struct in_addr job_address(void) {
+  struct in_addr address;
+  const char *text = getenv("ESTIMATOR_DIST_BIND_ADDRESS");
+  if (!text || inet_pton(AF_INET, text, &address) != 1) address.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
 int bind(int fd, const struct sockaddr *address, socklen_t length) {
+  struct in_addr own = job_address();
+  if (own.s_addr == htonl(INADDR_ANY)) return real_bind()(fd, address, length);
   if (address && address->sa_family == AF_INET && length >= sizeof(struct sockaddr_in)) {
     struct sockaddr_in ipv4 = *(const struct sockaddr_in *)address;
     if (ipv4.sin_addr.s_addr == htonl(INADDR_ANY)) {
-      ipv4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ipv4.sin_addr = own;
       return real_bind()(fd, (const struct sockaddr *)&ipv4, sizeof ipv4);
     }
   } else if (address && address->sa_family == AF_INET6 &&
              length >= sizeof(struct sockaddr_in6)) {
     struct sockaddr_in6 ipv6 = *(const struct sockaddr_in6 *)address;
     if (IN6_IS_ADDR_UNSPECIFIED(&ipv6.sin6_addr)) {
-      /* 127.0.0.1 as IPv6 (::ffff:127.0.0.1): a dual-stack socket then still takes the
-       * IPv4 connections to 127.0.0.1 that the cluster's addresses name. */
-      static const unsigned char mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                               0, 0, 0xff, 0xff, 127, 0, 0, 1};
+      /* The address as IPv6 (::ffff:a.b.c.d): a dual-stack socket then still takes the
+       * IPv4 connections to the address that the cluster names. */
+      static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
       memcpy(&ipv6.sin6_addr, mapped, sizeof mapped);
+      memcpy((unsigned char *)&ipv6.sin6_addr + 12, &own, 4);
       int result = real_bind()(fd, (const struct sockaddr *)&ipv6, sizeof ipv6);
       if (result == 0 || errno != EINVAL) return result;
       ipv6.sin6_addr = in6addr_loopback; /* An IPv6-only socket takes ::1. */

@@ -1,0 +1,73 @@
+"""Keeps a job's servers on the job's own address.
+
+TensorFlow 2.15's gRPC server listens on every interface whatever host its TF_CONFIG
+names, and so do horovodrun's services and MPI's daemons. A small library
+(native/bind_address.c, built once with the C compiler), preloaded into a process, turns
+its binds to every interface into binds to `BIND_ENV`'s address. The launcher preloads it
+into every process of a local job (127.0.0.1); a task started by hand, by srun or by
+Spark preloads it itself with the address its cluster names (`task.own_address`). Tests
+check every listening socket of each kind of job, on loopback and across test hosts.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+from absl import logging
+
+_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native",
+                       "bind_address.c")
+CACHE_ENV = "ESTIMATOR_DIST_CACHE"
+# The address binds to every interface go to; 0.0.0.0 leaves them alone. Set, it also
+# tells a task that its binds are decided.
+BIND_ENV = "ESTIMATOR_DIST_BIND_ADDRESS"
+
+
+def _cache_dir():
+  return os.environ.get(CACHE_ENV) or os.path.join(
+      os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "estimator_dist")
+
+
+def library():
+  """The path of the preload library, built if needed; None without a C compiler."""
+  with open(_SOURCE, "rb") as f:
+    digest = hashlib.sha256(f.read()).hexdigest()[:16]
+  path = os.path.join(_cache_dir(), f"bind_address-{digest}.so")
+  if os.path.exists(path):
+    return path
+  compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+  if not compiler:
+    logging.warning("estimator_dist: no C compiler, so this job's servers listen on every "
+                    "interface (TensorFlow binds them so); install gcc to keep them on the "
+                    "job's own address.")
+    return None
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as build:
+    built = os.path.join(build, "bind_address.so")
+    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", built, _SOURCE, "-ldl"],
+                   check=True, capture_output=True)
+    os.replace(built, path)  # Atomic: tasks starting together never see half a file.
+  return path
+
+
+def bound_env(env, address):
+  """`env` for a process whose binds to every interface go to `address`; None without a
+  C compiler."""
+  path = library()
+  if path is None:
+    return None
+  preloaded = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p != path]
+  return {**env, "LD_PRELOAD": ":".join([path] + preloaded), BIND_ENV: address}
+
+
+def local_only_env(env):
+  """`env` for a process of a local job: its servers on 127.0.0.1, libfabric on shared
+  memory.
+
+  Open MPI's libfabric transport otherwise binds the machine's network interfaces by
+  their addresses, which the library leaves alone.
+  """
+  env = {"FI_PROVIDER": "shm", **env}
+  return bound_env(env, "127.0.0.1") or env

@@ -1,0 +1,170 @@
+"""A real one-node SLURM cluster for tests: munged, slurmctld and slurmd started as root
+from Debian's packages, with their own key, config, state, spool and logs in a temporary
+directory and their own free ports; stopped (and every job cancelled) when the tests end."""
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import psutil
+import pytest
+
+from estimator_dist.jobs import launcher
+from tests import helpers
+
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
+CPUS = 2
+_CONF = """\
+ClusterName=estimator-dist-test
+SlurmctldHost=localhost
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+SlurmUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={root}/munge/socket
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+MailProg=/bin/true
+KillWait=5
+MinJobAge=600
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd.pid
+SlurmctldLogFile={root}/slurmctld.log
+SlurmdLogFile={root}/slurmd.log
+NodeName=localhost CPUs={cpus} RealMemory=2000 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+class Cluster:
+  """The running cluster: submit scripts, read job states, cancel, requeue."""
+
+  def __init__(self, root):
+    self.root = root
+    self.env = {**helpers.child_env(), "SLURM_CONF": os.path.join(root, "slurm.conf")}
+
+  def command(self, *args, check=True):
+    done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    if check and done.returncode != 0:
+      raise AssertionError(f"{' '.join(args)}: {done.stdout}{done.stderr}")
+    return done.stdout
+
+  def sbatch(self, script, *, output, args=()):
+    """Submits `script` (text) from the repository; its job id."""
+    path = output + ".sbatch"
+    with open(path, "w") as f:
+      f.write(script)
+    printed = self.command("sbatch", "--parsable", f"--output={output}",
+                           f"--chdir={helpers.REPO}", *args, path)
+    return printed.strip().split(";")[0]
+
+  def job(self, job_id):
+    """scontrol's fields of the job (JobState, ExitCode, Restarts, ...)."""
+    shown = self.command("scontrol", "--oneliner", "show", "job", job_id)
+    return dict(re.findall(r"(\w+)=(\S*)", shown))
+
+  def wait(self, job_id, *, states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                    "NODE_FAIL", "OUT_OF_MEMORY"), timeout=300):
+    """Polls the job until it is in one of `states`; its fields."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+      fields = self.job(job_id)
+      if fields["JobState"] in states:
+        return fields
+      time.sleep(0.3)
+    self.command("scancel", job_id, check=False)
+    pytest.fail(f"job {job_id} is {fields['JobState']} after {timeout}s, not one of {states}")
+
+
+def _check_can_run():
+  if os.geteuid() != 0:
+    pytest.skip("a real SLURM cluster needs root (munged, slurmd)")
+  missing = [d for d in DAEMONS if not shutil.which(d)]
+  if missing:
+    pytest.skip(f"SLURM is not installed ({', '.join(missing)} missing; make setup installs "
+                "Debian's slurmctld slurmd slurm-client munge as root)")
+  if subprocess.run(["pgrep", "-x", "slurmctld|slurmd"], capture_output=True).returncode == 0:
+    pytest.skip("another slurmctld or slurmd runs on this machine; this test starts its own")
+
+
+def _start(root, env):
+  os.makedirs(os.path.join(root, "munge"))
+  os.chmod(root, 0o711)
+  os.chmod(os.path.join(root, "munge"), 0o711)  # Clients reach the socket through it.
+  for name in ("state", "spool"):
+    os.makedirs(os.path.join(root, name))
+  key = os.path.join(root, "munge.key")
+  subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True, env=env,
+                 capture_output=True)
+  os.chmod(key, 0o600)
+  subprocess.run(["munged", f"--key-file={key}", f"--socket={root}/munge/socket",
+                  f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log",
+                  f"--seed-file={root}/munged.seed", "--force"],
+                 check=True, env=env, capture_output=True)
+  ctld_port, slurmd_port = launcher.free_ports(2)
+  with open(env["SLURM_CONF"], "w") as f:
+    f.write(_CONF.format(root=root, cpus=CPUS, ctld_port=ctld_port, slurmd_port=slurmd_port))
+  for daemon in ("slurmctld", "slurmd"):
+    subprocess.run([daemon, "-f", env["SLURM_CONF"]], check=True, env=env,
+                   capture_output=True)
+  deadline = time.monotonic() + 30
+  while time.monotonic() < deadline:
+    states = subprocess.run(["sinfo", "--noheader", "--format=%T"], env=env,
+                            capture_output=True, text=True).stdout.split()
+    if states == ["idle"]:
+      return
+    time.sleep(0.1)
+  raise AssertionError(f"the SLURM node is {states}, not idle, after 30 s; see {root}/*.log")
+
+
+def _processes_of(conf):
+  """The daemons, step daemons and job processes of the cluster whose config is `conf`."""
+  found = []
+  for p in psutil.process_iter():
+    with contextlib.suppress(psutil.Error):
+      if p.environ().get("SLURM_CONF") == conf and p.status() != psutil.STATUS_ZOMBIE:
+        found.append(p)
+  return found
+
+
+def _stop(root, env):
+  subprocess.run(["scancel", "--full", "--user=root"], env=env, capture_output=True)
+  subprocess.run(["scontrol", "shutdown"], env=env, capture_output=True, timeout=60)
+  with contextlib.suppress(OSError, ValueError):
+    with open(os.path.join(root, "munged.pid")) as f:
+      os.kill(int(f.read()), signal.SIGTERM)
+  _, alive = psutil.wait_procs(_processes_of(env["SLURM_CONF"]), timeout=15)
+  for p in alive:
+    with contextlib.suppress(psutil.Error):
+      p.kill()
+
+
+@contextlib.contextmanager
+def running():
+  """Yields a started `Cluster`; stops its daemons and jobs even when a test fails."""
+  _check_can_run()
+  root = tempfile.mkdtemp(prefix="estimator_dist_slurm_")
+  env = {k: v for k, v in os.environ.items() if k != helpers.TOKEN_VAR}
+  env["SLURM_CONF"] = os.path.join(root, "slurm.conf")
+  try:
+    _start(root, env)
+    yield Cluster(root)
+  finally:
+    _stop(root, env)
+    shutil.rmtree(root, ignore_errors=True)

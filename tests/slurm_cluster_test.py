@@ -1,0 +1,140 @@
+"""SLURM for real: what `estimator-dist slurm` prints, submitted with sbatch to a one-node
+cluster the test starts (tests/slurm_cluster.py), for every strategy; scancel, a task that
+dies, and a requeued job."""
+
+import glob
+import os
+import re
+import signal
+import time
+
+import psutil
+import pytest
+
+from estimator_dist.jobs import slurm
+from tests import helpers
+from tests import slurm_cluster
+
+pytestmark = pytest.mark.processes
+PROGRAM = [helpers.PYTHON, "-m", "tests.programs.plain_model"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+  with slurm_cluster.running() as running:
+    yield running
+
+
+def script(cluster, monkeypatch, strategy, *args, model_dir, steps, program_args=()):
+  """What `estimator-dist slurm` prints for the job, sinfo reading the test's cluster."""
+  monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+  base = helpers.consecutive_free_ports(8)
+  return slurm.script_from_args([
+      f"--strategy={strategy}", "--num_workers=2", f"--port_base={base}", *args, "--",
+      *PROGRAM, f"--model_dir={model_dir}", f"--train_steps={steps}", *program_args])
+
+
+def processes_of(model_dir):
+  """The job's processes still running: those whose command line names its model_dir."""
+  found = []
+  for p in psutil.process_iter():
+    try:
+      if (p.status() != psutil.STATUS_ZOMBIE and
+          any(model_dir in part for part in p.cmdline())):
+        found.append(p)
+    except psutil.Error:
+      pass
+  return found
+
+
+def wait_for_checkpoint(model_dir, step, cluster, job_id, timeout=300):
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    found = [int(m.group(1)) for name in glob.glob(os.path.join(model_dir, "*.index"))
+             if (m := re.search(r"model\.ckpt-(\d+)\.index$", name))]
+    if found and max(found) >= step:
+      return max(found)
+    state = cluster.job(job_id)["JobState"]
+    assert state in ("PENDING", "RUNNING", "CONFIGURING"), state
+    time.sleep(0.2)
+  pytest.fail(f"no checkpoint {step} in {model_dir} after {timeout}s")
+
+
+@pytest.mark.parametrize("strategy,args,overcommit", [
+    ("multi_worker", [], False),
+    # chief, evaluator, ps and worker: four tasks on the node's two CPUs.
+    ("parameter_server", ["--num_ps=1", "--evaluator"], True),
+    ("horovod", [], False),
+    ("mirrored", [], False),
+])
+def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, strategy, args,
+                                              overcommit):
+  model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
+  text = script(cluster, monkeypatch, strategy, *args, model_dir=model_dir, steps=300)
+  assert ("#SBATCH --overcommit" in text) == overcommit, text
+  job_id = cluster.sbatch(text, output=output)
+  fields = cluster.wait(job_id, timeout=300)
+  with open(output) as f:
+    printed = f.read()
+  assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), printed[-5000:]
+  found = helpers.summaries(printed)
+  assert len(found) == 1, printed[-5000:]
+  assert (found[0]["strategy"], found[0]["replicas"]) == (strategy, "2"), found
+  assert float(found[0]["eval_accuracy"]) >= 0.85, found
+  assert not processes_of(model_dir)
+
+
+def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):
+  """A multi_worker job that trains until it is stopped, once it has a checkpoint."""
+  model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
+  text = script(cluster, monkeypatch, "multi_worker", model_dir=model_dir, steps=steps,
+                program_args=["--save_checkpoints_steps=100", *program_args])
+  job_id = cluster.sbatch(text, output=output)
+  wait_for_checkpoint(model_dir, 100, cluster, job_id)
+  return job_id, model_dir, output
+
+
+def wait_until_gone(model_dir, timeout):
+  deadline = time.monotonic() + timeout
+  while (left := processes_of(model_dir)) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  return [" ".join(p.cmdline()) for p in left]
+
+
+def test_scancel_stops_every_task(cluster, monkeypatch, tmp_path):
+  job_id, model_dir, _ = running_job(cluster, monkeypatch, tmp_path)
+  assert len(processes_of(model_dir)) >= 2
+  cluster.command("scancel", job_id)
+  assert cluster.wait(job_id, timeout=60)["JobState"] == "CANCELLED"
+  assert wait_until_gone(model_dir, timeout=20) == []
+
+
+def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
+  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path)
+  worker = [p for p in processes_of(model_dir) if p.environ().get("SLURM_PROCID") == "1"]
+  assert worker, [p.cmdline() for p in processes_of(model_dir)]
+  worker[0].send_signal(signal.SIGKILL)
+  fields = cluster.wait(job_id, timeout=60)
+  assert fields["JobState"] == "FAILED", fields
+  assert wait_until_gone(model_dir, timeout=20) == []
+  with open(output) as f:
+    assert "task 1: Killed" in f.read()
+
+
+def test_a_requeued_job_resumes_from_its_latest_checkpoint(cluster, monkeypatch, tmp_path):
+  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path, steps=6000)
+  cluster.command("scontrol", "requeue", job_id)
+  # SLURM holds a requeued job back for a while (EligibleTime); an operator's update
+  # lets it start now.
+  cluster.wait(job_id, states=("PENDING",), timeout=60)
+  cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+  fields = cluster.wait(job_id, timeout=400)
+  with open(output) as f:
+    printed = f.read()
+  assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), printed[-5000:]
+  resumed = re.findall(rf"Restoring parameters from {re.escape(model_dir)}/model\.ckpt-(\d+)",
+                       printed)
+  # The second run restored a checkpoint of the first, not step 0 and not the last.
+  assert any(100 <= int(step) < 6000 for step in resumed), (resumed, printed[-5000:])
+  found = helpers.summaries(printed)
+  assert len(found) == 1 and float(found[0]["eval_accuracy"]) >= 0.85, printed[-5000:]
