@@ -82,8 +82,8 @@ def prepare(program, *, options):
 
 def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
   """Runs the sweep here to `options.trial_count` finished trials, `options.parallel` at
-  once on disjoint CPUs (and GPUs by index, where there are GPUs); writes and returns the report (see `results.summarize`). A sweep
-  run again resumes its study."""
+  once on disjoint CPUs (and GPUs by index, where there are GPUs); writes and returns the
+  report (see `results.summarize`). A sweep run again resumes its study."""
   slots = [trial_job.LocalSlot(cpus=cpus, gpus=gpus, options=options)
            for cpus, gpus in zip(cpu_shares(options.parallel),
                                  gpu_shares(options.parallel, visible_gpus()))]
