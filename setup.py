@@ -8,7 +8,7 @@ setuptools.setup(
                  "decorator and one flag."),
     packages=setuptools.find_packages(include=["estimator_dist*", "model_zoo*", "benchmarks*"]),
     package_data={"estimator_dist.task": ["native/*.c"]},
-    python_requires=">=3.9,<3.12",
+    python_requires=">=3.10,<3.12",
     install_requires=[
         "tensorflow-cpu==2.15.1",
         "tensorflow-estimator==2.15.0",

@@ -57,9 +57,8 @@ def consecutive_free_ports(count):
     sockets = []
     try:
       for port in range(base, base + count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", port))
-        sockets.append(s)
+        sockets.append(socket.socket())
+        sockets[-1].bind(("127.0.0.1", port))
       return base
     except OSError:
       continue

@@ -17,7 +17,8 @@ import pytest
 from estimator_dist.jobs import launcher
 from tests import helpers
 
-DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scancel", "scontrol",
+           "sinfo")
 CPUS = 2
 _CONF = """\
 ClusterName=estimator-dist-test
@@ -144,8 +145,10 @@ def _processes_of(conf):
 
 
 def _stop(root, env):
-  subprocess.run(["scancel", "--full", "--user=root"], env=env, capture_output=True)
-  subprocess.run(["scontrol", "shutdown"], env=env, capture_output=True, timeout=60)
+  """Cancels every job and stops the daemons; kills whatever of the cluster is left."""
+  for command in (["scancel", "--full", "--user=root"], ["scontrol", "shutdown"]):
+    with contextlib.suppress(subprocess.SubprocessError, OSError):
+      subprocess.run(command, env=env, capture_output=True, timeout=30)
   with contextlib.suppress(OSError, ValueError):
     with open(os.path.join(root, "munged.pid")) as f:
       os.kill(int(f.read()), signal.SIGTERM)

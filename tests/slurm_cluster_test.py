@@ -101,6 +101,13 @@ def wait_until_gone(model_dir, timeout):
   return [" ".join(p.cmdline()) for p in left]
 
 
+@pytest.fixture(autouse=True)
+def no_job_left(cluster):
+  """Cancels a job a failed test left running."""
+  yield
+  cluster.command("scancel", "--user=root", check=False)
+
+
 def test_scancel_stops_every_task(cluster, monkeypatch, tmp_path):
   job_id, model_dir, _ = running_job(cluster, monkeypatch, tmp_path)
   assert len(processes_of(model_dir)) >= 2

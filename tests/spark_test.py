@@ -43,7 +43,8 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
                              f"--model_dir={tmp_path}", "--fail_worker", timeout=180)
   assert code != 0
   assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: "
-          "estimator_dist.jobs.spark: task worker:0 exited with code 1") in output, output[-5000:]
+          "estimator_dist.jobs.spark: task worker:0 exited with code 1: ValueError: this "
+          "worker fails on purpose\n") in output, output[-5000:]
   assert "ValueError: this worker fails on purpose" in output
 
 
@@ -106,5 +107,6 @@ def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalo
   assert code != 0
   assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: ExecutorLostFailure "
           "(executor 0 exited caused by one of the running tasks) Reason: Command exited with "
-          "code 137. Spark stopped every task;") in job.output, job.output[-5000:]
+          "code 137; Spark stopped every task, and the model_dir keeps the checkpoints, so "
+          "running the job again resumes training\n") in job.output, job.output[-5000:]
   assert wait_until_gone(standalone.processes) == []

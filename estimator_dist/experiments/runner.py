@@ -55,8 +55,11 @@ def visible_gpus(environ=os.environ):
     return [g.strip() for g in listed if g.strip() not in ("", "-1")]
   if not shutil.which("nvidia-smi"):
     return []
-  listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                          capture_output=True, text=True, check=False)
+  try:
+    listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+                            capture_output=True, text=True, check=False, timeout=30)
+  except subprocess.TimeoutExpired:
+    return []
   return listed.stdout.split() if listed.returncode == 0 else []
 
 

@@ -3,9 +3,9 @@
   TF_CONFIG='{"cluster": {"worker": ["h1:2222", "h2:2222"], "ps": ["h3:2222"]},
               "task": {"type": "worker", "index": 0}}' python -m estimator_dist.jobs.server
 
-It serves its task, at the address its cluster names for it, until it is stopped; a client started with --remote_cluster (the
-same cluster) drives the training. The servers do not know when a client is done, so
-the user or the cluster manager stops them.
+It serves its task (at the address its cluster names for it) until it is stopped; a client
+started with --remote_cluster (the same cluster) drives the training. The servers do not
+know when a client is done, so the user or the cluster manager stops them.
 """
 
 import sys

@@ -47,10 +47,13 @@ def partition_cpus(partition=None):
   if listed.returncode != 0:
     return None
   cpus = []
-  for line in listed.stdout.splitlines():
-    name, nodes, per_node = line.split()
-    if (name.rstrip("*") == partition) if partition else name.endswith("*"):
-      cpus += [int(per_node.rstrip("+"))] * int(nodes)
+  try:
+    for line in listed.stdout.splitlines():
+      name, nodes, per_node = line.split()
+      if (name.rstrip("*") == partition) if partition else name.endswith("*"):
+        cpus += [int(per_node.rstrip("+"))] * int(nodes)
+  except ValueError:  # Not the format asked for: sinfo cannot tell.
+    return None
   return cpus or None
 
 

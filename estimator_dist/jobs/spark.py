@@ -82,23 +82,30 @@ def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(
     results = (sc.parallelize(range(num_tasks), num_tasks).barrier()
                .mapPartitions(task).collect())
   except Py4JJavaError as e:
-    raise RuntimeError(
-        f"estimator_dist.jobs.spark: the Spark job failed: {_failure(e)}. Spark stopped "
-        "every task; the checkpoints in the model_dir are kept, so running the job again "
-        "resumes training.") from e
+    raise RuntimeError(f"estimator_dist.jobs.spark: the Spark job failed: {_failure(e)}") from e
   return [result for _, result in sorted(results, key=lambda r: r[0])]
 
 
 def _failure(error):
-  """The line of a failed Spark job's error that says why: a task's exit, a lost executor."""
-  message = str(error.java_exception.getMessage())
+  """Why a Spark job failed, in a line: a task's exit and its last line, or a lost
+  executor (then training resumes when the job runs again), else Spark's first line."""
+  try:
+    message = str(error.java_exception.getMessage())
+  except Exception:  # pylint: disable=broad-except  # The JVM may be gone.
+    message = str(error)
   lines = [line.strip() for line in message.split("Driver stacktrace:")[0].splitlines()
            if line.strip()]
-  for marker in ("RuntimeError: estimator_dist.jobs.spark: task", "ExecutorLostFailure"):
-    for line in lines:
-      if marker in line:
-        return line.split("RuntimeError: ")[-1].rstrip(";")
-  return lines[-1] if lines else message
+  for index, line in enumerate(lines):
+    if "RuntimeError: estimator_dist.jobs.spark: task" in line:
+      tail = [t for t in lines[index + 1:] if not t.startswith("at ")]
+      last = f": {tail[-1]}" if tail else ""
+      return line.split("RuntimeError: ")[-1].split("; its last lines")[0] + last
+  resume = ("; Spark stopped every task, and the model_dir keeps the checkpoints, so running "
+            "the job again resumes training")
+  for line in lines:
+    if "ExecutorLostFailure" in line:
+      return line + resume
+  return lines[0] if lines else message
 
 
 def _run_in_new_process(payload, name, extra_env):

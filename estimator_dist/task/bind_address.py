@@ -11,6 +11,7 @@ check every listening socket of each kind of job, on loopback and across test ho
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -31,25 +32,32 @@ def _cache_dir():
 
 
 def library():
-  """The path of the preload library, built if needed; None without a C compiler."""
+  """The path of the preload library, built if needed; None (said why) where it cannot be."""
   with open(_SOURCE, "rb") as f:
     digest = hashlib.sha256(f.read()).hexdigest()[:16]
-  path = os.path.join(_cache_dir(), f"bind_address-{digest}.so")
+  path = os.path.join(_cache_dir(), f"bind_address-{platform.machine()}-{digest}.so")
   if os.path.exists(path):
     return path
   compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-  if not compiler:
-    logging.warning("estimator_dist: no C compiler, so this job's servers listen on every "
-                    "interface (TensorFlow binds them so); install gcc to keep them on the "
-                    "job's own address.")
-    return None
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as build:
-    built = os.path.join(build, "bind_address.so")
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", built, _SOURCE, "-ldl"],
-                   check=True, capture_output=True)
-    os.replace(built, path)  # Atomic: tasks starting together never see half a file.
-  return path
+  why_not = None if compiler else "there is no C compiler (install gcc)"
+  if compiler:
+    try:
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as build:
+        built = os.path.join(build, "bind_address.so")
+        subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", built, _SOURCE, "-ldl"],
+                       check=True, capture_output=True, text=True)
+        os.replace(built, path)  # Atomic: tasks starting together never see half a file.
+      return path
+    except subprocess.CalledProcessError as e:
+      why_not = f"{compiler} could not build {_SOURCE}: {e.stderr.strip()[-500:]}"
+    except OSError as e:
+      why_not = (f"it cannot be written to {os.path.dirname(path)} ({e}); set {CACHE_ENV} "
+                 "to a writable directory")
+  logging.warning("estimator_dist: the library that keeps this job's servers on its own "
+                  "address cannot be built, so they listen on every interface (TensorFlow "
+                  "binds them so): %s.", why_not)
+  return None
 
 
 def bound_env(env, address):

@@ -7,6 +7,7 @@ with the preload library of `bind_address` told its own address. The launcher's 
 have it already; `ESTIMATOR_DIST_BIND_ADDRESS=0.0.0.0` keeps TensorFlow's binds.
 """
 
+import multiprocessing
 import os
 import socket
 import sys
@@ -27,16 +28,45 @@ def is_mine(address):
   return True
 
 
-def own_address(task):
-  """The IPv4 address of this host that the cluster names for `task`, or None (a name
-  that does not resolve to one of this host's addresses)."""
-  host = task.cluster[task.role][task.index].rpartition(":")[0].strip("[]")
+def _resolve(host):
   try:
-    resolved = {info[4][0] for info in socket.getaddrinfo(host, None, socket.AF_INET)}
+    return {info[4][0] for info in socket.getaddrinfo(host, None, socket.AF_INET)}
   except socket.gaierror:
-    return None
-  mine = sorted(filter(is_mine, resolved))
-  return mine[0] if mine else None
+    return set()
+
+
+def own_address(task):
+  """(the IPv4 address of this host that the cluster names for `task`, or None; why not).
+
+  None where the name resolves to no address of this host (NAT), to several, or to a
+  loopback address while other tasks are on other hosts (a hostname that /etc/hosts maps
+  to 127.0.1.1 while the peers reach it through DNS).
+  """
+  host = task.cluster[task.role][task.index].rpartition(":")[0].strip("[]")
+  mine = sorted(filter(is_mine, _resolve(host)))
+  if len(mine) != 1:
+    return None, (f"{host} resolves to {'no' if not mine else 'more than one'} IPv4 "
+                  f"address of this host{' (' + ', '.join(mine) + ')' if mine else ''}")
+  others = {a.rpartition(":")[0].strip("[]") for addresses in task.cluster.values()
+            for a in addresses}
+  if mine[0].startswith("127.") and any(
+      not address.startswith("127.") for other in others for address in _resolve(other)):
+    return None, (f"{host} resolves to the loopback address {mine[0]} here, but the "
+                  "cluster has tasks on other hosts")
+  return mine[0], None
+
+
+def _restartable():
+  """Why this program cannot be started again as it was, or None."""
+  if sys.argv[0] in ("", "-", "-c") and "-c" not in sys.orig_argv:
+    return "it was read from stdin"
+  if hasattr(sys, "ps1") or sys.flags.interactive or "ipykernel" in sys.modules:
+    return "it is an interactive session"
+  if "pytest" in sys.modules:
+    return "it runs under pytest"
+  if multiprocessing.parent_process() is not None:
+    return "it is a multiprocessing child"
+  return None
 
 
 def bind(task):
@@ -44,17 +74,20 @@ def bind(task):
   where that is already so, not needed, or not possible (then says why)."""
   if bind_address.BIND_ENV in os.environ or not own_port.listens(task):
     return
-  address = own_address(task)
-  host = task.cluster[task.role][task.index]
-  if address is None:
-    logging.warning("estimator_dist: %s:%d listens on every interface: %s does not resolve "
-                    "to an IPv4 address of this host.", task.role, task.index, host)
-    return
-  env = bind_address.bound_env(os.environ, address)
+  name = f"{task.role}:{task.index}"
+  address, why_not = own_address(task)
+  why_not = why_not or _restartable()
+  env = None if why_not else bind_address.bound_env(os.environ, address)
   if env is None:
+    if why_not:
+      logging.warning("estimator_dist: %s listens on every interface (TensorFlow binds it "
+                      "so): %s. Name this host's own address in the cluster, or set %s=0.0.0.0 "
+                      "to keep every interface and silence this.", name, why_not,
+                      bind_address.BIND_ENV)
     return
-  logging.info("estimator_dist: %s:%d starts again with its servers bound to %s (%s), not "
-               "to every interface.", task.role, task.index, address, host)
+  logging.info("estimator_dist: %s starts its program again, its servers bound to %s (%s), "
+               "not to every interface; what ran before this runs again.", name, address,
+               task.cluster[task.role][task.index])
   sys.stdout.flush()
   sys.stderr.flush()
   os.execve(sys.executable, sys.orig_argv, env)
