@@ -108,5 +108,5 @@ def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalo
   assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: ExecutorLostFailure "
           "(executor 0 exited caused by one of the running tasks) Reason: Command exited with "
           "code 137; Spark stopped every task, and the model_dir keeps the checkpoints, so "
-          "running the job again resumes training\n") in job.output, job.output[-5000:]
+          "running the job again resumes training") in job.output, job.output[-5000:]
   assert wait_until_gone(standalone.processes) == []
