@@ -68,6 +68,14 @@ def consecutive_free_ports(count):
   raise RuntimeError("no consecutive free ports")
 
 
+def wait_until_gone(find, timeout=30):
+  """Polls `find()` (processes) until it finds none; the command lines of those left."""
+  deadline = time.monotonic() + timeout
+  while (left := find()) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  return [" ".join(p.cmdline())[:200] for p in left]
+
+
 def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300):
   """Runs `program` (a module) through the launcher; returns (exit code, output)."""
   return run([PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",

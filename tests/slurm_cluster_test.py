@@ -94,13 +94,6 @@ def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):
   return job_id, model_dir, output
 
 
-def wait_until_gone(model_dir, timeout):
-  deadline = time.monotonic() + timeout
-  while (left := processes_of(model_dir)) and time.monotonic() < deadline:
-    time.sleep(0.2)
-  return [" ".join(p.cmdline()) for p in left]
-
-
 @pytest.fixture(autouse=True)
 def no_job_left(cluster):
   """Cancels a job a failed test left running."""
@@ -113,7 +106,7 @@ def test_scancel_stops_every_task(cluster, monkeypatch, tmp_path):
   assert len(processes_of(model_dir)) >= 2
   cluster.command("scancel", job_id)
   assert cluster.wait(job_id, timeout=60)["JobState"] == "CANCELLED"
-  assert wait_until_gone(model_dir, timeout=20) == []
+  assert helpers.wait_until_gone(lambda: processes_of(model_dir), timeout=20) == []
 
 
 def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
@@ -123,7 +116,7 @@ def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
   worker[0].send_signal(signal.SIGKILL)
   fields = cluster.wait(job_id, timeout=60)
   assert fields["JobState"] == "FAILED", fields
-  assert wait_until_gone(model_dir, timeout=20) == []
+  assert helpers.wait_until_gone(lambda: processes_of(model_dir), timeout=20) == []
   with open(output) as f:
     assert "task 1: Killed" in f.read()
 

@@ -63,13 +63,6 @@ def standalone():
     yield cluster
 
 
-def wait_until_gone(find, timeout=30):
-  deadline = time.monotonic() + timeout
-  while (left := find()) and time.monotonic() < deadline:
-    time.sleep(0.2)
-  return [" ".join(p.cmdline())[:200] for p in left]
-
-
 @pytest.mark.parametrize("strategy", ["multi_worker", "horovod"])
 def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, tmp_path):
   before = standalone.executor_output()
@@ -85,7 +78,7 @@ def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, tmp_
   assert len(apps) == 1, sorted(apps)
   found = helpers.summaries(next(iter(apps.values())))
   assert len(found) == 1 and (found[0]["workers"], found[0]["replicas"]) == ("2", "2")
-  assert wait_until_gone(standalone.processes) == []
+  assert helpers.wait_until_gone(standalone.processes) == []
 
 
 def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalone, tmp_path):
@@ -109,4 +102,4 @@ def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalo
           "(executor 0 exited caused by one of the running tasks) Reason: Command exited with "
           "code 137; Spark stopped every task, and the model_dir keeps the checkpoints, so "
           "running the job again resumes training") in job.output, job.output[-5000:]
-  assert wait_until_gone(standalone.processes) == []
+  assert helpers.wait_until_gone(standalone.processes) == []

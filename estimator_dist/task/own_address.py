@@ -28,6 +28,10 @@ def is_mine(address):
   return True
 
 
+def _host(address):
+  return address.rpartition(":")[0].strip("[]")
+
+
 def _resolve(host):
   try:
     return {info[4][0] for info in socket.getaddrinfo(host, None, socket.AF_INET)}
@@ -42,13 +46,12 @@ def own_address(task):
   loopback address while other tasks are on other hosts (a hostname that /etc/hosts maps
   to 127.0.1.1 while the peers reach it through DNS).
   """
-  host = task.cluster[task.role][task.index].rpartition(":")[0].strip("[]")
+  host = _host(task.cluster[task.role][task.index])
   mine = sorted(filter(is_mine, _resolve(host)))
   if len(mine) != 1:
     return None, (f"{host} resolves to {'no' if not mine else 'more than one'} IPv4 "
                   f"address of this host{' (' + ', '.join(mine) + ')' if mine else ''}")
-  others = {a.rpartition(":")[0].strip("[]") for addresses in task.cluster.values()
-            for a in addresses}
+  others = {_host(a) for addresses in task.cluster.values() for a in addresses}
   if mine[0].startswith("127.") and any(
       not address.startswith("127.") for other in others for address in _resolve(other)):
     return None, (f"{host} resolves to the loopback address {mine[0]} here, but the "
