@@ -11,16 +11,35 @@
 A program defines its flags with `define_flags()`, reads them with
 `options_from_flags()` and runs under `run_program(main)`; `estimator-dist launch`
 starts it as a job, and `estimator-dist sweep` (or `sweep`) runs many such jobs as the
-trials of a hyperparameter search. The code is laid out by role: `task/` runs inside a
-training task, `strategies/` holds one module per backend, `jobs/` starts jobs and holds
-the engines, `experiments/` runs sweeps.
+trials of a hyperparameter search. The code is laid out by role, in layers that import
+only downward: `task/` (the cluster view and a task's services), `strategies/` (one
+module per backend), `training/` (what runs the training), `jobs/` (starting jobs and
+the engines), `experiments/` (sweeps).
+
+Each name below is imported when first used, so `import estimator_dist` is cheap and
+a process that only starts jobs never imports TensorFlow.
 """
-from estimator_dist.errors import ConfigError, TrainingDiverged
-from estimator_dist.experiments import SweepOptions, sweep
-from estimator_dist.strategies import STRATEGIES, StrategyAdapter, create_strategy
-from estimator_dist.task.cluster import ClusterConfigError, TaskInfo
-from estimator_dist.task.decorator import distributed
-from estimator_dist.task.early_stopping import EarlyStopping
-from estimator_dist.task.flags import define_flags, options_from_flags, run_program
-from estimator_dist.task.options import TrainOptions
-from estimator_dist.task.training import evaluate, train_and_evaluate
+from estimator_dist import lazy_names
+
+# name -> the module that defines it.
+_EXPORTS = {
+    "ConfigError": "estimator_dist.errors",
+    "TrainingDiverged": "estimator_dist.errors",
+    "STRATEGIES": "estimator_dist.strategies.traits",
+    "StrategyAdapter": "estimator_dist.strategies.base",
+    "create_strategy": "estimator_dist.strategies.factory",
+    "ClusterConfigError": "estimator_dist.task.cluster",
+    "TaskInfo": "estimator_dist.task.cluster",
+    "EarlyStopping": "estimator_dist.task.early_stopping",
+    "distributed": "estimator_dist.training.decorator",
+    "define_flags": "estimator_dist.training.flags",
+    "options_from_flags": "estimator_dist.training.flags",
+    "run_program": "estimator_dist.training.flags",
+    "TrainOptions": "estimator_dist.training.options",
+    "evaluate": "estimator_dist.training.run",
+    "train_and_evaluate": "estimator_dist.training.run",
+    "SweepOptions": "estimator_dist.experiments.study",
+    "sweep": "estimator_dist.experiments.runner",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names.exports(__name__, _EXPORTS)

@@ -9,7 +9,7 @@ import tensorflow as tf
 import estimator_dist as ed
 from estimator_dist.strategies import local
 from estimator_dist.task import cluster
-from estimator_dist.task import decorator
+from estimator_dist.training import decorator
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 

@@ -5,7 +5,7 @@ import tensorflow as tf
 from absl import flags
 
 import estimator_dist as ed
-from estimator_dist.task import flags as task_flags
+from estimator_dist.training import flags as task_flags
 
 
 def parse(*argv):

@@ -27,7 +27,6 @@ from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.task import bind_address
 from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import checkpoints
 from estimator_dist.task import heartbeat
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import summary
@@ -177,7 +176,7 @@ def _run_attempts(starter, launcher, options, model_dir):
   one was taken (up to PORT_RETRIES times); returns its exit code."""
   attempt = port_retries = 0
   while True:
-    resume = checkpoints.resume_point(model_dir, launcher.log)
+    resume = _resume_point(model_dir, launcher.log)
     if attempt and not port_retries:
       launcher.log(f"restart {attempt} of {options.max_restarts}: starting every task "
                    f"again; training resumes from "
@@ -204,6 +203,18 @@ def _run_attempts(starter, launcher, options, model_dir):
   for fields in (f for t in launcher.tasks for f in t.summaries):
     launcher.log("summary\n" + summary.format_table(fields))
   return code
+
+
+def _resume_point(model_dir, log):
+  """The checkpoint every task resumes from, vouched for before any task starts.
+
+  Reading checkpoints needs TensorFlow, which the launcher imports only when the
+  model_dir has some: a new job starts without it.
+  """
+  if "://" not in model_dir and not model_dir_arg.has_checkpoint(model_dir):
+    return None
+  from estimator_dist.task import checkpoints  # pylint: disable=g-import-not-at-top
+  return checkpoints.resume_point(model_dir, log)
 
 
 @dataclasses.dataclass

@@ -32,4 +32,6 @@ def with_model_dir(command, model_dir):
 
 
 def has_checkpoint(model_dir):
-  return any(name.startswith("model.ckpt") for name in os.listdir(model_dir))
+  """Whether the local `model_dir` holds checkpoint files or a checkpoint index."""
+  return os.path.isdir(model_dir) and any(
+      name.startswith("model.ckpt") or name == "checkpoint" for name in os.listdir(model_dir))

@@ -37,8 +37,8 @@ from estimator_dist.jobs import spec
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
 from estimator_dist.task import checkpoints
-from estimator_dist.task import flags as task_flags
-from estimator_dist.task import training
+from estimator_dist.training import flags as task_flags
+from estimator_dist.training import run
 
 FLAGS = flags.FLAGS
 _RATE = re.compile(

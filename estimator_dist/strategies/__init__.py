@@ -2,7 +2,16 @@
 
   adapter = create_strategy("multi_worker", communication="ring")
   STRATEGIES            # the names, in traits.TABLE order
+
+The names are imported when first used: the job path reads `traits` without TensorFlow.
 """
-from estimator_dist.strategies.base import StrategyAdapter
-from estimator_dist.strategies.factory import create_strategy
-from estimator_dist.strategies.traits import ALIASES, STRATEGIES
+from estimator_dist import lazy_names
+
+_EXPORTS = {
+    "StrategyAdapter": "estimator_dist.strategies.base",
+    "create_strategy": "estimator_dist.strategies.factory",
+    "ALIASES": "estimator_dist.strategies.traits",
+    "STRATEGIES": "estimator_dist.strategies.traits",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names.exports(__name__, _EXPORTS)

@@ -2,10 +2,10 @@
 
 When the launcher sets ESTIMATOR_DIST_HEARTBEAT_DIR, every training task touches a file
 named after itself there about once a second from the moment it starts (the watchdog
-thread until the first step, then `guards.HeartbeatHook` once per step), and marks it
+thread until the first step, then `training.hooks.HeartbeatHook` once per step), and marks it
 ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
-The training side is `watchdog` and `guards.HeartbeatHook`.
+The training side is `watchdog` and `training.hooks.HeartbeatHook`.
 """
 
 import os

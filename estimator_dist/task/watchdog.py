@@ -15,7 +15,7 @@ SIGKILL, after printing why, when:
 
 Until the first step it also beats the task's heartbeat file every second, unless the
 task is stopped, so the launcher notices a task stopped right after it started; from the
-first step on, `guards.HeartbeatHook` beats once per step.
+first step on, `training.hooks.HeartbeatHook` beats once per step.
 """
 
 import json

@@ -4,7 +4,7 @@ This module is the one place that decorates. The decorated model_fn body stays a
 single-machine user wrote it. At each call the decorator asks the active strategy
 adapter (`strategies.context`) how many synchronous replicas make one update, scales
 `params[lr_param]` (or, when the model_fn does not read it, the rate of the optimizer it
-builds: `optimizer_rate`) by the chosen rule with linear warmup from the base rate (Goyal
+builds: `learning_rate`) by the chosen rule with linear warmup from the base rate (Goyal
 et al., 2017), lets the adapter all-reduce gradients while the TRAIN graph is built, and
 adds the adapter's training hooks. Outside an adapter it is one local process.
 """
@@ -20,8 +20,8 @@ from absl import logging
 
 from estimator_dist import errors
 from estimator_dist.strategies import context
-from estimator_dist.task import guards
-from estimator_dist.task import optimizer_rate
+from estimator_dist.training import hooks as hooks_lib
+from estimator_dist.training import learning_rate
 
 LR_SCALINGS = ("linear", "sqrt", "none")
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
@@ -143,13 +143,13 @@ def _decorate(model_fn, options):
     if mode != tf.estimator.ModeKeys.TRAIN:
       return call()
     if in_optimizer:
-      in_optimizer = optimizer_rate.register(in_optimizer)
+      in_optimizer = learning_rate.register(in_optimizer)
     with adapter.gradient_context():
       spec = call()
     if in_optimizer:
       _check_found(in_optimizer, adapter, params)
     adapter.check_train_spec(spec)
-    guards.record_loss(spec.loss)
+    hooks_lib.record_loss(spec.loss)
     hooks = adapter.training_hooks()
     if hooks:
       spec = spec._replace(training_hooks=tuple(spec.training_hooks) + tuple(hooks))
@@ -164,7 +164,7 @@ def _decorate(model_fn, options):
                                                       warmup_steps))
     if "params" not in args or lr_param not in params:
       in_optimizer = factor != 1.0 and mode == tf.estimator.ModeKeys.TRAIN
-      return params, optimizer_rate.Scaling(factor, rate_at) if in_optimizer else None
+      return params, learning_rate.Scaling(factor, rate_at) if in_optimizer else None
     base_rate = float(params[lr_param])
     if mode != tf.estimator.ModeKeys.TRAIN:
       params[lr_param] = base_rate * factor

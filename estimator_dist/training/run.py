@@ -12,13 +12,13 @@ from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import local
 from estimator_dist.task import checkpoints
-from estimator_dist.task import decorator
+from estimator_dist.training import decorator
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
-from estimator_dist.task import guards
+from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.task import inputs
 from estimator_dist.task import model_dir_lock
-from estimator_dist.task import options as options_lib
+from estimator_dist.training import options as options_lib
 from estimator_dist.task import own_port
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
@@ -143,12 +143,12 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
                                        params=params, warm_start_from=warm_start_from)
     train_spec = tf.estimator.TrainSpec(
         adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
-        hooks=[checkpoints.FitsTheModel(model_dir), guards.NanLossHook(model_dir),
-               guards.PhaseHook(), guards.StepAdvances(runs=20 * adapter.runs_per_update),
+        hooks=[checkpoints.FitsTheModel(model_dir), hooks_lib.NanLossHook(model_dir),
+               hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
                throughput,
-               *guards.heartbeat_hooks(adapter.task), *warm_start_hooks, *more_hooks,
+               *hooks_lib.heartbeat_hooks(adapter.task), *warm_start_hooks, *more_hooks,
                *hooks],
-        saving_listeners=[guards.FiniteCheckpoints(model_dir)])
+        saving_listeners=[hooks_lib.FiniteCheckpoints(model_dir)])
     logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
                  adapter.describe(), batch_size, examples_per_step(adapter), train_steps)
     return adapter, adapter.train(estimator, train_spec, eval_spec)

@@ -14,10 +14,10 @@ from estimator_dist.strategies import factory
 from estimator_dist.strategies import horovod as horovod_options
 from estimator_dist.strategies import multi_worker
 from estimator_dist.strategies import traits
-from estimator_dist.task import decorator
+from estimator_dist.training import decorator
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
-from estimator_dist.task import options as options_lib
+from estimator_dist.training import options as options_lib
 from estimator_dist.task import placement
 
 # Flags that are TrainOptions fields of the same name.

@@ -1,0 +1,24 @@
+"""Names a package re-exports, each imported from its module when first used (PEP 562).
+
+A package's `__init__` lists {name: module} and gets its `__getattr__` and `__dir__`
+here, so importing the package imports none of the modules: a process that only starts
+jobs never imports TensorFlow, Optuna or matplotlib.
+"""
+
+import importlib
+
+
+def exports(package, names):
+  """(__getattr__, __dir__) for `package`, re-exporting `names` ({name: module})."""
+
+  def getattr_(name):
+    if name not in names:
+      raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(names[name]), name)
+    setattr(importlib.import_module(package), name, value)  # Found directly from now on.
+    return value
+
+  def dir_():
+    return sorted(set(vars(importlib.import_module(package))) | set(names))
+
+  return getattr_, dir_
