@@ -99,16 +99,16 @@ def run(job, settings):
 
 def _independent(command, model_dir, num_workers, log):
   """`num_workers` copies of a one-process training, started together, unconnected."""
-  launcher = processes.Launcher(log)
+  group = processes.TaskGroup(out=log)
   names = [f"local:{i}" for i in range(num_workers)]
   try:
     for i, name in enumerate(names):
       # Each gets its own share of the CPUs, as the toolkit gives its workers.
       cpus = placement.share(os.sched_getaffinity(0), i, num_workers)
       pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
-      launcher.start(name, [*pin, *command, "--strategy=local",
-                            f"--model_dir={os.path.join(model_dir, str(i))}"],
-                     processes.child_env())
-    return launcher.wait(set(names), shutdown_timeout_secs=60)
+      group.start(name, [*pin, *command, "--strategy=local",
+                         f"--model_dir={os.path.join(model_dir, str(i))}"],
+                  processes.child_env())
+    return group.wait(set(names), shutdown_timeout_secs=60)
   finally:
-    launcher.stop_all()
+    group.stop_all()

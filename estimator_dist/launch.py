@@ -23,88 +23,100 @@ from estimator_dist.jobs import spec
 class LaunchFlags:
   """The launcher's flags, as FlagHolders."""
   job: spec.JobFlags
-  holders: dict
+  model_dir: flags.FlagHolder
+  host: flags.FlagHolder
+  isolation: flags.FlagHolder
+  horovod_controller: flags.FlagHolder
+  hosts: flags.FlagHolder
+  hostfile: flags.FlagHolder
+  network_interface: flags.FlagHolder
+  horovodrun_args: flags.FlagHolder
+  elastic: flags.FlagHolder
+  min_workers: flags.FlagHolder
+  max_workers: flags.FlagHolder
+  host_discovery_script: flags.FlagHolder
+  max_restarts: flags.FlagHolder
+  hang_timeout_secs: flags.FlagHolder
+  startup_timeout_secs: flags.FlagHolder
+  shutdown_timeout_secs: flags.FlagHolder
 
   def options(self) -> launcher.LaunchOptions:
-    v = {name: holder.value for name, holder in self.holders.items()}
     elastic = None
-    if v["elastic"]:
-      elastic = horovodrun.Elastic(min_workers=v["min_workers"] or 1,
-                                   max_workers=v["max_workers"] or self.job.num_workers.value,
-                                   discovery_script=v["host_discovery_script"])
+    if self.elastic.value:
+      elastic = horovodrun.Elastic(
+          min_workers=self.min_workers.value or 1,
+          max_workers=self.max_workers.value or self.job.num_workers.value,
+          discovery_script=self.host_discovery_script.value)
     run = horovodrun.HorovodRun(
-        controller=v["horovod_controller"], hosts=v["hosts"], hostfile=v["hostfile"],
-        network_interface=v["network_interface"], extra_args=v["horovodrun_args"],
-        elastic=elastic)
+        controller=self.horovod_controller.value, hosts=self.hosts.value,
+        hostfile=self.hostfile.value, network_interface=self.network_interface.value,
+        extra_args=self.horovodrun_args.value, elastic=elastic)
     return launcher.LaunchOptions(
-        model_dir=v["model_dir"], host=v["host"], isolation=v["isolation"],
-        max_restarts=v["max_restarts"],
-        hang_timeout_secs=v["hang_timeout_secs"],
-        startup_timeout_secs=v["startup_timeout_secs"],
-        shutdown_timeout_secs=v["shutdown_timeout_secs"], horovod=run)
+        model_dir=self.model_dir.value, host=self.host.value, isolation=self.isolation.value,
+        max_restarts=self.max_restarts.value, hang_timeout_secs=self.hang_timeout_secs.value,
+        startup_timeout_secs=self.startup_timeout_secs.value,
+        shutdown_timeout_secs=self.shutdown_timeout_secs.value, horovod=run)
 
 
 def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
   """Defines the launcher's flags on `flag_values`."""
   f = flag_values
-  job = spec.define_flags(f)
-  holders = {
-      "model_dir": flags.DEFINE_string(
+  return LaunchFlags(
+      job=spec.define_flags(f),
+      model_dir=flags.DEFINE_string(
           "model_dir", None, "Passed to the program as --model_dir unless its arguments "
           "have one (default: a new temporary directory).", flag_values=f),
-      "host": flags.DEFINE_string("host", "127.0.0.1",
-                                  "Address the tasks of a local job bind to.", flag_values=f),
-      "isolation": flags.DEFINE_enum(
+      host=flags.DEFINE_string("host", "127.0.0.1",
+                               "Address the tasks of a local job bind to.", flag_values=f),
+      isolation=flags.DEFINE_enum(
           "isolation", "auto", sandbox.ISOLATIONS,
           "auto: run a local job's tasks in their own network and process namespaces, "
           "where no other process can reach their ports and which end with the launcher "
           "(the host network where the machine cannot make them); private: refuse to run "
           "without them; host: the host network (loopback).", flag_values=f),
-      "horovod_controller": flags.DEFINE_enum(
+      horovod_controller=flags.DEFINE_enum(
           "horovod_controller", "auto", horovodrun.CONTROLLERS,
           "horovod: how horovodrun connects the ranks; auto picks MPI when Horovod was built "
           "with it (shared memory between ranks of one host), else Gloo.", flag_values=f),
-      "hosts": flags.DEFINE_string(
+      hosts=flags.DEFINE_string(
           "hosts", None, "horovod: machines and their slots, host1:2,host2:2 (default: all "
           "ranks on 127.0.0.1).", flag_values=f),
-      "hostfile": flags.DEFINE_string(
+      hostfile=flags.DEFINE_string(
           "hostfile", None, "horovod: a horovodrun hostfile, one 'host slots=N' line per "
           "machine.", flag_values=f),
-      "network_interface": flags.DEFINE_string(
+      network_interface=flags.DEFINE_string(
           "network_interface", None, "horovod on several hosts: the interface of their "
           "private network, which Gloo and MPI bind to (e.g. eth1).", flag_values=f),
-      "horovodrun_args": flags.DEFINE_string(
+      horovodrun_args=flags.DEFINE_string(
           "horovodrun_args", "", "horovod: more horovodrun options, passed as they are, "
           "e.g. '--fusion-threshold-mb=32 --cycle-time-ms=2'.", flag_values=f),
-      "elastic": flags.DEFINE_bool(
+      elastic=flags.DEFINE_bool(
           "elastic", False, "horovod: elastic training; ranks come and go between "
           "--min_workers and --max_workers as the hosts change.", flag_values=f),
-      "min_workers": flags.DEFINE_integer(
+      min_workers=flags.DEFINE_integer(
           "min_workers", None, "--elastic: fewest ranks (default 1).", flag_values=f),
-      "max_workers": flags.DEFINE_integer(
+      max_workers=flags.DEFINE_integer(
           "max_workers", None, "--elastic: most ranks (default --num_workers).",
           flag_values=f),
-      "host_discovery_script": flags.DEFINE_string(
+      host_discovery_script=flags.DEFINE_string(
           "host_discovery_script", None, "--elastic: prints one 'host:slots' line per "
           "available host (default: a script that prints a file of this machine's slots, "
           "which you edit).", flag_values=f),
-      "max_restarts": flags.DEFINE_integer(
+      max_restarts=flags.DEFINE_integer(
           "max_restarts", 0, "When a task fails, start the whole job again up to this many "
           "times; it resumes from the latest checkpoint.", lower_bound=0, flag_values=f),
-      "hang_timeout_secs": flags.DEFINE_integer(
+      hang_timeout_secs=flags.DEFINE_integer(
           "hang_timeout_secs", 300, "Stop the job (and restart it, with --max_restarts) "
           "when a training task of a local job makes no progress for this long; 0 never "
           "does.", lower_bound=0, flag_values=f),
-      "startup_timeout_secs": flags.DEFINE_integer(
+      startup_timeout_secs=flags.DEFINE_integer(
           "startup_timeout_secs", 120, "A training task that has not started training this "
           "long after it started exits, naming its phase and the peers that do not answer "
           "(and the job stops, or restarts with --max_restarts); 0 never does.",
           lower_bound=0, flag_values=f),
-      "shutdown_timeout_secs": flags.DEFINE_integer(
+      shutdown_timeout_secs=flags.DEFINE_integer(
           "shutdown_timeout_secs", 300, "After training ends, seconds ps and evaluator tasks "
-          "get to exit.", lower_bound=1, flag_values=f),
-  }
-  return LaunchFlags(job=job, holders=holders)
+          "get to exit.", lower_bound=1, flag_values=f))
 
 
 def main(argv, launch_flags):

@@ -9,6 +9,7 @@ Run the same command again to resume (finished trials are kept; one whose runner
 retried from its checkpoint); `--report` only writes the report of a sweep dir.
 """
 
+import dataclasses
 import sys
 
 import optuna
@@ -24,78 +25,119 @@ from estimator_dist.experiments import spark_engine
 from estimator_dist.experiments import trial_job
 from estimator_dist.strategies import traits as traits_lib
 
-_SPACE = flags.DEFINE_string(
-    "space", None, "What to search: NAME=KIND(ARGS) entries separated by spaces, each NAME a "
-    "flag of the program; KIND uniform, loguniform, int, logint (low,high) or choice(a,b,...).")
-_TRIALS = flags.DEFINE_integer("trials", 10, "Trials to finish (complete, pruned or diverged).")
-_PARALLEL = flags.DEFINE_integer("parallel", 1, "Trials at once, each on its own CPUs.")
-_WORKERS = flags.DEFINE_integer("workers_per_trial", 1, "Training processes of each trial.")
-_STRATEGY = flags.DEFINE_enum("strategy", "local", traits_lib.NAMES,
-                              "The strategy every trial's job trains with.")
-_SAMPLER = flags.DEFINE_enum("sampler", "tpe", study_lib.SAMPLERS,
-                             "tpe and random: Optuna's; grid: every choice combination.")
-_SEED = flags.DEFINE_integer("seed", None, "The sampler's seed.")
-_ZIP = flags.DEFINE_bool("zip", False, "The i-th trial takes the i-th value of every "
-                         "choice list.")
-_PRUNER = flags.DEFINE_enum("pruner", "none", study_lib.PRUNERS,
-                            "Stops unpromising trials from their evaluations.")
-_PRUNE_AFTER_TRIALS = flags.DEFINE_integer(
-    "prune_after_trials", 2, "median: trials that finish before any is pruned.")
-_PRUNE_AFTER_STEPS = flags.DEFINE_integer(
-    "prune_after_steps", 1, "median: steps a trial trains before it can be pruned (1: "
-    "not at the evaluation of its initial values).")
-_METRIC = flags.DEFINE_string("metric", "accuracy", "The eval metric the sweep optimises.")
-_DIRECTION = flags.DEFINE_enum("direction", "maximize", study_lib.DIRECTIONS,
-                               "Whether a larger or a smaller metric is better.")
-_SWEEP_DIR = flags.DEFINE_string("sweep_dir", None, "Trials' model_dirs, the study, the report.")
-_STORAGE = flags.DEFINE_string(
-    "storage", None, "The study's storage: an SQLAlchemy URL (postgresql://...) or "
-    "journal:PATH for sweeps across machines (default: SQLite in --sweep_dir).")
-_ENGINE = flags.DEFINE_enum(
-    "engine", "local", ("local", "slurm", "spark"), "local: run the trials here; slurm: "
-    "create the study and print an sbatch job array of --parallel runners that share it; "
-    "spark: run each trial as a Spark job (a barrier stage of its processes).")
-_SPARK_MASTER = flags.DEFINE_string(
-    "spark_master", None, "--engine=spark: local[N] or spark://host:port (default: the "
-    "master spark-submit gives).")
-_REPORT = flags.DEFINE_bool("report", False, "Only write the report of --sweep_dir's study.")
+@dataclasses.dataclass(frozen=True)
+class SweepFlags:
+  """The flags of `estimator-dist sweep`, as FlagHolders."""
+  space: flags.FlagHolder
+  trials: flags.FlagHolder
+  parallel: flags.FlagHolder
+  workers_per_trial: flags.FlagHolder
+  strategy: flags.FlagHolder
+  sampler: flags.FlagHolder
+  seed: flags.FlagHolder
+  zip: flags.FlagHolder
+  pruner: flags.FlagHolder
+  prune_after_trials: flags.FlagHolder
+  prune_after_steps: flags.FlagHolder
+  metric: flags.FlagHolder
+  direction: flags.FlagHolder
+  sweep_dir: flags.FlagHolder
+  storage: flags.FlagHolder
+  engine: flags.FlagHolder
+  spark_master: flags.FlagHolder
+  report: flags.FlagHolder
+
+  def options(self) -> study_lib.SweepOptions:
+    return study_lib.SweepOptions(
+        space=self.space.value, trials=self.trials.value, parallel=self.parallel.value,
+        workers_per_trial=self.workers_per_trial.value, strategy=self.strategy.value,
+        sampler=self.sampler.value, seed=self.seed.value, zip=self.zip.value,
+        pruner=self.pruner.value, prune_after_trials=self.prune_after_trials.value,
+        prune_after_steps=self.prune_after_steps.value, metric=self.metric.value,
+        direction=self.direction.value, sweep_dir=self.sweep_dir.value,
+        storage=self.storage.value)
 
 
-def _options():
-  return study_lib.SweepOptions(
-      space=_SPACE.value, trials=_TRIALS.value, parallel=_PARALLEL.value,
-      workers_per_trial=_WORKERS.value, strategy=_STRATEGY.value, sampler=_SAMPLER.value,
-      seed=_SEED.value, zip=_ZIP.value, pruner=_PRUNER.value,
-      prune_after_trials=_PRUNE_AFTER_TRIALS.value,
-      prune_after_steps=_PRUNE_AFTER_STEPS.value, metric=_METRIC.value,
-      direction=_DIRECTION.value, sweep_dir=_SWEEP_DIR.value, storage=_STORAGE.value)
+def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
+  """Defines the flags of `estimator-dist sweep` on `flag_values`."""
+  f = flag_values
+  return SweepFlags(
+      space=flags.DEFINE_string(
+          "space", None, "What to search: NAME=KIND(ARGS) entries separated by spaces, each "
+          "NAME a flag of the program; KIND uniform, loguniform, int, logint (low,high) or "
+          "choice(a,b,...).", flag_values=f),
+      trials=flags.DEFINE_integer("trials", 10, "Trials to finish (complete, pruned or "
+                                  "diverged).", flag_values=f),
+      parallel=flags.DEFINE_integer("parallel", 1, "Trials at once, each on its own CPUs.",
+                                    flag_values=f),
+      workers_per_trial=flags.DEFINE_integer("workers_per_trial", 1, "Training processes of "
+                                             "each trial.", flag_values=f),
+      strategy=flags.DEFINE_enum("strategy", "local", traits_lib.NAMES,
+                                 "The strategy every trial's job trains with.", flag_values=f),
+      sampler=flags.DEFINE_enum("sampler", "tpe", study_lib.SAMPLERS,
+                                "tpe and random: Optuna's; grid: every choice combination.",
+                                flag_values=f),
+      seed=flags.DEFINE_integer("seed", None, "The sampler's seed.", flag_values=f),
+      zip=flags.DEFINE_bool("zip", False, "The i-th trial takes the i-th value of every "
+                            "choice list.", flag_values=f),
+      pruner=flags.DEFINE_enum("pruner", "none", study_lib.PRUNERS,
+                               "Stops unpromising trials from their evaluations.",
+                               flag_values=f),
+      prune_after_trials=flags.DEFINE_integer(
+          "prune_after_trials", 2, "median: trials that finish before any is pruned.",
+          flag_values=f),
+      prune_after_steps=flags.DEFINE_integer(
+          "prune_after_steps", 1, "median: steps a trial trains before it can be pruned (1: "
+          "not at the evaluation of its initial values).", flag_values=f),
+      metric=flags.DEFINE_string("metric", "accuracy", "The eval metric the sweep optimises.",
+                                 flag_values=f),
+      direction=flags.DEFINE_enum("direction", "maximize", study_lib.DIRECTIONS,
+                                  "Whether a larger or a smaller metric is better.",
+                                  flag_values=f),
+      sweep_dir=flags.DEFINE_string("sweep_dir", None, "Trials' model_dirs, the study, the "
+                                    "report.", flag_values=f),
+      storage=flags.DEFINE_string(
+          "storage", None, "The study's storage: an SQLAlchemy URL (postgresql://...) or "
+          "journal:PATH for sweeps across machines (default: SQLite in --sweep_dir).",
+          flag_values=f),
+      engine=flags.DEFINE_enum(
+          "engine", "local", ("local", "slurm", "spark"), "local: run the trials here; slurm: "
+          "create the study and print an sbatch job array of --parallel runners that share "
+          "it; spark: run each trial as a Spark job (a barrier stage of its processes).",
+          flag_values=f),
+      spark_master=flags.DEFINE_string(
+          "spark_master", None, "--engine=spark: local[N] or spark://host:port (default: the "
+          "master spark-submit gives).", flag_values=f),
+      report=flags.DEFINE_bool("report", False, "Only write the report of --sweep_dir's "
+                               "study.", flag_values=f))
 
 
-def main(argv):
+def main(argv, sweep_flags):
   optuna.logging.set_verbosity(optuna.logging.WARNING)  # Our lines say what happens.
+  f = sweep_flags
   try:
-    if _REPORT.value:
-      if not _SWEEP_DIR.value:
+    if f.report.value:
+      if not f.sweep_dir.value:
         raise errors.ConfigError("--report needs the --sweep_dir of a sweep.")
-      options = study_lib.stored_options(_SWEEP_DIR.value, storage=_STORAGE.value)
+      options = study_lib.stored_options(f.sweep_dir.value, storage=f.storage.value)
       results.summarize(study_lib.open_study(options, create=False), options=options,
                         out=sys.stdout)
       return 0
-    if not _SPACE.value:
+    if not f.space.value:
       raise errors.ConfigError("give the sweep a --space, e.g. "
                                "--space='learning_rate=loguniform(1e-4,1e-1)'.")
-    if _ENGINE.value == "slurm":
-      options = _options()
+    if f.engine.value == "slurm":
+      options = f.options()
       runner.prepare(argv[1:], options=options)
       sys.stdout.write(slurm_array.sbatch_array(argv[1:], options=options))
-    elif _ENGINE.value == "spark":
-      spark_context = spark_engine.context(_SPARK_MASTER.value)
+    elif f.engine.value == "spark":
+      spark_context = spark_engine.context(f.spark_master.value)
       try:
-        spark_engine.sweep(argv[1:], options=_options(), spark_context=spark_context)
+        spark_engine.sweep(argv[1:], options=f.options(), spark_context=spark_context)
       finally:
         spark_context.stop()
     else:
-      runner.sweep(argv[1:], options=_options())
+      runner.sweep(argv[1:], options=f.options())
     return 0
   except (errors.ConfigError, trial_job.TrialFailed) as e:
     sys.stderr.write(f"estimator_dist.sweep: {e}\n")
@@ -103,7 +145,8 @@ def main(argv):
 
 
 def run():
-  return app.run(main) or 0
+  sweep_flags = define_flags()
+  return app.run(lambda argv: main(argv, sweep_flags)) or 0
 
 
 if __name__ == "__main__":

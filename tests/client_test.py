@@ -7,20 +7,20 @@ import subprocess
 
 import pytest
 
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import local_cluster
+from estimator_dist.task import cluster as cluster_lib
 from tests import helpers
 
 pytestmark = pytest.mark.processes
 
 
 def test_parameter_server_client_trains_on_standard_servers(tmp_path):
-  ports = launcher.free_ports(3)
+  ports = local_cluster.free_ports(3)
   cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:2]], "ps": [f"127.0.0.1:{ports[2]}"]}
   servers = []
   try:
     for role, index in [("worker", 0), ("worker", 1), ("ps", 0)]:
-      env = helpers.child_env(TF_CONFIG=json.dumps(
-          {"cluster": cluster, "task": {"type": role, "index": index}}))
+      env = helpers.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index))
       servers.append(subprocess.Popen(
           [helpers.PYTHON, "-m", "estimator_dist.jobs.server"], env=env, cwd=helpers.REPO,
           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))

@@ -11,7 +11,7 @@ from estimator_dist.strategies import factory
 
 
 def tf_config(cluster_spec, role="worker", index=0):
-  return json.dumps({"cluster": cluster_spec, "task": {"type": role, "index": index}})
+  return cluster.tf_config(cluster_spec, role, index)
 
 
 FULL = {"chief": ["h:1"], "worker": ["h:2", "h:3"], "ps": ["h:4"], "evaluator": ["h:5"]}

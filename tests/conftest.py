@@ -1,11 +1,18 @@
 """The suite's fixtures: no test leaves a process it started."""
 
+import os
 import time
 
 import psutil
 import pytest
 
+from estimator_dist.task import env_vars
 from tests import helpers
+
+# A task started in this process (training tests run the strategies here) must not
+# start pytest again to bind its own address; the processes a test starts may
+# (helpers.child_env leaves this out).
+os.environ[env_vars.NO_RESTART] = "1"
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import estimator_dist as ed
 from estimator_dist.strategies import local
 from estimator_dist.task import cluster
 from estimator_dist.training import decorator
+from estimator_dist.training import rate_record
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
 
@@ -43,14 +44,14 @@ def linear_model_fn(seen):
   return model_fn
 
 
-def build(model_fn, adapter, mode=TRAIN, params=None):
+def build(model_fn, adapter, mode=TRAIN, params=None, config=None):
   """Builds `model_fn` the way Estimator would, under `adapter`; returns (graph, spec)."""
   graph = tf.Graph()
   with graph.as_default():
     tf.compat.v1.train.get_or_create_global_step()
     features, labels = tf.ones([4, 3]), tf.ones([4, 1])
     spec = adapter.wrap_model_fn(model_fn)(features, labels, mode,
-                                           params or {"learning_rate": 0.1}, None)
+                                           params or {"learning_rate": 0.1}, config)
   return graph, spec
 
 
@@ -106,6 +107,20 @@ def test_eval_gets_the_scaled_rate_as_a_number():
   seen = {}
   _, spec = build(ed.distributed(linear_model_fn(seen), warmup_steps=10), Replicas(2), EVAL)
   assert seen["learning_rate"] == pytest.approx(0.2) and spec.mode == EVAL
+
+
+def test_the_chief_records_the_rate_it_scaled_in_the_model_dir(tmp_path):
+  chief, worker = str(tmp_path / "chief"), str(tmp_path / "worker")
+  model_fn = ed.distributed(linear_model_fn({}), warmup_steps=10)
+  build(model_fn, Replicas(4), config=tf.estimator.RunConfig(model_dir=chief))
+  assert rate_record.read(chief) == rate_record.RateRecord(
+      base=0.1, factor=4.0, scaling="linear", replicas=4, scaled=0.1 * 4.0,
+      source="params['learning_rate']", warmup_steps=10)
+  # A worker scales the same rate and leaves the record to the chief.
+  adapter = Replicas(4)
+  adapter.task = cluster.TaskInfo(role="worker", index=0, rank=1, size=4)
+  build(model_fn, adapter, config=tf.estimator.RunConfig(model_dir=worker))
+  assert rate_record.read(worker) is None
 
 
 def constant_rate_model_fn(optimizer_class, seen):

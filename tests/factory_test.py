@@ -1,6 +1,5 @@
 """The factory and each adapter's refusal of a cluster it cannot use."""
 
-import json
 import os
 
 import pytest
@@ -8,7 +7,7 @@ import pytest
 import estimator_dist as ed
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
-from estimator_dist.task import cluster
+from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import environment
 
 CHIEF_WORKER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
@@ -17,8 +16,7 @@ CHIEF_WORKER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
 @pytest.fixture
 def tf_config(monkeypatch):
   def set_cluster(cluster, role="chief"):
-    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster,
-                                                "task": {"type": role, "index": 0}}))
+    monkeypatch.setenv("TF_CONFIG", cluster_lib.tf_config(cluster, role, 0))
   monkeypatch.delenv("TF_CONFIG", raising=False)
   return set_cluster
 
@@ -33,7 +31,7 @@ def test_each_adapter_reads_its_facts_from_the_one_table(name):
   cls = factory.adapter_class(name)
   task = ed.TaskInfo("chief", 0, 0, 1)
   if traits.TABLE[name].uses_tf_config:
-    task = cluster.task_in({"chief": ("h:1",), "ps": ("h:2",)} if traits.TABLE[name].needs_ps
+    task = cluster_lib.task_in({"chief": ("h:1",), "ps": ("h:2",)} if traits.TABLE[name].needs_ps
                            else {"chief": ("h:1",)}, "chief", 0, source="TF_CONFIG")
   assert cls.name == name and cls(task=task).traits is traits.TABLE[name]
 

@@ -1,11 +1,16 @@
 """Program flags: validators for rules that span flags, and the options they give."""
 
+import dataclasses
+import inspect
+import re
+
 import pytest
 import tensorflow as tf
 from absl import flags
 
 import estimator_dist as ed
 from estimator_dist.training import flags as task_flags
+from estimator_dist.training import options as options_lib
 
 
 def parse(*argv):
@@ -72,3 +77,105 @@ def test_our_error_raised_inside_autograph_is_reported_as_ours():
   assert not isinstance(raised.value, ed.ConfigError)  # AutoGraph's own wrapper.
   assert task_flags._ours(raised.value) == (  # pylint: disable=protected-access
       ed.ConfigError, "no learning rate was found to scale")
+
+
+# The backend flags as they were listed by hand before they were made from the options
+# dataclasses: name, type, default, help, enum values, lower bound.
+BACKEND_FLAGS = [
+    ("intra_op_threads", "int", 0, "TensorFlow intra-op threads (0: TF default).", None, 0),
+    ("inter_op_threads", "int", 0, "TensorFlow inter-op threads (0: TF default).", None, 0),
+    ("cpu_affinity", "string enum", "auto", "auto: pin each training process that shares a host with "
+     "others to its own share of the CPUs; none: leave placement to the OS.", ["auto", "none"],
+     None),
+    ("num_devices", "int", None, "mirrored: replicas on this machine.", None, 1),
+    ("communication", "string enum", "auto", "multi_worker: collective implementation.",
+     ["auto", "ring", "nccl"], None),
+    ("collective_timeout_secs", "float", None,
+     "multi_worker: seconds before a collective op fails.", None, None),
+    ("hvd_compression", "string enum", "none", "horovod: gradient compression.", ["none", "fp16"],
+     None),
+    ("hvd_reduction", "string enum", "average", "horovod: how gradients are combined.",
+     ["average", "sum", "adasum"], None),
+    ("backward_passes_per_step", "int", 1, "horovod: micro-batches accumulated per all-reduce.",
+     None, 1),
+    ("gradient_predivide_factor", "float", 1.0,
+     "horovod: divide gradients by this before the sum, the rest after.", None, None),
+    ("global_batch_size", "int", None, "horovod: examples per update, whatever the number of "
+     "ranks; each rank accumulates micro-batches of --batch_size.", None, 1),
+    ("remote_cluster", "string", None, "parameter_server: train as a standalone client of "
+     "standard TensorFlow servers, given as JSON: '{\"worker\": [...], \"ps\": [...]}'.", None,
+     None),
+]
+
+
+def test_backend_flags_are_made_from_the_options_as_they_were_listed():
+  values = flags.FlagValues()
+  defined = ed.define_flags(values)
+  assert [b.holder.name for b in defined.backend] == [
+      "intra_op_threads", "inter_op_threads", "cpu_affinity", "num_devices", "communication",
+      "collective_timeout_secs", "remote_cluster", "hvd_compression", "hvd_reduction",
+      "backward_passes_per_step", "gradient_predivide_factor", "global_batch_size"]
+  for name, kind, default, help_text, enum_values, lower_bound in BACKEND_FLAGS:
+    flag = values[name]
+    if enum_values:  # absl puts the values in front of an enum's help.
+      help_text = f"<{'|'.join(enum_values)}>: {help_text}"
+    assert (flag.flag_type(), flag.default, flag.help) == (kind, default, help_text), name
+    assert getattr(flag.parser, "enum_values", None) == enum_values, name
+    assert getattr(flag.parser, "lower_bound", None) == lower_bound, name
+
+
+@pytest.mark.parametrize("argument,owner", [
+    ("--num_devices=2", "mirrored"),
+    ("--communication=ring", "multi_worker"),
+    ("--collective_timeout_secs=5", "multi_worker"),
+    ("--hvd_compression=fp16", "horovod"),
+    ("--hvd_reduction=sum", "horovod"),
+    ("--backward_passes_per_step=2", "horovod"),
+    ("--gradient_predivide_factor=2", "horovod"),
+    ("--global_batch_size=64", "horovod"),
+    ('--remote_cluster={"worker": ["h:1"], "ps": ["h:2"]}', "parameter_server"),
+])
+def test_a_backend_flag_applies_only_to_its_strategy(argument, owner):
+  name = argument.split("=")[0]
+  parse("--strategy=" + owner, argument)  # Its own strategy takes it.
+  for other in ed.STRATEGIES:
+    if other != owner:
+      with pytest.raises(flags.IllegalFlagValueError, match=re.escape(
+          f"{name} applies only to --strategy={owner}; drop it or change --strategy.")):
+        parse("--strategy=" + other, argument)
+
+
+def test_each_backend_flag_sets_its_option_of_its_strategy_only():
+  options = ed.options_from_flags(parse("--model_dir=/m", "--strategy=mirrored",
+                                        "--num_devices=3", "--intra_op_threads=2"))
+  assert dict(options.strategy_options) == {"intra_op_threads": 2, "inter_op_threads": 0,
+                                            "cpu_affinity": "auto", "num_devices": 3}
+  options = ed.options_from_flags(parse("--model_dir=/m", "--strategy=horovod",
+                                        "--global_batch_size=64", "--batch_size=8"))
+  assert (options.strategy_options["global_batch_size"],
+          options.strategy_options["batch_size"]) == (64, 8)
+
+
+def test_options_from_flags_names_the_missing_define_flags():
+  with pytest.raises(ed.ConfigError, match=r"call estimator_dist.define_flags\(\)"):
+    ed.options_from_flags(flags.FlagValues())
+
+
+def test_the_dict_forms_of_earlier_programs_work_and_warn():
+  """Programs written when options_from_flags() returned a dict unpack it into
+  train_and_evaluate's keywords or index it; both work for this release, warned."""
+  options = ed.options_from_flags(parse("--model_dir=/m", "--batch_size=8",
+                                        "--strategy=horovod", "--hvd_compression=fp16",
+                                        "--early_stopping_patience_steps=5"))
+  with pytest.warns(DeprecationWarning, match=re.escape(
+      "train_and_evaluate(..., options=ed.options_from_flags()) instead of **options")):
+    unpacked = dict(**options)
+  with pytest.warns(DeprecationWarning, match=re.escape("read options.batch_size instead")):
+    assert options["batch_size"] == 8
+  # Every key is a keyword train_and_evaluate takes, and together they make the same options.
+  keywords = inspect.signature(ed.train_and_evaluate).parameters
+  fields = {f.name for f in dataclasses.fields(options_lib.TrainOptions)}
+  assert set(unpacked) == fields and not set(unpacked) & set(keywords)
+  assert options_lib.TrainOptions(**unpacked) == options
+  with pytest.raises(KeyError), pytest.warns(DeprecationWarning):
+    options["batch"]  # pylint: disable=pointless-statement

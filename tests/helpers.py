@@ -12,6 +12,9 @@ import uuid
 import psutil
 import pytest
 
+from estimator_dist.task import cluster
+from estimator_dist.task import env_vars
+
 PYTHON = sys.executable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every process a test starts inherits this variable, so a survivor is found even
@@ -23,6 +26,7 @@ TOKEN = uuid.uuid4().hex
 def child_env(**extra):
   env = dict(os.environ)
   env.pop("TF_CONFIG", None)
+  env.pop(env_vars.NO_RESTART, None)  # conftest's, for the suite's own process only.
   env["PYTHONWARNINGS"] = "ignore"
   env["TF_CPP_MIN_LOG_LEVEL"] = "1"
   env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
@@ -46,6 +50,12 @@ def run(command, timeout=300, env=None):
     output, _ = process.communicate()
     pytest.fail(f"{command} did not finish within {timeout}s; output:\n{output[-5000:]}")
   return process.returncode, output
+
+
+def chief_at(host="127.0.0.1", port=2222, source="TF_CONFIG"):
+  """The chief of a chief-and-worker cluster, at host:port, as `source` described it."""
+  return cluster.task_in({"chief": [f"{host}:{port}"], "worker": ["127.0.0.1:2223"]}, "chief",
+                         0, source=source)
 
 
 def consecutive_free_ports(count):
@@ -76,11 +86,17 @@ def wait_until_gone(find, timeout=30):
   return [" ".join(p.cmdline())[:200] for p in left]
 
 
+def launch_command(*launch_args, program=(PYTHON, "-m", "tests.programs.plain_model")):
+  """The one command line of a launcher run: `python -m estimator_dist.launch ARGS --
+  PROGRAM` (a command: a Python module is `(PYTHON, "-m", module, args...)`)."""
+  return [PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", *program]
+
+
 def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300):
   """Runs `program` (a module) through the launcher; returns (exit code, output)."""
-  return run([PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-              f"--num_workers={num_workers}", *launch_args, "--", PYTHON, "-m", program,
-              *args], timeout=timeout)
+  return run(launch_command(f"--strategy={strategy}", f"--num_workers={num_workers}",
+                            *launch_args, program=(PYTHON, "-m", program, *args)),
+             timeout=timeout)
 
 
 def summaries(output):
@@ -113,8 +129,8 @@ class Job:
   def __init__(self, *launch_args, program="tests.programs.plain_model", program_args=(),
                command=None, env=None):
     self.lines = []
-    command = command or [PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", PYTHON,
-                          "-m", program, *program_args]
+    command = command or launch_command(*launch_args,
+                                        program=(PYTHON, "-m", program, *program_args))
     self.process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
         env=env or child_env(), start_new_session=True)

@@ -2,7 +2,6 @@
 tasks placed on both hosts with TF_CONFIG naming their addresses train together; each
 host places its own training processes; every server listens on its host's address only."""
 
-import json
 import os
 import socket
 import subprocess
@@ -10,6 +9,7 @@ import time
 
 import pytest
 
+from estimator_dist.task import cluster as cluster_lib
 from tests import helpers
 from tests import netns_hosts
 
@@ -59,8 +59,7 @@ def run_job(hosts, strategy, placement, model_dir, log_dir, steps=200):
     for index, host in enumerate(on):
       name = f"{role}:{index}"
       log = open(log_dir / f"{role}_{index}.log", "w+")  # pylint: disable=consider-using-with
-      env = helpers.child_env(TF_CONFIG=json.dumps(
-          {"cluster": cluster, "task": {"type": role, "index": index}}))
+      env = helpers.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index))
       process = subprocess.Popen(
           hosts[host].command(helpers.PYTHON, "-m", "tests.programs.plain_model",
                               f"--strategy={strategy}", f"--model_dir={model_dir}",

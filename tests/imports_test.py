@@ -1,7 +1,10 @@
-"""The layout's rules, read from the source: no import circle, no oversized module."""
+"""The layout's rules, read from the source: no import circle, no import up the layers, no
+oversized module."""
 
 import ast
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -79,8 +82,76 @@ def test_the_circle_finder_finds_a_circle_through_a_function_import(tmp_path):
   assert circles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
 
 
+# The folders of estimator_dist as layers, lowest first: a module imports from its own
+# layer or the ones below. Modules directly in the package (its programs and public
+# names) are the top layer, but for the two every layer may use.
+LAYERS = (("errors", "lazy_names"), ("task",), ("strategies",), ("training",), ("jobs",),
+          ("experiments",))
+
+
+def layer(module):
+  """The layer of an estimator_dist module (len(LAYERS) for the top)."""
+  part = (module.split(".") + [""])[1]
+  return next((i for i, names in enumerate(LAYERS) if part in names), len(LAYERS))
+
+
+def upward_imports(graph):
+  """'a imports b' for every import of `graph` from a layer above the importer's."""
+  return sorted(f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})"
+                for module, targets in graph.items() for target in targets
+                if target.startswith("estimator_dist.") and layer(target) > layer(module))
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+  known = modules(packages=("estimator_dist",))
+  graph = {name: imports(path, known) for name, path in known.items()}
+  found = upward_imports(graph)
+  assert not found, "imports up the layers: " + "; ".join(found)
+
+
+def test_the_layer_check_names_an_import_up_the_layers():
+  graph = {"estimator_dist.task.cluster": {"estimator_dist.strategies.base"},
+           "estimator_dist.training.run": {"estimator_dist.task.cluster"}}
+  assert upward_imports(graph) == [
+      "estimator_dist.task.cluster (layer 1) imports estimator_dist.strategies.base (layer 2)"]
+
+
 @pytest.mark.parametrize("name,path", sorted(modules(packages=("estimator_dist",)).items()))
 def test_module_is_small(name, path):
   with open(path) as f:
     lines = len(f.readlines())
   assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by concern (at most {MAX_LINES})"
+
+
+HEAVY_FOR_A_TASK = ("optuna", "matplotlib", "pyspark", "psycopg2")
+
+
+def _imported(*args):
+  """The top-level modules a fresh interpreter run with `args` imports (-X importtime)."""
+  result = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+  assert result.returncode == 0, result.stderr[-3000:]
+  return {line.rsplit("|", 1)[1].strip().split(".")[0]
+          for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.processes
+def test_a_training_task_imports_no_sweep_or_engine_library():
+  found = _imported("-c", "import estimator_dist as ed; ed.train_and_evaluate; "
+                          "ed.distributed; ed.options_from_flags; ed.create_strategy")
+  assert "tensorflow" in found  # It did import what training needs.
+  assert not found & set(HEAVY_FOR_A_TASK), sorted(found & set(HEAVY_FOR_A_TASK))
+  assert not _imported("-c", "import estimator_dist") & {"tensorflow", *HEAVY_FOR_A_TASK}
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("command", ["launch", "sweep", "k8s", "slurm"])
+def test_the_launcher_and_the_sweep_runner_import_no_tensorflow(command):
+  """Their --help, and every module they run a job or a sweep with."""
+  assert "tensorflow" not in _imported("-m", "estimator_dist.cli", command, "--help")
+  module = {"launch": "estimator_dist.jobs.launcher",
+            "sweep": "estimator_dist.experiments.runner",
+            "k8s": "estimator_dist.jobs.kubernetes",
+            "slurm": "estimator_dist.jobs.slurm"}[command]
+  assert "tensorflow" not in _imported("-c", f"import {module}")

@@ -13,7 +13,7 @@ from estimator_dist import errors
 from estimator_dist.task import cluster
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import spec
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import local_cluster
 from tests import helpers
 
 # A task that reports its TF_CONFIG, then fails if it is worker:0 (exit 3), ends if it
@@ -33,13 +33,12 @@ time.sleep(600)
 
 
 def run_launcher(*args, env=None, timeout=60):
-  return helpers.run([helpers.PYTHON, "-m", "estimator_dist.launch", *args, "--",
-                       helpers.PYTHON, "-c", TASK], env=helpers.child_env(**(env or {})),
-                      timeout=timeout)
+  return helpers.run(helpers.launch_command(*args, program=(helpers.PYTHON, "-c", TASK)),
+                     env=helpers.child_env(**(env or {})), timeout=timeout)
 
 
 def test_local_cluster_has_distinct_loopback_ports():
-  spec = launcher.local_cluster(job("parameter_server", 3, num_ps=2, evaluator=True))
+  spec = local_cluster.local_cluster(job("parameter_server", 3, num_ps=2, evaluator=True))
   addresses = [a for role in spec.values() for a in role]
   assert {r: len(a) for r, a in spec.items()} == {"chief": 1, "worker": 2, "ps": 2, "evaluator": 1}
   assert len(set(addresses)) == 6 and all(a.startswith("127.0.0.1:") for a in addresses)
@@ -89,12 +88,11 @@ def test_every_task_gets_its_tf_config_and_prefix():
 
 @pytest.mark.processes
 def test_a_failing_task_stops_the_others_and_gives_its_code():
-  start = time.monotonic()
+  # The others sleep for 600 s: run_launcher's timeout (60 s) fails a launcher that waits.
   code, output = run_launcher("--strategy=multi_worker", "--num_workers=3",
                               env={"FAIL_ROLE": "worker"})
   assert code == 3, output
   assert "exited with code 3; stopping the other tasks" in output
-  assert time.monotonic() - start < 45
 
 
 @pytest.mark.processes
@@ -111,8 +109,8 @@ def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
 @pytest.mark.processes
 def test_ctrl_c_stops_every_task(strategy, sig, code):
   process = subprocess.Popen(
-      [helpers.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-       "--num_workers=2", "--", helpers.PYTHON, "-c", TASK],
+      helpers.launch_command(f"--strategy={strategy}", "--num_workers=2",
+                             program=(helpers.PYTHON, "-c", TASK)),
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
       env=helpers.child_env(), start_new_session=True)
   started, lines = 0, []
@@ -130,7 +128,7 @@ def test_ctrl_c_stops_every_task(strategy, sig, code):
 
 
 def test_tf_config_written_by_the_launcher_parses():
-  spec = launcher.local_cluster(job("multi_worker", 2))
+  spec = local_cluster.local_cluster(job("multi_worker", 2))
   task = cluster.parse_tf_config(cluster.tf_config(spec, "worker", 0))
   assert (task.rank, task.size) == (1, 2)
 
@@ -165,9 +163,10 @@ def test_horovodrun_on_a_host_list_with_tuning_options(where, tmp_path):
     hostfile.write_text("# two slots on this machine\nlocalhost slots=2\n")
     place = f"--hostfile={hostfile}"
   code, output = helpers.run(
-      [helpers.PYTHON, "-m", "estimator_dist.launch", "--strategy=horovod", "--num_workers=2",
-       place, "--horovod_controller=gloo", "--horovodrun_args=--fusion-threshold-mb=16", "--",
-       helpers.PYTHON, "-c", HOROVOD_TASK], timeout=120)
+      helpers.launch_command("--strategy=horovod", "--num_workers=2", place,
+                             "--horovod_controller=gloo",
+                             "--horovodrun_args=--fusion-threshold-mb=16",
+                             program=(helpers.PYTHON, "-c", HOROVOD_TASK)), timeout=120)
   assert code == 0, output
   for rank in range(2):
     assert f"[worker:{rank}] rank {rank} size 2 sum 1 fusion {16 * 1024 * 1024}" in output
@@ -219,9 +218,9 @@ def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
   On the host network, that is; by default the job has a network of its own (trust_test).
   """
   process = subprocess.Popen(
-      [helpers.PYTHON, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-       "--num_workers=2", "--isolation=host", *args, "--", helpers.PYTHON, "-m", "tests.programs.plain_model",
-       f"--model_dir={tmp_path}", "--train_steps=300"],
+      helpers.launch_command(f"--strategy={strategy}", "--num_workers=2", "--isolation=host",
+                             *args, program=(helpers.PYTHON, "-m", "tests.programs.plain_model",
+                                             f"--model_dir={tmp_path}", "--train_steps=300")),
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
       env=helpers.child_env(), start_new_session=True)
   listening = set()

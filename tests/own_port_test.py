@@ -6,14 +6,9 @@ import pytest
 import tensorflow as tf
 
 from estimator_dist import errors
-from estimator_dist.jobs import launcher
-from estimator_dist.task import cluster
+from estimator_dist.jobs import local_cluster
 from estimator_dist.task import own_port
-
-
-def chief_at(port, source="TF_CONFIG"):
-  return cluster.TaskInfo("chief", 0, 0, 2, {"chief": [f"127.0.0.1:{port}"],
-                                             "worker": ["127.0.0.1:1"]}, source=source)
+from tests import helpers
 
 
 def grpc_failure():
@@ -27,16 +22,17 @@ def test_a_port_another_process_listens_on_is_named():
     port = squatter.getsockname()[1]
     with pytest.raises(errors.PortInUse, match=(
         f"chief:0 cannot listen on 127.0.0.1:{port}: another process holds port {port}.")):
-      own_port.check_free(chief_at(port))
+      own_port.check_free(helpers.chief_at(port=port))
     with pytest.raises(errors.PortInUse):
-      with own_port.named(chief_at(port)):
+      with own_port.named(helpers.chief_at(port=port)):
         raise grpc_failure()
-    own_port.check_free(chief_at(port, source="remote_cluster"))  # A client serves nothing.
+    # A client serves nothing.
+    own_port.check_free(helpers.chief_at(port=port, source="remote_cluster"))
 
 
 def test_a_free_port_passes_and_tensorflows_own_error_stays_when_the_port_is_free():
-  port = launcher.free_ports(1)[0]
-  own_port.check_free(chief_at(port))
+  port = local_cluster.free_ports(1)[0]
+  own_port.check_free(helpers.chief_at(port=port))
   with pytest.raises(tf.errors.UnknownError):
-    with own_port.named(chief_at(port)):
+    with own_port.named(helpers.chief_at(port=port)):
       raise grpc_failure()

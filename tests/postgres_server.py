@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import local_cluster
 
 
 def _binaries():
@@ -31,7 +31,7 @@ def running():
     pytest.skip("the postgresql package's postgres user is missing")
   root = tempfile.mkdtemp(prefix="estimator_dist_pg_")
   os.chown(root, user.pw_uid, user.pw_gid)
-  data, port = os.path.join(root, "data"), launcher.free_ports(1)[0]
+  data, port = os.path.join(root, "data"), local_cluster.free_ports(1)[0]
 
   def as_postgres(program, *args):
     subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(bin_dir, program), *args],

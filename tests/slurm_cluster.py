@@ -14,7 +14,8 @@ import time
 import psutil
 import pytest
 
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import local_cluster
+from estimator_dist.task import env_vars
 from tests import helpers
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scancel", "scontrol",
@@ -118,7 +119,7 @@ def _start(root, env):
                   f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log",
                   f"--seed-file={root}/munged.seed", "--force"],
                  check=True, env=env, capture_output=True)
-  ctld_port, slurmd_port = launcher.free_ports(2)
+  ctld_port, slurmd_port = local_cluster.free_ports(2)
   with open(env["SLURM_CONF"], "w") as f:
     f.write(_CONF.format(root=root, cpus=CPUS, ctld_port=ctld_port, slurmd_port=slurmd_port))
   for daemon in ("slurmctld", "slurmd"):
@@ -163,7 +164,7 @@ def running():
   """Yields a started `Cluster`; stops its daemons and jobs even when a test fails."""
   _check_can_run()
   root = tempfile.mkdtemp(prefix="estimator_dist_slurm_")
-  env = {k: v for k, v in os.environ.items() if k != helpers.TOKEN_VAR}
+  env = {k: v for k, v in os.environ.items() if k not in (helpers.TOKEN_VAR, env_vars.NO_RESTART)}
   env["SLURM_CONF"] = os.path.join(root, "slurm.conf")
   try:
     _start(root, env)

@@ -11,6 +11,7 @@ from estimator_dist.task import environment
 from estimator_dist import errors
 from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
+from estimator_dist.task import env_vars
 from estimator_dist.task import slurm_env
 from tests import helpers
 
@@ -43,7 +44,7 @@ def two_node_step(procid, **extra):
         {"task": {"type": "worker", "index": 0}},
         {"task": {"type": "worker", "index": 1}},
         {"task": {"type": "worker", "index": 2}}]),
-    ({slurm_env.NUM_PS_ENV: "1", slurm_env.EVALUATOR_ENV: "1", slurm_env.PORT_BASE_ENV: "7000"}, [
+    ({env_vars.NUM_PS: "1", env_vars.EVALUATOR: "1", env_vars.PORT_BASE: "7000"}, [
         {"cluster": {"chief": ["node01:7000"], "evaluator": ["node01:7001"],
                      "ps": ["node02:7000"], "worker": ["node02:7001"]},
          "task": {"type": "chief", "index": 0}},
@@ -64,7 +65,7 @@ def test_a_two_node_step_gives_each_task_its_tf_config(extra, tf_configs, monkey
       monkeypatch.setenv(name, value)
     resolver = slurm_cluster_resolver.SlurmClusterResolver(
         jobs={r: len(a) for r, a in spec.items()},
-        port_base=int(extra.get(slurm_env.PORT_BASE_ENV, 8888)), gpus_per_node=2,
+        port_base=int(extra.get(env_vars.PORT_BASE, 8888)), gpus_per_node=2,
         gpus_per_task=1, auto_set_gpu=False)
     assert resolver.cluster_spec().as_dict() == spec
     assert resolver.get_task_info() == (task.role, task.index)
@@ -93,7 +94,7 @@ def test_outside_a_multi_task_step_there_is_no_slurm_cluster():
      "'2(x2)'."),
     ({"SLURM_PROCID": "4"},
      "SLURM_PROCID is 4: the step has 4 tasks, so it must be 0..3."),
-    ({slurm_env.NUM_PS_ENV: "two"}, "ESTIMATOR_DIST_NUM_PS is 'two': it must be an integer."),
+    ({env_vars.NUM_PS: "two"}, "ESTIMATOR_DIST_NUM_PS is 'two': it must be an integer."),
 ])
 def test_bad_slurm_variables(change, message):
   env = two_node_step(0)

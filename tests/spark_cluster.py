@@ -14,7 +14,7 @@ import uuid
 import psutil
 import pytest
 
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import local_cluster
 from tests import helpers
 
 CORES = 2
@@ -86,7 +86,7 @@ def running():
   env = {k: v for k, v in helpers.child_env().items() if k != helpers.TOKEN_VAR}
   env.update({MARKER_VAR: marker, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": root,
               "SPARK_WORKER_DIR": os.path.join(root, "work"), "PYSPARK_PYTHON": helpers.PYTHON})
-  port, master_ui, worker_ui = launcher.free_ports(3)
+  port, master_ui, worker_ui = local_cluster.free_ports(3)
   master = f"spark://127.0.0.1:{port}"
   daemons = []
 

@@ -1,5 +1,6 @@
 """Spark: real training through estimator_dist.jobs.spark, on pyspark in local[N] mode and
-on a Spark standalone cluster (a master and a worker the tests start)."""
+on a Spark standalone cluster (a master and a worker the tests start); and the job value
+its call form builds, checked before Spark starts."""
 
 import glob
 import json
@@ -7,10 +8,11 @@ import time
 
 import pytest
 
+from estimator_dist import errors
+from estimator_dist.jobs import spark
+from estimator_dist.jobs import spec
 from tests import helpers
 from tests import spark_cluster
-
-pytestmark = pytest.mark.processes
 
 
 def spark_train(*args, timeout=400):
@@ -24,6 +26,25 @@ def results(output):
   return json.loads(lines[0][len("RESULTS "):])
 
 
+def test_the_call_form_is_the_job_value_and_sparks_options(monkeypatch):
+  calls = []
+  monkeypatch.setattr(spark, "run_job", lambda job, train_fn, *, options: calls.append(
+      (job, train_fn(), options)))
+  spark.run(lambda a, b: a + b, num_workers=3, strategy="parameter_server", args=(1,),
+            kwargs={"b": 2}, horovod_controller="mpi", env={"X": "1"})
+  assert calls == [(spec.JobSpec(strategy="parameter_server", num_workers=3,
+                                 command=spark.FUNCTION_COMMAND), 3,
+                    spark.SparkOptions(horovod_controller="mpi", env={"X": "1"}))]
+
+
+def test_a_job_spark_cannot_run_is_refused_before_spark_starts():
+  with pytest.raises(errors.ConfigError, match="num_ps=1 applies only to"):
+    spark.run(print, num_workers=2, strategy="multi_worker", num_ps=1)
+  with pytest.raises(errors.ConfigError, match="horovod_controller"):
+    spark.run(print, num_workers=2, strategy="horovod", horovod_controller="tcp")
+
+
+@pytest.mark.processes
 def test_chief_worker_and_ps_train_through_spark_in_local_mode(tmp_path):
   # Three tasks at once need three slots. The ps exits by itself, which lets the barrier
   # stage end.
@@ -38,6 +59,7 @@ def test_chief_worker_and_ps_train_through_spark_in_local_mode(tmp_path):
   assert len(found) == 1 and (found[0]["workers"], found[0]["replicas"]) == ("2", "2")
 
 
+@pytest.mark.processes
 def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
   code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
                              f"--model_dir={tmp_path}", "--fail_worker", timeout=180)
@@ -48,6 +70,7 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
   assert "ValueError: this worker fails on purpose" in output
 
 
+@pytest.mark.processes
 def test_more_tasks_than_spark_slots_is_refused_at_once(tmp_path):
   code, output = spark_train("--strategy=parameter_server", "--num_workers=2",
                              f"--model_dir={tmp_path}", timeout=180)
@@ -63,6 +86,7 @@ def standalone():
     yield cluster
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("strategy", ["multi_worker", "horovod"])
 def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, tmp_path):
   before = standalone.executor_output()
@@ -81,6 +105,7 @@ def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, tmp_
   assert helpers.wait_until_gone(standalone.processes) == []
 
 
+@pytest.mark.processes
 def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalone, tmp_path):
   job = helpers.Job(command=[helpers.PYTHON, "-m", "tests.programs.spark_train",
                              "--strategy=multi_worker", "--num_workers=2",

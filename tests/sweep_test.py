@@ -223,9 +223,9 @@ def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
 
 @pytest.mark.processes
 def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path):
-  args = ["--space=learning_rate=choice(0.05,0.1,0.2)", "--sampler=grid"]
+  args = ["--space=learning_rate=choice(0.05,0.1)", "--sampler=grid"]
   # Long enough (seconds, at ~1000 steps/s) to be killed in the middle.
-  program = [*DNN, "--train_steps=6000", "--save_checkpoints_steps=500"]
+  program = [*DNN, "--train_steps=4000", "--save_checkpoints_steps=500"]
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
@@ -238,7 +238,7 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   trials = _trials(tmp_path)
   states = sorted((t["state"], t["params"]["learning_rate"]) for t in trials)
   assert [s for s in states if s[0] == "complete"] == [
-      ("complete", 0.05), ("complete", 0.1), ("complete", 0.2)], states
+      ("complete", 0.05), ("complete", 0.1)], states
   (failed,) = [t for t in trials if t["state"] == "fail"]  # The interrupted one.
   (retried,) = [t for t in trials if t["number"] > failed["number"] and
                 t["params"] == failed["params"]]
@@ -246,9 +246,9 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   log = open(os.path.join(retried["model_dir"], "launch.log")).read()
   restored = re.search(r"Restoring parameters from \S*model\.ckpt-(\d+)",
                        log.split(f"# trial {retried['number']}:")[1])
-  assert restored and 1000 <= int(restored.group(1)) < 6000, log[-3000:]  # Not from 0.
+  assert restored and 1000 <= int(restored.group(1)) < 4000, log[-3000:]  # Not from 0.
   with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
-    assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
+    assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (2,)
 
 
 @pytest.mark.processes

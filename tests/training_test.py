@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
 
 import estimator_dist as ed
 from estimator_dist.task import checkpoints as ed_checkpoints
@@ -132,3 +133,22 @@ def test_a_keras_model_starts_from_its_own_weights(tmp_path):
   np.testing.assert_array_equal(reader.get_tensor(keys["dense/kernel"]), weights[0])
   np.testing.assert_array_equal(reader.get_tensor(keys["dense/bias"]), weights[1])
 
+
+
+def test_options_from_flags_unpacked_as_a_dict_trains_as_options_does(tmp_path):
+  """The earlier README's `train_and_evaluate(..., **ed.options_from_flags())` still
+  trains, warned, exactly as `options=ed.options_from_flags()` does."""
+  def options_for(model_dir):
+    values = flags.FlagValues()
+    ed.define_flags(values)
+    values(["program", f"--model_dir={model_dir}", "--train_steps=10", "--batch_size=16",
+            "--learning_rate=0.1"])
+    return ed.options_from_flags(values)
+  model_fn = ed.distributed(make_model_fn([]))
+  with pytest.warns(DeprecationWarning, match=r"options=ed\.options_from_flags\(\)"):
+    unpacked = ed.train_and_evaluate(model_fn, input_fn, input_fn,
+                                     **options_for(tmp_path / "unpacked"))
+  given = ed.train_and_evaluate(model_fn, input_fn, input_fn,
+                                options=options_for(tmp_path / "given"))
+  assert unpacked["global_step"] == given["global_step"] == 10
+  assert unpacked["loss"] == pytest.approx(given["loss"])

@@ -3,28 +3,17 @@
 Every evaluation of the job (beside training on the chief, or by the evaluator task)
 lands in model_dir/eval. The sweep reads each new one, reports its metric and step to
 the study, and asks the pruner; on a prune it leaves a stop request in the model_dir,
-which the job's chief watches (`early_stopping.requested_stop`) and which stops every
+which the job's chief watches (`task.early_stopping.requested_stop`) and which stops every
 task at one step. The job needs no database connection, and the program no change.
 """
 
 import os
 
 import optuna
-import tensorflow as tf
-from tensorflow.python.util import deprecation
-from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
 from estimator_dist import errors
-from estimator_dist.task import early_stopping
-
-
-def eval_metrics(model_dir):
-  """{step: {metric: value}} of the evaluations written to model_dir/eval."""
-  eval_dir = os.path.join(model_dir, "eval")
-  if not tf.io.gfile.isdir(eval_dir):
-    return {}
-  with deprecation.silence():  # TensorFlow's own reader uses a deprecated iterator.
-    return tf_early_stopping.read_eval_metrics(eval_dir)
+from estimator_dist.experiments import event_files
+from estimator_dist.task import stop_files
 
 
 def check_metric(metric, results):
@@ -51,7 +40,7 @@ class Reporter:
     """Reports new evaluations; on a prune, asks the job to stop. Returns the results."""
     files = _files(os.path.join(self._model_dir, "eval"))
     if files != self._files:  # Read the event files again only when they changed.
-      self._files, self._results = files, eval_metrics(self._model_dir)
+      self._files, self._results = files, event_files.eval_metrics(self._model_dir)
     results = self._results
     check_metric(self._metric, results)
     new = sorted(step for step in results if step not in self._reported)
@@ -61,8 +50,7 @@ class Reporter:
     if new and not self.prune_requested and self._trial.should_prune():
       self.prune_requested = True
       step = new[-1]
-      with tf.io.gfile.GFile(os.path.join(self._model_dir, early_stopping.STOP_REQUEST),
-                             "w") as f:
+      with open(os.path.join(self._model_dir, stop_files.STOP_REQUEST), "w") as f:
         f.write(f"the sweep's pruner stopped trial {self._trial.number} (eval {self._metric} "
                 f"{results[step][self._metric]:g} at step {step})")
     return results
@@ -89,6 +77,7 @@ def _files(directory):
 
 
 def remove_request(model_dir):
-  path = os.path.join(model_dir, early_stopping.STOP_REQUEST)
-  if tf.io.gfile.exists(path):
-    tf.io.gfile.remove(path)
+  try:
+    os.remove(os.path.join(model_dir, stop_files.STOP_REQUEST))
+  except FileNotFoundError:
+    pass

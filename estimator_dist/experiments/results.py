@@ -12,13 +12,10 @@ import json
 import os
 import warnings
 
-import matplotlib
 import optuna
-import tensorflow as tf
-from tensorboard.plugins.hparams import api as hp
-
-matplotlib.use("Agg")  # Files only; no display.
-from matplotlib import pyplot  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+from tensorboard.compat.proto import event_pb2
+from tensorboard.plugins.hparams import summary_v2 as hp
+from tensorboard.summary.writer import event_file_writer
 
 REPORT, DATA = "report.md", "sweep.json"
 CHARTS = {"history.png": "plot_optimization_history",
@@ -76,6 +73,10 @@ def _markdown(data):
 
 
 def _charts(study, sweep_dir):
+  # matplotlib only when a report is drawn: not in a sweep's --help or its trials.
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")  # Files only; no display.
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     for name, plot in CHARTS.items():
@@ -93,11 +94,14 @@ def _domain(distribution):
   return hp.RealInterval(float(distribution.low), float(distribution.high))
 
 
-def _write(logdir, write):
+def _write(logdir, summary):
+  """Writes `summary` as the one HParams event file of `logdir` (TensorBoard's own
+  writer: the sweep runner imports no TensorFlow)."""
   for old in glob.glob(os.path.join(logdir, f"events.out.tfevents.*{_HPARAMS_SUFFIX}")):
     os.remove(old)  # One summary a run, however often the report is made.
-  with tf.summary.create_file_writer(logdir, filename_suffix=_HPARAMS_SUFFIX).as_default():
-    write()
+  writer = event_file_writer.EventFileWriter(logdir, filename_suffix=_HPARAMS_SUFFIX)
+  writer.add_event(event_pb2.Event(summary=summary))
+  writer.close()
 
 
 def _hparams(trials, options):
@@ -105,12 +109,12 @@ def _hparams(trials, options):
   model_dir, whose eval/ holds the metric."""
   space = options.search_space
   metric = hp.Metric(options.metric, group="eval", display_name=f"eval {options.metric}")
-  _write(options.sweep_dir, lambda: hp.hparams_config(
+  _write(options.sweep_dir, hp.hparams_config_pb(
       hparams=[hp.HParam(name, _domain(d)) for name, d in sorted(space.items())],
       metrics=[metric]))
   for trial in trials:
     model_dir = trial.user_attrs.get("model_dir")
     if model_dir and os.path.isdir(model_dir) and trial.state.is_finished():
-      _write(model_dir, lambda t=trial, d=model_dir: hp.hparams(
-          {name: value for name, value in t.params.items() if name in space},
-          trial_id=os.path.relpath(d, options.sweep_dir)))
+      _write(model_dir, hp.hparams_pb(
+          {name: value for name, value in trial.params.items() if name in space},
+          trial_id=os.path.relpath(model_dir, options.sweep_dir)))

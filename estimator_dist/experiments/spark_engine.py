@@ -4,7 +4,7 @@
       --strategy=multi_worker --workers_per_trial=2 --sweep_dir=/shared/sweep ... -- PROGRAM
 
 The driver runs the sweep's runner; each trial is one barrier stage of
-`estimator_dist.jobs.spark.run` (one Spark task per process of the trial's job, started
+`estimator_dist.jobs.spark.run_job` (one Spark task per process of the trial's job, started
 together, TF_CONFIG from their addresses), in which every task runs the program with the
 trial's flags. `--parallel` trials run at once as concurrent Spark jobs. The program's
 evaluations reach the study through the model_dir, which every executor and the driver
@@ -12,6 +12,7 @@ must reach (a shared file system). A failing task fails its stage, which stops t
 tasks of that trial; a pruned or interrupted trial's stage is cancelled.
 """
 
+import functools
 import os
 import re
 import subprocess
@@ -21,7 +22,8 @@ import threading
 from estimator_dist.experiments import runner
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import spark
-from estimator_dist.task import early_stopping
+from estimator_dist.jobs import spec
+from estimator_dist.task import env_vars
 
 
 def run_program(command, log_path):
@@ -78,14 +80,16 @@ class SparkSlot:
     return f"Spark (slot {self._index})"
 
   def start(self, program, *, model_dir, log, env):
-    options = self._options
-    command = [*program, f"--model_dir={model_dir}", f"--strategy={options.strategy}"]
-    log.write(f"{' '.join(command)}\n".encode())
+    job = spec.JobSpec(strategy=self._options.strategy,
+                       num_workers=self._options.workers_per_trial,
+                       command=[*program, f"--model_dir={model_dir}"])
+    log.write(f"{' '.join(job.program)}\n".encode())
     log.flush()
-    task_env = {early_stopping.REQUESTS_ENV: env[early_stopping.REQUESTS_ENV]}
-    return _Stage(self._sc, f"estimator_dist {os.path.basename(model_dir)}", lambda: spark.run(
-        run_program, num_workers=options.workers_per_trial, strategy=options.strategy,
-        args=(command, log.name), spark_context=self._sc, env=task_env))
+    options = spark.SparkOptions(spark_context=self._sc, env={
+        env_vars.WATCH_STOP_REQUESTS: env[env_vars.WATCH_STOP_REQUESTS]})
+    run = functools.partial(run_program, list(job.program), log.name)
+    return _Stage(self._sc, f"estimator_dist {os.path.basename(model_dir)}",
+                  lambda: spark.run_job(job, run, options=options))
 
 
 def context(master=None):

@@ -18,7 +18,8 @@ from estimator_dist import errors
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.jobs import processes
-from estimator_dist.task import early_stopping
+from estimator_dist.task import env_vars
+from estimator_dist.task import stop_files
 
 LOG_NAME = "launch.log"
 
@@ -79,7 +80,7 @@ class TrialJob:
       log.write(f"# trial {trial.number}: ".encode())
       self.process = slot.start([*program, *space_lib.as_flags(trial.params)],
                                 model_dir=self.model_dir, log=log,
-                                env={**os.environ, early_stopping.REQUESTS_ENV: "1"})
+                                env={**os.environ, env_vars.WATCH_STOP_REQUESTS: "1"})
     self._last_beat = 0.0
 
   def beat(self, storage, every_secs):
@@ -114,7 +115,7 @@ class TrialJob:
     self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
     if results:
       self.trial.set_user_attr("steps", int(max(results)))
-    stopped = early_stopping.stopped_at(self.model_dir, since=0) is not None
+    stopped = stop_files.stopped_early(self.model_dir)
     if self.reporter.prune_requested and stopped:  # Else it trained to the end anyway.
       study.tell(self.trial, state=optuna.trial.TrialState.PRUNED)
       return "pruned"

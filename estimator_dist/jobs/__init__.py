@@ -1,7 +1,9 @@
 """Starting jobs, in the order of the job path:
 
-job spec (`spec.JobSpec`) -> engine: this machine (`launcher`, with `horovodrun`,
-`loopback` and `processes`), SLURM (`slurm`), Kubernetes (`kubernetes`), Spark
-(`spark`), standard servers (`server`) -> processes, watched until they end.
+job spec (`spec.JobSpec`) -> engine: this machine (`launcher`: the tasks' ports from
+`local_cluster`, the program's model_dir from `model_dir_arg`, private namespaces from
+`sandbox`, Horovod's ranks through `horovodrun`), SLURM (`slurm`), Kubernetes
+(`kubernetes`), Spark (`spark`), standard servers (`server`) -> processes, a
+`processes.TaskGroup` watched until they end.
 `verify` runs two jobs and compares their weights.
 """

@@ -20,7 +20,7 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist.jobs import spec
-from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import env_vars
 
 API_VERSION = "kubeflow.org/v1"
 TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.
@@ -71,37 +71,61 @@ class KubernetesOptions:
             f"--volume_claim ({self.volume_claim!r}) must be CLAIM:/mount/path.")
 
 
-def define_flags(flag_values=flags.FLAGS):
-  """Defines the flags of `estimator-dist k8s`; returns (JobFlags, option holders)."""
+@dataclasses.dataclass(frozen=True)
+class KubernetesFlags:
+  """The flags of `estimator-dist k8s`, as FlagHolders."""
+  job: spec.JobFlags
+  image: flags.FlagHolder
+  name: flags.FlagHolder
+  namespace: flags.FlagHolder
+  restart_policy: flags.FlagHolder
+  backoff_limit: flags.FlagHolder
+  cpu: flags.FlagHolder
+  memory: flags.FlagHolder
+  gpus: flags.FlagHolder
+  volume_claim: flags.FlagHolder
+  port: flags.FlagHolder
+  network_policy: flags.FlagHolder
+
+  def options(self) -> KubernetesOptions:
+    return KubernetesOptions(
+        image=self.image.value, name=self.name.value, namespace=self.namespace.value,
+        restart_policy=self.restart_policy.value, backoff_limit=self.backoff_limit.value,
+        cpu=self.cpu.value, memory=self.memory.value, gpus=self.gpus.value,
+        volume_claim=self.volume_claim.value, port=self.port.value,
+        network_policy=self.network_policy.value)
+
+
+def define_flags(flag_values=flags.FLAGS) -> KubernetesFlags:
+  """Defines the flags of `estimator-dist k8s` on `flag_values`."""
   f = flag_values
-  job = spec.define_flags(f, num_workers_help="Training pods (mirrored: replicas in one pod).")
-  holders = {
-      "image": flags.DEFINE_string("image", None, "Container image with the program and "
-                                   "estimator_dist.", flag_values=f),
-      "name": flags.DEFINE_string("name", "estimator-dist", "Job name (a DNS label).",
-                                  flag_values=f),
-      "namespace": flags.DEFINE_string("namespace", None, "Namespace of the job (default: "
-                                       "kubectl's).", flag_values=f),
-      "restart_policy": flags.DEFINE_enum("restart_policy", "OnFailure", RESTART_POLICIES,
-                                          "Restart policy of pods.", flag_values=f),
-      "backoff_limit": flags.DEFINE_integer("backoff_limit", 3, "Restarts before the job is "
-                                            "marked failed.", lower_bound=0, flag_values=f),
-      "cpu": flags.DEFINE_string("cpu", None, "CPU request and limit per pod, e.g. 4.",
-                                 flag_values=f),
-      "memory": flags.DEFINE_string("memory", None, "Memory request and limit per pod, "
-                                    "e.g. 8Gi.", flag_values=f),
-      "gpus": flags.DEFINE_integer("gpus", 0, "nvidia.com/gpu per training pod.",
-                                   lower_bound=0, flag_values=f),
-      "volume_claim": flags.DEFINE_string("volume_claim", None, "A PersistentVolumeClaim "
-                                          "for the shared model_dir, as CLAIM:MOUNT_PATH.",
-                                          flag_values=f),
-      "port": flags.DEFINE_integer("port", 2222, "TensorFlow server port in each pod.",
-                                   lower_bound=1, flag_values=f),
-      "network_policy": flags.DEFINE_bool(
+  return KubernetesFlags(
+      job=spec.define_flags(f, num_workers_help="Training pods (mirrored: replicas in one "
+                            "pod)."),
+      image=flags.DEFINE_string("image", None, "Container image with the program and "
+                                "estimator_dist.", flag_values=f),
+      name=flags.DEFINE_string("name", "estimator-dist", "Job name (a DNS label).",
+                               flag_values=f),
+      namespace=flags.DEFINE_string("namespace", None, "Namespace of the job (default: "
+                                    "kubectl's).", flag_values=f),
+      restart_policy=flags.DEFINE_enum("restart_policy", "OnFailure", RESTART_POLICIES,
+                                       "Restart policy of pods.", flag_values=f),
+      backoff_limit=flags.DEFINE_integer("backoff_limit", 3, "Restarts before the job is "
+                                         "marked failed.", lower_bound=0, flag_values=f),
+      cpu=flags.DEFINE_string("cpu", None, "CPU request and limit per pod, e.g. 4.",
+                              flag_values=f),
+      memory=flags.DEFINE_string("memory", None, "Memory request and limit per pod, "
+                                 "e.g. 8Gi.", flag_values=f),
+      gpus=flags.DEFINE_integer("gpus", 0, "nvidia.com/gpu per training pod.",
+                                lower_bound=0, flag_values=f),
+      volume_claim=flags.DEFINE_string("volume_claim", None, "A PersistentVolumeClaim "
+                                       "for the shared model_dir, as CLAIM:MOUNT_PATH.",
+                                       flag_values=f),
+      port=flags.DEFINE_integer("port", 2222, "TensorFlow server port in each pod.",
+                                lower_bound=1, flag_values=f),
+      network_policy=flags.DEFINE_bool(
           "network_policy", True, "Also print a NetworkPolicy that lets only the job's own "
-          "pods reach its pods: their servers have no authentication.", flag_values=f),
-  }
-  return job, holders
+          "pods reach its pods: their servers have no authentication.", flag_values=f))
 
 
 def _container(name, image, command, resources, mounts, port=None):
@@ -124,7 +148,7 @@ def _replica(replicas, restart_policy, container, volumes):
 
 def manifest(job, *, options):
   """The job (a JobSpec) as a dict: a TFJob, or an MPIJob for horovod."""
-  strategy, num_workers = job.strategy, job.num_workers
+  num_workers = job.num_workers
   restart_policy, image = options.restart_policy, options.image
   resources = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v}
   training_resources = {**resources,
@@ -139,7 +163,7 @@ def manifest(job, *, options):
               **({"namespace": options.namespace} if options.namespace else {})}
   run_policy = {"cleanPodPolicy": "Running", "backoffLimit": options.backoff_limit}
 
-  if strategy == "horovod":
+  if job.traits.ranks_from_horovodrun:  # Ranks that mpirun starts in the worker pods.
     mpirun = ["mpirun", "--allow-run-as-root", "-np", str(num_workers), "--hostfile",
               MPI_HOSTFILE, "-bind-to", "none", "-map-by", "slot", "-x", "PATH",
               "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH", *program]
@@ -161,9 +185,9 @@ def manifest(job, *, options):
                              training_resources if trains else resources, mounts,
                              options.port)
       specs[role] = _replica(replicas, restart_policy, container, volumes)
-  if strategy == "mirrored":
+  if job.traits.replicas_are_devices:
     specs["Chief"]["template"]["spec"]["containers"][0]["env"] = [
-        {"name": cluster_lib.NUM_DEVICES_ENV, "value": str(num_workers)}]
+        {"name": env_vars.NUM_DEVICES, "value": str(num_workers)}]
   return {"apiVersion": API_VERSION, "kind": "TFJob", "metadata": metadata, "spec": {
       "runPolicy": run_policy, "tfReplicaSpecs": specs}}
 
@@ -178,9 +202,9 @@ def network_policy(name, namespace=None):
                    "ingress": [{"from": [{"podSelector": pods}]}]}}
 
 
-def _documents(job_flags, holders, command):
-  options = KubernetesOptions(**{name: holder.value for name, holder in holders.items()})
-  job = manifest(job_flags.job(command), options=options)
+def _documents(k8s_flags, command):
+  options = k8s_flags.options()
+  job = manifest(k8s_flags.job.job(command), options=options)
   policy = [network_policy(options.name, options.namespace)] if options.network_policy else []
   return [job] + policy
 
@@ -188,14 +212,14 @@ def _documents(job_flags, holders, command):
 def manifest_from_args(args):
   """The YAML documents for command-line `args` (flags, --, program), parsed in-process."""
   values = flags.FlagValues()
-  job_flags, holders = define_flags(values)
+  k8s_flags = define_flags(values)
   rest = values(["estimator-dist k8s", *args])
-  return yaml.safe_dump_all(_documents(job_flags, holders, rest[1:]), sort_keys=False)
+  return yaml.safe_dump_all(_documents(k8s_flags, rest[1:]), sort_keys=False)
 
 
-def main(argv, job_flags, holders):
+def main(argv, k8s_flags):
   try:
-    documents = _documents(job_flags, holders, argv[1:])
+    documents = _documents(k8s_flags, argv[1:])
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator-dist k8s: {e}\n")
     return 2
@@ -204,5 +228,5 @@ def main(argv, job_flags, holders):
 
 
 def run():
-  job_flags, holders = define_flags()
-  app.run(lambda argv: main(argv, job_flags, holders))
+  k8s_flags = define_flags()
+  app.run(lambda argv: main(argv, k8s_flags))

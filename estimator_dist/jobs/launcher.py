@@ -16,18 +16,19 @@ import dataclasses
 import os
 import shutil
 import signal
-import socket
 import sys
 from typing import Optional
 
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
+from estimator_dist.jobs import spec
 from estimator_dist.task import bind_address
 from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import heartbeat
+from estimator_dist.task import env_vars
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
@@ -74,28 +75,6 @@ class LaunchOptions:
     errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
 
 
-def free_ports(count, *, host="127.0.0.1"):
-  """`count` distinct ports free on `host` (held open together while chosen)."""
-  sockets = []
-  try:
-    for _ in range(count):
-      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      s.bind((host, 0))
-      sockets.append(s)
-    return [s.getsockname()[1] for s in sockets]
-  finally:
-    for s in sockets:
-      s.close()
-
-
-def local_cluster(job, *, host="127.0.0.1"):
-  """The cluster of a local tf.distribute job: chief, workers, ps and evaluator."""
-  roles = [("chief", 1), ("worker", job.num_workers - 1), ("ps", job.num_ps),
-           ("evaluator", int(job.evaluator))]
-  ports = iter(free_ports(sum(n for _, n in roles), host=host))
-  return {role: tuple(f"{host}:{next(ports)}" for _ in range(n)) for role, n in roles if n}
-
-
 def _horovodrun_env():
   # mpirun tags every write, not every line, and an unbuffered print writes each of
   # its arguments on its own; buffered, a flushed print or log record is one write.
@@ -111,97 +90,102 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   every task is stopped; with `options.max_restarts`, the whole job then starts again
   (up to that many times) and resumes from the latest checkpoint.
   """
-  run = options.horovod
-  if job.strategy != "horovod" and not run.is_default:
+  run, horovodrun_ranks = options.horovod, job.traits.ranks_from_horovodrun
+  if not horovodrun_ranks and not run.is_default:
     raise errors.ConfigError(
         f"--hosts, --hostfile, --network_interface, --horovod_controller, --horovodrun_args "
         f"and --elastic apply to --strategy=horovod; "
         f"{job.strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
         f"and `estimator-dist slurm`) or estimator_dist.jobs.spark.run.")
   local = horovodrun.is_loopback(options.host) and (
-      job.strategy != "horovod" or run.is_local(job.num_workers))
+      not horovodrun_ranks or run.is_local(job.num_workers))
   if not local and options.isolation == "private":
     raise errors.ConfigError(
         "--isolation=private keeps a job on this machine; a job with tasks on other hosts "
         "runs on their network (keep it private; see the trust boundary in README).")
   # Heartbeats go through a directory of this machine: local jobs only. A remote
   # horovodrun gets a moment to stop the ranks it started over SSH.
-  launcher = processes.Launcher(out, options.hang_timeout_secs if local else None,
-                                stop_grace_secs=0.0 if local else 2.0)
+  group = processes.TaskGroup(
+      out=out, hang_timeout_secs=options.hang_timeout_secs if local else None,
+      stop_grace_secs=0.0 if local else 2.0)
   sandbox = None
   previous = {}
   try:
     sandbox, why = sandbox_lib.open_sandbox(options.isolation if local else "host",
                                             preexec_fn=processes.die_with_parent)
-    launcher.log(sandbox_lib.describe(sandbox) +
-                 (f"; no private namespace here: {why}" if why else ""))
+    group.log(sandbox_lib.describe(sandbox) +
+              (f"; no private namespace here: {why}" if why else ""))
     command, model_dir, made = model_dir_arg.with_model_dir(list(job.program), options.model_dir)
-    launcher.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
-                 + (" (a new temporary directory)" if made else ""))
+    group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
+              + (" (a new temporary directory)" if made else ""))
 
     def on_signal(signum, _):
-      launcher.log(f"signal {signum}: stopping all tasks")
-      launcher.stop_all()
+      group.log(f"signal {signum}: stopping all tasks")
+      group.stop_all()
       sys.exit(128 + signum)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     if run.elastic and not run.elastic.discovery_script:
       run = dataclasses.replace(run, elastic=dataclasses.replace(
-          run.elastic, discovery_script=_local_discovery_script(job.num_workers, launcher)))
+          run.elastic, discovery_script=_local_discovery_script(job.num_workers, group)))
     private = {}
     if sandbox:
       # Open MPI names its session directory and shared memory after mpirun's pid, which
       # in a job's own PID namespace is the same small number in every job.
       shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-      scratch = launcher.temporary_directory("estimator_dist_job_")
+      scratch = group.temporary_directory("estimator_dist_job_")
       private = {"TMPDIR": scratch, "OMPI_MCA_orte_tmpdir_base": scratch,
                  "OMPI_MCA_btl_vader_backing_directory":
-                     launcher.temporary_directory("estimator_dist_shm_", shm)}
-    starter = _Starter(job, command, run, launcher, sandbox, options, local, model_dir, private)
-    with model_dir_lock.held(model_dir, launcher.log):
-      code = _run_attempts(starter, launcher, options, model_dir)
+                     group.temporary_directory("estimator_dist_shm_", shm)}
+    # The options as this job resolved them: its model_dir, horovodrun's discovery script.
+    resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
+    starter = _Starter(job=job, command=command, options=resolved, group=group,
+                       sandbox=sandbox, local=local, private_env=private)
+    with model_dir_lock.held(model_dir, group.log):
+      code = _run_attempts(starter)
     if code and made and not model_dir_arg.has_checkpoint(model_dir):
       shutil.rmtree(model_dir, ignore_errors=True)
-      launcher.log(f"removed {model_dir}: the job failed before writing a checkpoint")
+      group.log(f"removed {model_dir}: the job failed before writing a checkpoint")
     return code
   finally:
-    launcher.close()
+    group.close()
     if sandbox:
       sandbox.close()
     for s, handler in previous.items():
       signal.signal(s, handler)
 
 
-def _run_attempts(starter, launcher, options, model_dir):
+def _run_attempts(starter):
   """Runs the job, again after a failure up to max_restarts times, and on new ports when
   one was taken (up to PORT_RETRIES times); returns its exit code."""
+  group, options, model_dir = starter.group, starter.options, starter.options.model_dir
   attempt = port_retries = 0
   while True:
-    resume = _resume_point(model_dir, launcher.log)
+    resume = _resume_point(model_dir, group.log)
     if attempt and not port_retries:
-      launcher.log(f"restart {attempt} of {options.max_restarts}: starting every task "
-                   f"again; training resumes from "
-                   f"{resume or f'the start (no checkpoint in {model_dir})'}")
-    code = launcher.wait(starter.start_tasks(), options.shutdown_timeout_secs,
-                         beating=starter.beating())
+      group.log(f"restart {attempt} of {options.max_restarts}: starting every task "
+                f"again; training resumes from "
+                f"{resume or f'the start (no checkpoint in {model_dir})'}")
+    code = group.wait(starter.start_tasks(), options.shutdown_timeout_secs,
+                      beating=starter.beating())
     if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
       port_retries += 1
-      launcher.log(f"another process took a port of the job before its task listened on "
-                   f"it; starting every task again on new ports ({port_retries} of "
-                   f"{PORT_RETRIES})")
+      group.log(f"another process took a port of the job before its task listened on "
+                f"it; starting every task again on new ports ({port_retries} of "
+                f"{PORT_RETRIES})")
     elif code in (0, errors.DIVERGED_EXIT_CODE) or attempt == options.max_restarts:
       break
     else:
       attempt, port_retries = attempt + 1, 0
-    launcher.forget_tasks()
+    group.forget_tasks()
   if code == errors.DIVERGED_EXIT_CODE:
-    launcher.log("training diverged; a restart from the same checkpoint would diverge again")
+    group.log("training diverged; a restart from the same checkpoint would diverge again")
   if code == errors.PORT_IN_USE_EXIT_CODE:
-    launcher.log(f"other processes kept taking the job's ports ({PORT_RETRIES} tries on new "
-                 f"ports); run the job with --isolation=private, where no process outside "
-                 f"the job can")
-  launcher.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
-  for fields in (f for t in launcher.tasks for f in t.summaries):
-    launcher.log("summary\n" + summary.format_table(fields))
+    group.log(f"other processes kept taking the job's ports ({PORT_RETRIES} tries on new "
+              f"ports); run the job with --isolation=private, where no process outside "
+              f"the job can")
+  group.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
+  for fields in (f for t in group.tasks for f in t.summaries):
+    group.log("summary\n" + summary.format_table(fields))
   return code
 
 
@@ -217,53 +201,57 @@ def _resume_point(model_dir, log):
   return checkpoints.resume_point(model_dir, log)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class _Starter:
-  """Starts every task of a job: inside its sandbox, with a local job's environment."""
-  job: object
+  """Starts every task of a job: inside its sandbox, with a local job's environment.
+
+  job: the JobSpec; command: the program every task runs, with its --model_dir.
+  options: the LaunchOptions as the job resolved them (model_dir, horovod).
+  group: the job's TaskGroup; sandbox: its private namespaces, or None.
+  local: every task on this machine; private_env: variables of the job's own namespaces.
+  """
+  job: spec.JobSpec
   command: list
-  run: horovodrun.HorovodRun
-  launcher: processes.Launcher
-  sandbox: object
   options: LaunchOptions
+  group: processes.TaskGroup
+  sandbox: Optional[sandbox_lib.Sandbox]
   local: bool
-  model_dir: str
   private_env: dict
 
   def _start(self, name, command, env):
-    env = {**env, **self.private_env, watchdog.LAUNCHER_ENV: watchdog.launcher_identity(),
-           watchdog.STARTUP_TIMEOUT_ENV: str(self.options.startup_timeout_secs),
-           model_dir_lock.HELD_ENV: self.model_dir}
-    if self.launcher.heartbeats:
-      env = {**env, heartbeat.HEARTBEAT_ENV: self.launcher.heartbeats}
+    env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
+           env_vars.STARTUP_TIMEOUT_SECS: str(self.options.startup_timeout_secs),
+           env_vars.MODEL_DIR_LOCK: self.options.model_dir}
+    if self.group.heartbeats:
+      env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
     if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
       env = bind_address.local_only_env(env)
-    self.launcher.start(name, self.sandbox.command(command) if self.sandbox else command, env)
+    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
 
   def beating(self):
     """The heartbeats of the job's training tasks: None for one per task, else per
     Horovod rank (none expected in elastic mode, where ranks come and go)."""
-    if self.job.strategy != "horovod":
+    if not self.job.traits.ranks_from_horovodrun:
       return None
-    if self.run.elastic:
+    if self.options.horovod.elastic:
       return set()
     return {"chief:0", *(f"worker:{rank}" for rank in range(1, self.job.num_workers))}
 
   def start_tasks(self):
     """Starts every task of the job; returns the names of the training tasks."""
     job, command = self.job, self.command
-    if job.strategy == "horovod":
+    if job.traits.ranks_from_horovodrun:
       self._start("horovodrun",
-                  horovodrun.command(command, num_workers=job.num_workers, run=self.run),
+                  horovodrun.command(command, num_workers=job.num_workers,
+                                     run=self.options.horovod),
                   _horovodrun_env())
       return {"horovodrun"}
     if job.traits.one_process:
-      devices = str(job.num_workers) if job.strategy == "mirrored" else None
-      self._start("chief:0", command,
-                  processes.child_env(**{cluster_lib.NUM_DEVICES_ENV: devices}))
+      devices = str(job.num_workers) if job.traits.replicas_are_devices else None
+      self._start("chief:0", command, processes.child_env(**{env_vars.NUM_DEVICES: devices}))
       return {"chief:0"}
-    cluster = local_cluster(job, host=self.options.host)
-    self.launcher.log("cluster: " + ", ".join(
+    cluster = local_cluster.local_cluster(job, host=self.options.host)
+    self.group.log("cluster: " + ", ".join(
         f"{role}:{i} at {address}" for role, addresses in cluster.items()
         for i, address in enumerate(addresses)))
     for role, addresses in cluster.items():
@@ -274,15 +262,15 @@ class _Starter:
             for i in range(len(cluster.get(role, ())))}
 
 
-def _local_discovery_script(num_workers, launcher):
+def _local_discovery_script(num_workers, group):
   """A host discovery script that prints a file of this machine's slots; returns its path."""
-  directory = launcher.temporary_directory("estimator_dist_elastic_")
+  directory = group.temporary_directory("estimator_dist_elastic_")
   hosts, script = os.path.join(directory, "hosts"), os.path.join(directory, "discover.sh")
   with open(hosts, "w") as f:
     f.write(f"localhost:{num_workers}\n")
   with open(script, "w") as f:
     f.write(f"#!/bin/sh\ncat {hosts}\n")
   os.chmod(script, 0o755)
-  launcher.log(f"elastic: the hosts are the lines of {hosts} (host:slots); edit it to add "
-               f"or remove workers")
+  group.log(f"elastic: the hosts are the lines of {hosts} (host:slots); edit it to add "
+            f"or remove workers")
   return script

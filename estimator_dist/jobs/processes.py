@@ -1,7 +1,7 @@
 """The processes of a job: started, their output copied with a prefix, and all stopped.
 
 A task's processes are its process group and every descendant; stopping a task stops
-them all, and a task dies with the launcher.
+them all, and a task dies with the launcher. A `TaskGroup` holds the tasks of one job.
 """
 
 import collections
@@ -148,10 +148,11 @@ def _exit_code(returncode):
   return 128 - returncode if returncode < 0 else returncode
 
 
-class Launcher:
-  """Starts the tasks, watches them, and stops them all on failure or signal."""
+class TaskGroup:
+  """The tasks of one job: starts them, watches them, and stops them all on failure or
+  signal; `log` writes the launcher's own lines."""
 
-  def __init__(self, out=sys.stdout, hang_timeout_secs=None, stop_grace_secs=0.0):
+  def __init__(self, *, out=sys.stdout, hang_timeout_secs=None, stop_grace_secs=0.0):
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
@@ -161,7 +162,7 @@ class Launcher:
                        if hang_timeout_secs else None)
 
   def temporary_directory(self, prefix, parent=None):
-    """A new directory (in `parent`, default the system's), removed when the launcher closes."""
+    """A new directory (in `parent`, default the system's), removed when the group closes."""
     self._directories.append(tempfile.mkdtemp(prefix=prefix, dir=parent))
     return self._directories[-1]
 

@@ -18,7 +18,7 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist.jobs import spec
-from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import env_vars
 from estimator_dist.task import slurm_env
 
 
@@ -66,7 +66,7 @@ def needs_overcommit(job, options, cpus):
 
 def sbatch_script(job, *, options=SlurmOptions()):
   """The sbatch script that runs `job` (a JobSpec) as the tasks of its strategy."""
-  strategy, num_tasks = job.strategy, job.num_tasks
+  strategy, num_tasks, traits = job.strategy, job.num_tasks, job.traits
   if options.nodes and options.nodes > num_tasks:
     raise errors.ConfigError(
         f"--nodes={options.nodes} is more than the job's {num_tasks} task(s).")
@@ -82,85 +82,103 @@ def sbatch_script(job, *, options=SlurmOptions()):
   lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
             "output is appended.", "set -euo pipefail", ""]
   program = shlex.join(job.program)
-  if strategy == "horovod":
+  if traits.ranks_from_horovodrun:
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
               f"srun --kill-on-bad-exit=1 --mpi={options.srun_mpi} {program}"]
-  elif job.traits.one_process:
+  elif traits.one_process:
     lines += [f"# One process; {strategy} uses this node's devices.",
-              *([f"export {cluster_lib.NUM_DEVICES_ENV}={job.num_workers}"]
-                if strategy == "mirrored" else []),
+              *([f"export {env_vars.NUM_DEVICES}={job.num_workers}"]
+                if traits.replicas_are_devices else []),
               f"srun --ntasks=1 {program}"]
   else:
     lines += ["# Each task derives its TF_CONFIG from SLURM_PROCID, SLURM_STEP_NODELIST and",
               "# SLURM_STEP_TASKS_PER_NODE: chief, evaluator, ps, then workers, hosts sorted,",
               f"# ports {options.port_base} and up on each node.",
-              f"export {slurm_env.NUM_PS_ENV}={job.num_ps}",
-              f"export {slurm_env.EVALUATOR_ENV}={int(job.evaluator)}",
-              f"export {slurm_env.PORT_BASE_ENV}={options.port_base}",
+              f"export {env_vars.NUM_PS}={job.num_ps}",
+              f"export {env_vars.EVALUATOR}={int(job.evaluator)}",
+              f"export {env_vars.PORT_BASE}={options.port_base}",
               f"srun --kill-on-bad-exit=1 {program}"]
   return "\n".join(lines) + "\n"
 
 
-def define_flags(flag_values=flags.FLAGS):
-  """Defines the flags of `estimator-dist slurm`; returns (JobFlags, option holders)."""
+@dataclasses.dataclass(frozen=True)
+class SlurmFlags:
+  """The flags of `estimator-dist slurm`, as FlagHolders."""
+  job: spec.JobFlags
+  nodes: flags.FlagHolder
+  cpus_per_task: flags.FlagHolder
+  gpus_per_task: flags.FlagHolder
+  time: flags.FlagHolder
+  partition: flags.FlagHolder
+  job_name: flags.FlagHolder
+  port_base: flags.FlagHolder
+  srun_mpi: flags.FlagHolder
+  overcommit: flags.FlagHolder
+
+  def script(self, command, *, err=None):
+    """The sbatch script of `command` run as the flags say; `err` (default stderr) gets
+    the warning when sinfo cannot tell whether the job needs --overcommit."""
+    job = self.job.job(command)
+    options = SlurmOptions(
+        nodes=self.nodes.value, cpus_per_task=self.cpus_per_task.value,
+        gpus_per_task=self.gpus_per_task.value, time=self.time.value,
+        partition=self.partition.value, job_name=self.job_name.value,
+        port_base=self.port_base.value, srun_mpi=self.srun_mpi.value,
+        overcommit=bool(self.overcommit.value))
+    if self.overcommit.value is None:  # Not given: as sinfo tells.
+      options = dataclasses.replace(options, overcommit=_overcommit_from_sinfo(
+          job, options, err or sys.stderr))
+    return sbatch_script(job, options=options)
+
+
+def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
+  """Defines the flags of `estimator-dist slurm` on `flag_values`."""
   f = flag_values
-  job = spec.define_flags(f, num_workers_help="Training tasks (mirrored: replicas of one task).")
-  holders = {
-      "nodes": flags.DEFINE_integer("nodes", None, "Nodes to allocate (default: SLURM "
-                                    "decides).", lower_bound=1, flag_values=f),
-      "cpus_per_task": flags.DEFINE_integer("cpus_per_task", None, "#SBATCH --cpus-per-task.",
-                                            lower_bound=1, flag_values=f),
-      "gpus_per_task": flags.DEFINE_integer("gpus_per_task", None, "#SBATCH --gpus-per-task.",
-                                            lower_bound=0, flag_values=f),
-      "time": flags.DEFINE_string("time", None, "#SBATCH --time, e.g. 04:00:00.",
-                                  flag_values=f),
-      "partition": flags.DEFINE_string("partition", None, "#SBATCH --partition.",
-                                       flag_values=f),
-      "job_name": flags.DEFINE_string("job_name", "estimator-dist", "#SBATCH --job-name.",
-                                      flag_values=f),
-      "port_base": flags.DEFINE_integer("port_base", slurm_env.DEFAULT_PORT_BASE,
-                                        "First TensorFlow server port per node.",
-                                        lower_bound=1, upper_bound=65000, flag_values=f),
-      "srun_mpi": flags.DEFINE_string("srun_mpi", "pmix", "horovod: srun --mpi plugin that "
-                                      "starts the ranks.", flag_values=f),
-      "overcommit": flags.DEFINE_bool("overcommit", None, "#SBATCH --overcommit: let tasks "
-                                      "share CPUs. Default: added when the job has more tasks "
-                                      "than the partition's nodes have CPUs (read with "
-                                      "sinfo).", flag_values=f),
-  }
-  return job, holders
+  return SlurmFlags(
+      job=spec.define_flags(f, num_workers_help="Training tasks (mirrored: replicas of one "
+                            "task)."),
+      nodes=flags.DEFINE_integer("nodes", None, "Nodes to allocate (default: SLURM decides).",
+                                 lower_bound=1, flag_values=f),
+      cpus_per_task=flags.DEFINE_integer("cpus_per_task", None, "#SBATCH --cpus-per-task.",
+                                         lower_bound=1, flag_values=f),
+      gpus_per_task=flags.DEFINE_integer("gpus_per_task", None, "#SBATCH --gpus-per-task.",
+                                         lower_bound=0, flag_values=f),
+      time=flags.DEFINE_string("time", None, "#SBATCH --time, e.g. 04:00:00.", flag_values=f),
+      partition=flags.DEFINE_string("partition", None, "#SBATCH --partition.", flag_values=f),
+      job_name=flags.DEFINE_string("job_name", "estimator-dist", "#SBATCH --job-name.",
+                                   flag_values=f),
+      port_base=flags.DEFINE_integer("port_base", slurm_env.DEFAULT_PORT_BASE,
+                                     "First TensorFlow server port per node.", lower_bound=1,
+                                     upper_bound=65000, flag_values=f),
+      srun_mpi=flags.DEFINE_string("srun_mpi", "pmix", "horovod: srun --mpi plugin that "
+                                   "starts the ranks.", flag_values=f),
+      overcommit=flags.DEFINE_bool("overcommit", None, "#SBATCH --overcommit: let tasks "
+                                   "share CPUs. Default: added when the job has more tasks "
+                                   "than the partition's nodes have CPUs (read with sinfo).",
+                                   flag_values=f))
 
 
-def _overcommit_from_sinfo(job, values, err):
-  cpus = partition_cpus(values["partition"])
+def _overcommit_from_sinfo(job, options, err):
+  cpus = partition_cpus(options.partition)
   if cpus is None:
     err.write("estimator-dist slurm: sinfo cannot tell the nodes' CPUs here, so the script "
               "has no --overcommit; if the job's tasks are more than the CPUs of its nodes, "
               "pass --overcommit, or the job pends forever.\n")
     return False
-  return needs_overcommit(job, SlurmOptions(nodes=values["nodes"],
-                                            cpus_per_task=values["cpus_per_task"]), cpus)
-
-
-def _script(job_flags, holders, command):
-  values = {name: holder.value for name, holder in holders.items()}
-  job = job_flags.job(command)
-  if values["overcommit"] is None:
-    values["overcommit"] = _overcommit_from_sinfo(job, values, sys.stderr)
-  return sbatch_script(job, options=SlurmOptions(**values))
+  return needs_overcommit(job, options, cpus)
 
 
 def script_from_args(args):
   """The sbatch script for command-line `args` (flags, --, program), parsed in-process."""
   values = flags.FlagValues()
-  job_flags, holders = define_flags(values)
+  slurm_flags = define_flags(values)
   rest = values(["estimator-dist slurm", *args])
-  return _script(job_flags, holders, rest[1:])
+  return slurm_flags.script(rest[1:])
 
 
-def main(argv, job_flags, holders):
+def main(argv, slurm_flags):
   try:
-    sys.stdout.write(_script(job_flags, holders, argv[1:]))
+    sys.stdout.write(slurm_flags.script(argv[1:]))
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator-dist slurm: {e}\n")
     return 2
@@ -168,5 +186,5 @@ def main(argv, job_flags, holders):
 
 
 def run():
-  job_flags, holders = define_flags()
-  app.run(lambda argv: main(argv, job_flags, holders))
+  slurm_flags = define_flags()
+  app.run(lambda argv: main(argv, slurm_flags))

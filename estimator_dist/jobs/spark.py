@@ -1,7 +1,10 @@
 """Spark: train on a Spark cluster's executors, the TensorFlowOnSpark way.
 
-  from estimator_dist.jobs import spark
+  from estimator_dist.jobs import spark, spec
   results = spark.run(train_fn, num_workers=4, strategy="multi_worker")
+  # The same as values: the JobSpec every engine takes, and Spark's own options.
+  job = spec.JobSpec(strategy="multi_worker", num_workers=4, command=spark.FUNCTION_COMMAND)
+  results = spark.run_job(job, train_fn, options=spark.SparkOptions(spark_context=sc))
 
 For the tf.distribute strategies one barrier stage starts every task at once. Each
 task picks a free port on its executor, the tasks exchange their addresses with
@@ -11,17 +14,43 @@ through `horovod.spark.run`. `train_fn` calls `estimator_dist.train_and_evaluate
 the same strategy and a model_dir every executor can reach.
 """
 
+import dataclasses
+import functools
 import logging
 import os
 import sys
 import tempfile
+from typing import Any, Mapping, Optional
 
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import spec
 from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import env_vars
+
+# The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
+FUNCTION_COMMAND = ("<train_fn>",)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SparkOptions:
+  """How Spark runs a job's tasks.
+
+  spark_context: the SparkContext whose executors run them (default: the one
+    `SparkContext.getOrCreate()` gives).
+  horovod_controller: how `horovod.spark.run` connects the ranks: "gloo" or "mpi".
+  env: environment variables every task gets on top of its executor's.
+  """
+  spark_context: Optional[Any] = None
+  horovod_controller: str = "gloo"
+  env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+  def __post_init__(self):
+    errors.check_choice("horovod_controller", self.horovod_controller,
+                        horovodrun.CONTROLLERS[1:])
+    object.__setattr__(self, "env", dict(self.env or {}))
 
 
 def pyspark_modules():
@@ -35,44 +64,56 @@ def pyspark_modules():
 
 
 def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(),
-        kwargs=None, spark_context=None, horovod_controller="gloo", env=None):
+        kwargs=None, **options):
   """Runs `train_fn(*args, **kwargs)` as the tasks of `strategy` on Spark's executors.
 
-  Returns the tasks' return values: by rank for horovod, else in task order (chief
-  first, then evaluator, ps and workers). A failing task fails the Spark job, which
-  stops every other task.
+  The job's fields as keywords (see `spec.JobSpec`), and `options` as `SparkOptions`'
+  fields (spark_context, horovod_controller, env); see `run_job`.
   """
-  # The tasks run train_fn, not a command line.
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
-                     evaluator=evaluator, command=("<train_fn>",))
-  strategy, num_ps, num_tasks = job.strategy, job.num_ps, job.num_tasks
+                     evaluator=evaluator, command=FUNCTION_COMMAND)
+  return run_job(job, functools.partial(train_fn, *args, **(kwargs or {})),
+                 options=SparkOptions(**options))
+
+
+def run_job(job, train_fn, *, options=SparkOptions()):
+  """Runs `train_fn()` as the tasks of `job` (a `spec.JobSpec`) on Spark's executors.
+
+  Every task runs `train_fn` (give it arguments with functools.partial), not
+  `job.command`. Returns the tasks' return values: by rank for horovod, else in task
+  order (chief first, then evaluator, ps and workers). A failing task fails the Spark
+  job, which stops every other task.
+  """
+  strategy, num_workers, num_ps, num_tasks = (job.strategy, job.num_workers, job.num_ps,
+                                              job.num_tasks)
   pyspark, cloudpickle = pyspark_modules()
   logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
-  sc = spark_context or pyspark.SparkContext.getOrCreate()
-  if strategy == "horovod":
-    return _run_horovod(train_fn, num_workers, args, kwargs, horovod_controller, env)
+  sc = options.spark_context or pyspark.SparkContext.getOrCreate()
+  if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
+    return _run_horovod(train_fn, job, options)
   slots = sc.defaultParallelism
   if slots < num_tasks:
     raise errors.ConfigError(
         f"strategy {strategy!r} with {num_workers} worker(s), {num_ps} ps and "
-        f"{int(evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
+        f"{int(job.evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
         f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
         f"or more executors or cores).")
-  payload = cloudpickle.dumps((train_fn, tuple(args), dict(kwargs or {})))
-  extra = dict(env or {})
-  if strategy == "mirrored":
-    extra.setdefault(cluster_lib.NUM_DEVICES_ENV, str(num_workers))
+  payload = cloudpickle.dumps(train_fn)
+  extra = dict(options.env)
+  if job.traits.replicas_are_devices:
+    extra.setdefault(env_vars.NUM_DEVICES, str(num_workers))
 
   def task(_):
     context = pyspark.BarrierTaskContext.get()
     partition = context.partitionId()
     host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
-    addresses = context.allGather(f"{host}:{launcher.free_ports(1, host=host)[0]}")
+    addresses = context.allGather(f"{host}:{local_cluster.free_ports(1, host=host)[0]}")
     task_env = dict(extra)
     if num_tasks > 1:
-      spec, roles = cluster_lib.assign_roles(addresses, num_ps, evaluator, source="Spark")
+      cluster, roles = cluster_lib.assign_roles(addresses, num_ps, job.evaluator,
+                                                source="Spark")
       role, index = roles[partition]
-      task_env["TF_CONFIG"] = cluster_lib.tf_config(spec, role, index)
+      task_env["TF_CONFIG"] = cluster_lib.tf_config(cluster, role, index)
     else:
       role, index = "chief", 0
     yield partition, _run_in_new_process(payload, f"{role}:{index}", task_env)
@@ -109,7 +150,7 @@ def _failure(error):
 
 
 def _run_in_new_process(payload, name, extra_env):
-  """Runs the pickled (fn, args, kwargs) in a new Python process; returns its result.
+  """Runs the pickled function of no arguments in a new Python process; returns its result.
 
   A new process starts TensorFlow fresh (a strategy can be set up once per process), and
   it dies with the Spark task that started it.
@@ -135,20 +176,19 @@ def _run_in_new_process(payload, name, extra_env):
 
 
 def call_pickled(call_path, result_path):
-  """Runs the pickled (fn, args, kwargs) of `call_path`; pickles its result to `result_path`."""
+  """Runs the pickled function of `call_path`; pickles its result to `result_path`."""
   _, cloudpickle = pyspark_modules()
   with open(call_path, "rb") as f:
-    fn, args, kwargs = cloudpickle.load(f)
-  value = fn(*args, **kwargs)
+    fn = cloudpickle.load(f)
+  value = fn()
   with open(result_path, "wb") as f:
     cloudpickle.dump(value, f)
 
 
-def _run_horovod(train_fn, num_workers, args, kwargs, controller, env):
+def _run_horovod(train_fn, job, options):
   """Horovod's own Spark runner: one rank per Spark task, all-reduce over Gloo or MPI."""
-  errors.check_choice("horovod_controller", controller, horovodrun.CONTROLLERS[1:])
   import horovod.spark  # pylint: disable=g-import-not-at-top
-  return horovod.spark.run(train_fn, args=tuple(args), kwargs=dict(kwargs or {}),
-                           num_proc=num_workers, env={**os.environ, **(env or {})},
+  controller = options.horovod_controller
+  return horovod.spark.run(train_fn, num_proc=job.num_workers, env={**os.environ, **options.env},
                            use_gloo=controller == "gloo", use_mpi=controller == "mpi")
 

@@ -46,8 +46,10 @@ class JobSpec:
       evaluated = [t.name for t in traits_lib.TABLE.values() if t.takes_evaluator]
       raise errors.ConfigError(
           f"--evaluator applies to {' and '.join(evaluated)}, not {self.strategy}.")
-    if self.strategy == "local" and self.num_workers != 1:
-      raise errors.ConfigError("--strategy=local trains in one process; use --num_workers=1.")
+    if traits.one_process and not traits.replicas_are_devices and self.num_workers != 1:
+      # One process with one replica: there is nothing for more workers to be.
+      raise errors.ConfigError(
+          f"--strategy={self.strategy} trains in one process; use --num_workers=1.")
     if not self.command:
       raise errors.ConfigError(
           "give the program to run after --, e.g. -- python -m model_zoo.mnist_cnn")

@@ -19,10 +19,10 @@ differs between batch splits, and given enough steps one max-pool near-tie flips
 shows as a jump in one layer.
 """
 
+import dataclasses
 import importlib
 import os
 import random
-import re
 import shutil
 import sys
 import tempfile
@@ -38,39 +38,59 @@ from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
 from estimator_dist.task import checkpoints
 from estimator_dist.training import flags as task_flags
-from estimator_dist.training import run
-
-FLAGS = flags.FLAGS
-_RATE = re.compile(
-    r"learning rate (\S+) \(from [^)]*\) x (\S+) \((\w+) scaling, (\d+) replicas\) = (\S+)")
+from estimator_dist.training import rate_record
+from estimator_dist.training import run as training_run
 
 
-def define_flags():
-  task_flags.define_flags(strategy="horovod", batch_size=32, learning_rate=0.01,
-                          train_steps=10)
-  flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params).")
-  flags.DEFINE_integer("num_workers", 2, "Workers of the distributed run.", lower_bound=1)
-  flags.DEFINE_float("tolerance", 1e-5, "Largest relative weight difference that passes.")
-  flags.DEFINE_float("reference_learning_rate", None,
-                     "Learning rate of the one-worker run (default --learning_rate).")
-  flags.DEFINE_string("work_dir", None, "Where the two runs write (default: a new temp dir).")
-  flags.DEFINE_bool("train_only", False, "Internal: train --module as one task of a run.")
-  flags.mark_flag_as_required("module")
+@dataclasses.dataclass(frozen=True)
+class VerifyFlags:
+  """The flags of `estimator-dist verify`, as FlagHolders."""
+  training: task_flags.TrainingFlags
+  module: flags.FlagHolder
+  num_workers: flags.FlagHolder
+  tolerance: flags.FlagHolder
+  reference_learning_rate: flags.FlagHolder
+  work_dir: flags.FlagHolder
+  train_only: flags.FlagHolder
 
 
-def _train(_):
+def define_flags(flag_values=flags.FLAGS) -> VerifyFlags:
+  """Defines the flags of `estimator-dist verify` on `flag_values`."""
+  f = flag_values
+  defined = VerifyFlags(
+      training=task_flags.define_flags(f, strategy="horovod", batch_size=32,
+                                       learning_rate=0.01, train_steps=10),
+      module=flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params).",
+                                 flag_values=f),
+      num_workers=flags.DEFINE_integer("num_workers", 2, "Workers of the distributed run.",
+                                       lower_bound=1, flag_values=f),
+      tolerance=flags.DEFINE_float("tolerance", 1e-5, "Largest relative weight difference "
+                                   "that passes.", flag_values=f),
+      reference_learning_rate=flags.DEFINE_float(
+          "reference_learning_rate", None, "Learning rate of the one-worker run (default "
+          "--learning_rate).", flag_values=f),
+      work_dir=flags.DEFINE_string("work_dir", None, "Where the two runs write (default: a "
+                                   "new temp dir).", flag_values=f),
+      train_only=flags.DEFINE_bool("train_only", False, "Internal: train --module as one "
+                                   "task of a run.", flag_values=f))
+  flags.mark_flag_as_required("module", flag_values=f)
+  return defined
+
+
+def _train(verify_flags):
   """One task of a verification run: train the module deterministically."""
   tf.config.experimental.enable_op_determinism()
   # Keras seeds unseeded initializers from Python's random: one seed, one reference.
-  random.seed(FLAGS.random_seed)
-  np.random.seed(FLAGS.random_seed)
-  options = task_flags.options_from_flags()
+  seed = verify_flags.training.random_seed.value
+  random.seed(seed)
+  np.random.seed(seed)
+  options = verify_flags.training.options()
   # A collective strategy must exist before a Keras model or canned Estimator is built.
   factory.create_strategy(options.strategy, **options.strategy_options).start()
-  module = importlib.import_module(FLAGS.module)
+  module = importlib.import_module(verify_flags.module.value)
   params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
-  training.train_and_evaluate(_model(module), module.input_fn, None, params=params,
-                              options=options)
+  training_run.train_and_evaluate(_model(module), module.input_fn, None, params=params,
+                                  options=options)
 
 
 def _model(module):
@@ -78,19 +98,20 @@ def _model(module):
   if hasattr(module, "model_fn"):
     return module.model_fn
   if not hasattr(module, "estimator"):
-    raise errors.ConfigError(f"--module={FLAGS.module} defines neither model_fn nor "
+    raise errors.ConfigError(f"--module={module.__name__} defines neither model_fn nor "
                              f"estimator; define one of them.")
   model = module.estimator
   return model if isinstance(model, tf.compat.v1.estimator.Estimator) else model()
 
 
-def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, model_dir,
-         extra=()):
+def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, lr_scaling,
+         model_dir, extra=()):
+  training = verify_flags.training
   command = [sys.executable, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
-             f"--module={FLAGS.module}", f"--model_dir={model_dir}",
-             f"--train_steps={FLAGS.train_steps}", f"--batch_size={batch_size}",
+             f"--module={verify_flags.module.value}", f"--model_dir={model_dir}",
+             f"--train_steps={training.train_steps.value}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
-             f"--random_seed={FLAGS.random_seed}"]
+             f"--random_seed={training.random_seed.value}"]
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
     job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
@@ -100,8 +121,10 @@ def _run(name, strategy, num_workers, batch_size, learning_rate, lr_scaling, mod
   if code:
     sys.stderr.write(output[-4000:])
     raise SystemExit(f"verify: the {name} run failed with code {code}; its log is {log}")
-  rates = _RATE.findall(output)
-  return f"{float(rates[0][4]):g}" if rates else "the model's own"
+  # The chief's record of the rate the decorator scaled; a model whose optimizer keeps its
+  # own rate (a canned or Keras Estimator, unscaled) leaves none.
+  record = rate_record.read(model_dir)
+  return f"{record.scaled:g}" if record and record.scaled is not None else "the model's own"
 
 
 def start_from(source_dir, model_dir):
@@ -141,30 +164,36 @@ def compare(reference_dir, candidate_dir):
   return rows
 
 
-def main(_):
-  if FLAGS.train_only:
-    return _train(None)
+def main(argv, verify_flags):
+  del argv  # The module to verify is a flag.
+  if verify_flags.train_only.value:
+    return _train(verify_flags)
   # oneDNN picks kernels by batch size, which changes rounding between batch splits.
   os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
-  strategy = traits.of(FLAGS.strategy).name
-  n, batch, global_batch = FLAGS.num_workers, FLAGS.batch_size, FLAGS.global_batch_size
+  training = verify_flags.training
+  strategy, strategy_options = training.strategy_and_options()
+  n, batch = verify_flags.num_workers.value, training.batch_size.value
+  global_batch = strategy_options.get("global_batch_size")  # Only a strategy's with it.
   replicas = n if traits.of(strategy).synchronous else 1
   # With --global_batch_size, each worker accumulates micro-batches of --batch_size.
   reference_batch = global_batch or batch * replicas
   extra = [f"--global_batch_size={global_batch}"] if global_batch else []
-  work = FLAGS.work_dir or tempfile.mkdtemp(prefix="estimator_dist_verify_")
+  work = verify_flags.work_dir.value or tempfile.mkdtemp(prefix="estimator_dist_verify_")
   os.makedirs(work, exist_ok=True)
   single_dir, dist_dir = os.path.join(work, "single"), os.path.join(work, "distributed")
-  reference_rate = FLAGS.reference_learning_rate or FLAGS.learning_rate
-  single_rate = _run("single", "local", 1, reference_batch, reference_rate, "none", single_dir)
+  learning_rate, tolerance = training.learning_rate.value, verify_flags.tolerance.value
+  reference_rate = verify_flags.reference_learning_rate.value or learning_rate
+  single_rate = _run(verify_flags, "single", "local", 1, reference_batch, reference_rate,
+                     "none", single_dir)
   start_from(single_dir, dist_dir)
-  dist_rate = _run("distributed", strategy, n, batch, FLAGS.learning_rate,
-                   FLAGS.lr_scaling or "none", dist_dir, extra)
+  dist_rate = _run(verify_flags, "distributed", strategy, n, batch, learning_rate,
+                   training.lr_scaling.value or "none", dist_dir, extra)
   rows = compare(single_dir, dist_dir)
   worst = max((r[3] for r in rows), default=np.inf)
-  passed = worst <= FLAGS.tolerance
-  print(f"estimator_dist verify: {FLAGS.module}, {FLAGS.train_steps} steps at global batch "
-        f"{reference_batch}, {strategy} on {n} worker(s) against one worker")
+  passed = worst <= tolerance
+  print(f"estimator_dist verify: {verify_flags.module.value}, {training.train_steps.value} "
+        f"steps at global batch {reference_batch}, {strategy} on {n} worker(s) against one "
+        f"worker")
   print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")
   print(f"  {'single worker':22s} {1:7d} {reference_batch:12d} {single_rate:>14s}")
   print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:>14s}")
@@ -172,8 +201,8 @@ def main(_):
   for name, diff, scale, rel in rows:
     print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")
   print(f"max relative difference {worst:.3g} {'<=' if passed else '>'} tolerance "
-        f"{FLAGS.tolerance:g}: {'PASS' if passed else 'FAIL'}", flush=True)
-  if passed and not FLAGS.work_dir:  # A temporary directory of ours; kept to inspect a FAIL.
+        f"{tolerance:g}: {'PASS' if passed else 'FAIL'}", flush=True)
+  if passed and not verify_flags.work_dir.value:  # A temporary directory of ours; kept to inspect a FAIL.
     shutil.rmtree(work, ignore_errors=True)
   elif not passed:
     print(f"the two runs and their logs are in {work}", flush=True)
@@ -181,8 +210,9 @@ def main(_):
 
 
 def run():
-  define_flags()
-  task_flags.run_program(main, start_strategy=False)  # It starts its own runs.
+  verify_flags = define_flags()
+  task_flags.run_program(lambda argv: main(argv, verify_flags), flag_values=flags.FLAGS,
+                         start_strategy=False)  # It starts its own runs.
 
 
 if __name__ == "__main__":

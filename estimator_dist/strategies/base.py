@@ -12,6 +12,7 @@ An adapter's life has two steps:
 import contextlib
 import dataclasses
 import os
+from typing import Optional, Tuple
 
 import tensorflow as tf
 
@@ -29,16 +30,40 @@ from estimator_dist.task import watchdog
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Options:
-  """Options every adapter takes.
+class OptionFlag:
+  """The program flag that sets an option; `training.flags` defines the flags from these,
+  so an option, its flag and its help are declared once, beside the option.
 
-  intra_op_threads, inter_op_threads: TensorFlow's thread pools (0: TF's default).
-  cpu_affinity: "auto" pins each training process that shares a host to its own share
-    of the CPUs; "none" leaves placement to the OS.
+  name: the flag's name; kind: absl's DEFINE_<kind> (integer, float, enum, string).
+  help: what it does; a strategy's own option's help gets "<strategy>: " in front.
+  values: an enum's values; lower_bound: an integer's least value.
   """
-  intra_op_threads: int = 0
-  inter_op_threads: int = 0
-  cpu_affinity: str = "auto"
+  name: str
+  kind: str
+  help: str
+  values: Tuple[str, ...] = ()
+  lower_bound: Optional[int] = None
+
+
+FLAG = "flag"  # The key of an option field's metadata that holds its OptionFlag.
+
+
+def option(default, **flag):
+  """A dataclass field with `default`, set by the program flag `OptionFlag(**flag)`."""
+  return dataclasses.field(default=default, metadata={FLAG: OptionFlag(**flag)})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+  """Options every adapter takes; each field's flag says what it does."""
+  intra_op_threads: int = option(0, name="intra_op_threads", kind="integer", lower_bound=0,
+                                 help="TensorFlow intra-op threads (0: TF default).")
+  inter_op_threads: int = option(0, name="inter_op_threads", kind="integer", lower_bound=0,
+                                 help="TensorFlow inter-op threads (0: TF default).")
+  cpu_affinity: str = option(
+      "auto", name="cpu_affinity", kind="enum", values=placement.CPU_AFFINITIES,
+      help="auto: pin each training process that shares a host with others to its own "
+      "share of the CPUs; none: leave placement to the OS.")
 
   def __post_init__(self):
     for name in ("intra_op_threads", "inter_op_threads"):
@@ -101,6 +126,8 @@ class StrategyAdapter:
     with own_port.named(self.task):
       self.start_backend()
     self.started = True
+    if from_environment:
+      context.started_in_process(self)  # With TF_CONFIG as published above.
     return self
 
   def task_from_environment(self):

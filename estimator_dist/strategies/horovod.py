@@ -56,20 +56,22 @@ def _import_horovod():
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HorovodOptions(base.Options):
-  """compression: "none" or "fp16" for the gradients sent.
-  reduction: "average", "sum" or "adasum".
-  backward_passes_per_step: micro-batches accumulated per all-reduce (Horovod's own).
-  gradient_predivide_factor: divide gradients by this before the sum, the rest after.
-  global_batch_size: examples per update whatever the number of ranks; each rank
-    accumulates micro-batches of batch_size (see estimator_dist.strategies.accumulation).
-  batch_size: the micro-batch, needed with global_batch_size.
-  """
-  compression: str = "none"
-  reduction: str = "average"
-  backward_passes_per_step: int = 1
-  gradient_predivide_factor: float = 1.0
-  global_batch_size: Optional[int] = None
-  batch_size: Optional[int] = None
+  """Horovod's options, each told by its flag's help (and strategies.accumulation)."""
+  compression: str = base.option("none", name="hvd_compression", kind="enum",
+                                 values=COMPRESSIONS, help="gradient compression.")
+  reduction: str = base.option("average", name="hvd_reduction", kind="enum",
+                               values=REDUCTIONS, help="how gradients are combined.")
+  backward_passes_per_step: int = base.option(
+      1, name="backward_passes_per_step", kind="integer", lower_bound=1,
+      help="micro-batches accumulated per all-reduce.")
+  gradient_predivide_factor: float = base.option(
+      1.0, name="gradient_predivide_factor", kind="float",
+      help="divide gradients by this before the sum, the rest after.")
+  global_batch_size: Optional[int] = base.option(
+      None, name="global_batch_size", kind="integer", lower_bound=1,
+      help="examples per update, whatever the number of ranks; each rank accumulates "
+      "micro-batches of --batch_size.")
+  batch_size: Optional[int] = None  # global_batch_size's micro-batch (from --batch_size).
 
   def __post_init__(self):
     super().__post_init__()

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist.strategies import base
-from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import env_vars
 
 
 def _cpu_devices(count):
@@ -27,7 +27,8 @@ def _cpu_devices(count):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MirroredOptions(base.Options):
   """num_devices: replicas on this machine (default: the GPUs, or the launcher's count)."""
-  num_devices: Optional[int] = None
+  num_devices: Optional[int] = base.option(None, name="num_devices", kind="integer",
+                                           lower_bound=1, help="replicas on this machine.")
 
   def __post_init__(self):
     super().__post_init__()
@@ -42,8 +43,8 @@ class MirroredAdapter(base.StrategyAdapter):
   def start_backend(self):
     num_devices = self.options.num_devices
     if num_devices is None:
-      num_devices = int(os.environ.get(cluster_lib.NUM_DEVICES_ENV, "0")) or None
-      errors.check_positive(cluster_lib.NUM_DEVICES_ENV, num_devices, allow_none=True)
+      num_devices = int(os.environ.get(env_vars.NUM_DEVICES, "0")) or None
+      errors.check_positive(env_vars.NUM_DEVICES, num_devices, allow_none=True)
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
       if num_devices and num_devices > len(gpus):

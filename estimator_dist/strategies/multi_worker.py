@@ -21,8 +21,12 @@ class MultiWorkerOptions(base.Options):
   """communication: the collective implementation (auto, ring, nccl).
   collective_timeout_secs: seconds before a collective op fails (None: never).
   """
-  communication: str = "auto"
-  collective_timeout_secs: Optional[float] = None
+  communication: str = base.option("auto", name="communication", kind="enum",
+                                   values=tuple(COMMUNICATIONS),
+                                   help="collective implementation.")
+  collective_timeout_secs: Optional[float] = base.option(
+      None, name="collective_timeout_secs", kind="float",
+      help="seconds before a collective op fails.")
 
   def __post_init__(self):
     super().__post_init__()

@@ -58,7 +58,10 @@ class ParameterServerOptions(base.Options):
     JSON: {"worker": [...], "ps": [...]}); TF_CONFIG must then be unset.
   """
   ps_done_timeout_secs: Optional[float] = None
-  remote_cluster: Optional[object] = None
+  remote_cluster: Optional[object] = base.option(
+      None, name="remote_cluster", kind="string",
+      help="train as a standalone client of standard TensorFlow servers, given as JSON: "
+      "'{\"worker\": [...], \"ps\": [...]}'.")
 
   def __post_init__(self):
     super().__post_init__()

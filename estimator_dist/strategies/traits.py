@@ -1,4 +1,5 @@
-"""What each strategy is, in one table: the adapters and the job checks both read it.
+"""What each strategy is, in one table: the factory, the adapters, the job checks and
+every engine (launcher, SLURM, Kubernetes, Spark) read it instead of comparing names.
 
 No TensorFlow here: the launcher and the engines check a job without starting TF.
 """
@@ -9,20 +10,29 @@ from typing import Tuple
 from estimator_dist import errors
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Traits:
-  """Facts about one strategy.
+  """Facts about one strategy, the ones both the adapters and the engines branch on.
 
-  roles: the task types its cluster may have; () for a strategy that runs in one
-    process (or, for horovod, takes its ranks from horovodrun, not from TF_CONFIG).
+  adapter: (module, class) of its adapter; the factory imports the module only when the
+    strategy is used, so Horovod is imported only for horovod.
+  roles: the task types its cluster may have; () for a strategy whose tasks do not come
+    from TF_CONFIG (one process, or ranks started by horovodrun).
   needs_ps: it needs at least one ps task.
-  one_process: the whole job is one process (replicas are devices of it).
+  one_process: the whole job is one process.
+  replicas_are_devices: its replicas are devices of its one process, so an engine passes
+    the job's replica count to that process (env_vars.NUM_DEVICES).
+  ranks_from_horovodrun: its processes are ranks that horovodrun or mpirun (srun's MPI,
+    an MPIJob, horovod.spark) starts and numbers, not tasks of a TF_CONFIG cluster.
   synchronous: replicas' gradients make one update (so the learning rate is scaled).
   """
   name: str
+  adapter: Tuple[str, str]
   roles: Tuple[str, ...] = ()
   needs_ps: bool = False
   one_process: bool = False
+  replicas_are_devices: bool = False
+  ranks_from_horovodrun: bool = False
   synchronous: bool = True
 
   @property
@@ -34,14 +44,19 @@ class Traits:
     return "evaluator" in self.roles
 
 
-TABLE = {
-    "local": Traits("local", one_process=True),
-    "mirrored": Traits("mirrored", one_process=True),
-    "multi_worker": Traits("multi_worker", roles=("chief", "worker", "evaluator")),
-    "parameter_server": Traits("parameter_server", roles=("chief", "worker", "ps", "evaluator"),
-                               needs_ps=True, synchronous=False),
-    "horovod": Traits("horovod"),
-}
+_MODULE = "estimator_dist.strategies."
+TABLE = {t.name: t for t in (
+    Traits(name="local", adapter=(_MODULE + "local", "LocalAdapter"), one_process=True),
+    Traits(name="mirrored", adapter=(_MODULE + "mirrored", "MirroredAdapter"),
+           one_process=True, replicas_are_devices=True),
+    Traits(name="multi_worker", adapter=(_MODULE + "multi_worker", "MultiWorkerAdapter"),
+           roles=("chief", "worker", "evaluator")),
+    Traits(name="parameter_server",
+           adapter=(_MODULE + "parameter_server", "ParameterServerAdapter"),
+           roles=("chief", "worker", "ps", "evaluator"), needs_ps=True, synchronous=False),
+    Traits(name="horovod", adapter=(_MODULE + "horovod", "HorovodAdapter"),
+           ranks_from_horovodrun=True),
+)}
 ALIASES = {"collective_all_reduce": "multi_worker"}
 STRATEGIES = tuple(TABLE)
 NAMES = STRATEGIES + tuple(ALIASES)

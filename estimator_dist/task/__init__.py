@@ -1,9 +1,12 @@
-"""What runs inside a training task, in the order of the data path:
+"""Inside a training task, below the strategies: the cluster view and the task's services.
 
-flags (`flags`) -> options (`options.TrainOptions`) -> cluster view (`environment`,
-`cluster`, `slurm_env`) -> strategy adapter (`estimator_dist.strategies`) -> decorated
-model_fn (`decorator`) and sharded input (`inputs`) -> Estimator (`training`; the
-evaluator task: `evaluator`), watched by `guards`, `heartbeat` and `watchdog`, on
-checkpoints `checkpoints` vouches for, in a model_dir `model_dir_lock` keeps to one job;
-placed by `placement`, summarised by `summary`.
+The cluster view: `environment` picks the source (TF_CONFIG, Horovod, SLURM), read by
+`cluster` and `slurm_env`. The services: `placement` pins CPUs, `own_address` and
+`bind_address` keep servers on the task's own address, `own_port` names a taken port,
+`heartbeat` and `watchdog` notice a stuck task, `inputs` (`array_inputs`) shards the
+input, `checkpoints` vouches for checkpoints in a model_dir `model_dir_lock` keeps to
+one job, `evaluation` and `evaluator` evaluate and export, `early_stopping` (with
+`stop_files`) stops every task at one step, `summary` is the job's summary line, and
+`env_vars` names the variables a task and the engines agree on. No module here imports
+from `strategies/` or above (tests/imports_test.py).
 """

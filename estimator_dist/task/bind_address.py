@@ -3,9 +3,10 @@
 TensorFlow 2.15's gRPC server listens on every interface whatever host its TF_CONFIG
 names, and so do horovodrun's services and MPI's daemons. A small library
 (native/bind_address.c, built once with the C compiler), preloaded into a process, turns
-its binds to every interface into binds to `BIND_ENV`'s address. The launcher preloads it
-into every process of a local job (127.0.0.1); a task started by hand, by srun or by
-Spark preloads it itself with the address its cluster names (`task.own_address`). Tests
+its binds to every interface into binds to the address in `env_vars.BIND_ADDRESS` (0.0.0.0
+leaves them alone). The launcher preloads it into every process of a local job
+(127.0.0.1); a task started by hand, by srun or by Spark preloads it itself with the
+address its cluster names (`task.own_address`). Tests
 check every listening socket of each kind of job, on loopback and across test hosts.
 """
 
@@ -18,16 +19,14 @@ import tempfile
 
 from absl import logging
 
+from estimator_dist.task import env_vars
+
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native",
                        "bind_address.c")
-CACHE_ENV = "ESTIMATOR_DIST_CACHE"
-# The address binds to every interface go to; 0.0.0.0 leaves them alone. Set, it also
-# tells a task that its binds are decided.
-BIND_ENV = "ESTIMATOR_DIST_BIND_ADDRESS"
 
 
 def _cache_dir():
-  return os.environ.get(CACHE_ENV) or os.path.join(
+  return os.environ.get(env_vars.CACHE) or os.path.join(
       os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "estimator_dist")
 
 
@@ -52,8 +51,8 @@ def library():
     except subprocess.CalledProcessError as e:
       why_not = f"{compiler} could not build {_SOURCE}: {e.stderr.strip()[-500:]}"
     except OSError as e:
-      why_not = (f"it cannot be written to {os.path.dirname(path)} ({e}); set {CACHE_ENV} "
-                 "to a writable directory")
+      why_not = (f"it cannot be written to {os.path.dirname(path)} ({e}); set "
+                 f"{env_vars.CACHE} to a writable directory")
   logging.warning("estimator_dist: the library that keeps this job's servers on its own "
                   "address cannot be built, so they listen on every interface (TensorFlow "
                   "binds them so): %s.", why_not)
@@ -67,7 +66,7 @@ def bound_env(env, address):
   if path is None:
     return None
   preloaded = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p != path]
-  return {**env, "LD_PRELOAD": ":".join([path] + preloaded), BIND_ENV: address}
+  return {**env, "LD_PRELOAD": ":".join([path] + preloaded), env_vars.BIND_ADDRESS: address}
 
 
 def local_only_env(env):

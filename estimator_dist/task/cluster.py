@@ -20,8 +20,6 @@ TF_CONFIG_KEYS = ("cluster", "task", "environment", "rpc_layer", "session_master
                   "eval_session_master")
 TASK_KEYS = ("type", "index", "trial")
 TRAINING_ROLES = ("chief", "worker")
-# Set by the launcher for `mirrored`: how many replicas a CPU-only machine splits into.
-NUM_DEVICES_ENV = "ESTIMATOR_DIST_NUM_DEVICES"
 TF_CONFIG_EXAMPLE = ('{"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222"]}, '
                      '"task": {"type": "worker", "index": 0}}')
 # (rank, size, local rank, local size) as each launcher of Horovod ranks names them.

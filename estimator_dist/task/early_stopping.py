@@ -10,7 +10,8 @@ adapter's `stop_requested` op at the same step (an all-reduce of the chief's req
 for the synchronous strategies, a variable on a ps for parameter_server) and stop
 together when it says so. The chief then leaves a marker, which ends the evaluator task.
 A sweep stops a trial it prunes the same way: it leaves a stop request in the model_dir,
-which the chief of a job told to watch for one (REQUESTS_ENV) takes as its reason.
+which the chief of a job told to watch for one (`env_vars.WATCH_STOP_REQUESTS`) takes as
+its reason.
 """
 
 import dataclasses
@@ -23,11 +24,11 @@ from absl import logging
 from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
 from estimator_dist import errors
+from estimator_dist.task import env_vars
+from estimator_dist.task import stop_files
 
 MODES = ("min", "max")
-STOPPED_MARKER = "estimator_dist_stopped_early"
-STOP_REQUEST = "estimator_dist_stop_request"  # Its text: why.
-REQUESTS_ENV = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
+STOPPED_MARKER, STOP_REQUEST = stop_files.STOPPED_MARKER, stop_files.STOP_REQUEST
 _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
                   tf_early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
                   tf_early_stopping._MultiWorkerEarlyStoppingHook)  # pylint: disable=protected-access
@@ -138,8 +139,8 @@ def decision(options, conditions, eval_dir):
 def requested_stop(model_dir):
   """A condition that holds once a stop request is left in model_dir (by a sweep whose
   pruner stops this trial); its text says why. None unless the job was told to watch
-  for one (REQUESTS_ENV)."""
-  if not os.environ.get(REQUESTS_ENV):
+  for one (env_vars.WATCH_STOP_REQUESTS)."""
+  if not os.environ.get(env_vars.WATCH_STOP_REQUESTS):
     return None
   path = os.path.join(model_dir, STOP_REQUEST)
 

@@ -1,6 +1,6 @@
 """Heartbeats: a training task that stops making progress is noticed, not waited for.
 
-When the launcher sets ESTIMATOR_DIST_HEARTBEAT_DIR, every training task touches a file
+When the launcher sets `env_vars.HEARTBEAT_DIR`, every training task touches a file
 named after itself there about once a second from the moment it starts (the watchdog
 thread until the first step, then `training.hooks.HeartbeatHook` once per step), and marks it
 ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
@@ -11,13 +11,14 @@ The training side is `watchdog` and `training.hooks.HeartbeatHook`.
 import os
 import time
 
-HEARTBEAT_ENV = "ESTIMATOR_DIST_HEARTBEAT_DIR"
+from estimator_dist.task import env_vars
+
 _ENDED = ".ended"
 
 
 def path_of(task, env):
   """The heartbeat file of a training `task`; None when the launcher asked for none."""
-  directory = env.get(HEARTBEAT_ENV)
+  directory = env.get(env_vars.HEARTBEAT_DIR)
   if not directory or not task.is_training:
     return None
   return os.path.join(directory, f"{task.role}:{task.index}")

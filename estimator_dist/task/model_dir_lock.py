@@ -2,8 +2,8 @@
 
 Two jobs writing one model_dir overwrite each other's checkpoints and both report
 success. The launcher holds the lock for its whole job (its tasks are told so through
-HELD_ENV); a chief started some other way takes it itself. A lock whose holder is no
-longer running on this host is taken over, with a message.
+`env_vars.MODEL_DIR_LOCK`); a chief started some other way takes it itself. A lock whose
+holder is no longer running on this host is taken over, with a message.
 """
 
 import contextlib
@@ -13,10 +13,10 @@ import socket
 import time
 
 from estimator_dist import errors
+from estimator_dist.task import env_vars
 from estimator_dist.task import watchdog
 
 LOCK_NAME = ".estimator_dist.lock"
-HELD_ENV = "ESTIMATOR_DIST_MODEL_DIR_LOCK"  # The model_dir whose lock the launcher holds.
 
 
 def _holder_running(holder):
@@ -79,4 +79,4 @@ def held(model_dir, log):
 def held_by_launcher(model_dir, env=None):
   """Whether the launcher that started this task holds the lock of `model_dir`."""
   env = os.environ if env is None else env
-  return bool(model_dir) and env.get(HELD_ENV) == model_dir
+  return bool(model_dir) and env.get(env_vars.MODEL_DIR_LOCK) == model_dir

@@ -4,7 +4,9 @@ TensorFlow 2.15 binds its gRPC server to 0.0.0.0 whatever TF_CONFIG says, so a t
 started by hand, by srun or by Spark would take connections on every network its host
 has. Before it serves, such a task starts its program again (the same process, `execve`)
 with the preload library of `bind_address` told its own address. The launcher's tasks
-have it already; `ESTIMATOR_DIST_BIND_ADDRESS=0.0.0.0` keeps TensorFlow's binds.
+have it already; `env_vars.BIND_ADDRESS` set to 0.0.0.0 keeps TensorFlow's binds, and
+`env_vars.NO_RESTART` set to 1 keeps this process from starting itself again (the test
+suite's own process sets it).
 """
 
 import multiprocessing
@@ -15,6 +17,7 @@ import sys
 from absl import logging
 
 from estimator_dist.task import bind_address
+from estimator_dist.task import env_vars
 from estimator_dist.task import own_port
 
 
@@ -65,8 +68,8 @@ def _restartable():
     return "it was read from stdin"
   if hasattr(sys, "ps1") or sys.flags.interactive or "ipykernel" in sys.modules:
     return "it is an interactive session"
-  if "pytest" in sys.modules:
-    return "it runs under pytest"
+  if os.environ.get(env_vars.NO_RESTART) == "1":
+    return f"{env_vars.NO_RESTART}=1 keeps it from starting itself again"
   if multiprocessing.parent_process() is not None:
     return "it is a multiprocessing child"
   return None
@@ -75,7 +78,7 @@ def _restartable():
 def bind(task):
   """Restarts this program with its binds going to the task's own address; returns only
   where that is already so, not needed, or not possible (then says why)."""
-  if bind_address.BIND_ENV in os.environ or not own_port.listens(task):
+  if env_vars.BIND_ADDRESS in os.environ or not own_port.listens(task):
     return
   name = f"{task.role}:{task.index}"
   address, why_not = own_address(task)
@@ -86,7 +89,7 @@ def bind(task):
       logging.warning("estimator_dist: %s listens on every interface (TensorFlow binds it "
                       "so): %s. Name this host's own address in the cluster, or set %s=0.0.0.0 "
                       "to keep every interface and silence this.", name, why_not,
-                      bind_address.BIND_ENV)
+                      env_vars.BIND_ADDRESS)
     return
   logging.info("estimator_dist: %s starts its program again, its servers bound to %s (%s), "
                "not to every interface; what ran before this runs again.", name, address,

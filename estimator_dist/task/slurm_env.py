@@ -11,11 +11,8 @@ such a step is `estimator_dist.jobs.slurm`'s.
 import re
 
 from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import env_vars
 
-# Set by the sbatch script (or the user) for every task of the step.
-NUM_PS_ENV = "ESTIMATOR_DIST_NUM_PS"
-EVALUATOR_ENV = "ESTIMATOR_DIST_EVALUATOR"
-PORT_BASE_ENV = "ESTIMATOR_DIST_PORT_BASE"
 DEFAULT_PORT_BASE = 8888  # SlurmClusterResolver's
 _RANGE = re.compile(r"\[([^\]]*)\]")
 
@@ -112,10 +109,10 @@ def task_from_environment(env):
   if not 0 <= rank < num_tasks:
     raise cluster_lib.ClusterConfigError(
         f"SLURM_PROCID is {rank}: the step has {num_tasks} tasks, so it must be 0..{num_tasks - 1}.")
-  port_base = _integer(env, PORT_BASE_ENV, DEFAULT_PORT_BASE)
+  port_base = _integer(env, env_vars.PORT_BASE, DEFAULT_PORT_BASE)
   addresses = [f"{host}:{port_base + offset}"
                for host, count in sorted(zip(hosts, counts)) for offset in range(count)]
   cluster, roles = cluster_lib.assign_roles(
-      addresses, _integer(env, NUM_PS_ENV, 0), env.get(EVALUATOR_ENV, "0") == "1",
+      addresses, _integer(env, env_vars.NUM_PS, 0), env.get(env_vars.EVALUATOR, "0") == "1",
       source="the SLURM step")
   return cluster_lib.task_in(cluster, *roles[rank], source="SLURM")

@@ -6,7 +6,7 @@ task's phases from a pipe (and ends when the task does), and kills the task with
 SIGKILL, after printing why, when:
 
 - **startup**: a training task has not reached its first step within the startup
-  timeout (`ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS`, default 120 s; the launcher's
+  timeout (`env_vars.STARTUP_TIMEOUT_SECS`, default 120 s; the launcher's
   --startup_timeout_secs sets it). The message names the phase (started; cluster
   reached, once every peer's port answers, which the companion probes every second;
   session created) and the peers that do not answer. This holds for a program started by hand
@@ -25,10 +25,9 @@ import sys
 import threading
 
 from estimator_dist import errors
+from estimator_dist.task import env_vars
 from estimator_dist.task import heartbeat
 
-STARTUP_TIMEOUT_ENV = "ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS"
-LAUNCHER_ENV = "ESTIMATOR_DIST_LAUNCHER"  # "pid:start time" of the launcher.
 DEFAULT_STARTUP_TIMEOUT_SECS = 120
 PHASES = ("started", "cluster reached", "session created", "training", "ended")
 _lock = threading.Lock()
@@ -124,21 +123,21 @@ def start(task, env=None):
   """
   global _companion
   env = os.environ if env is None else env
-  if not (task.cluster or task.size > 1 or env.get(LAUNCHER_ENV)):
+  if not (task.cluster or task.size > 1 or env.get(env_vars.LAUNCHER)):
     return
-  timeout = env.get(STARTUP_TIMEOUT_ENV, str(DEFAULT_STARTUP_TIMEOUT_SECS))
+  timeout = env.get(env_vars.STARTUP_TIMEOUT_SECS, str(DEFAULT_STARTUP_TIMEOUT_SECS))
   try:
     timeout = float(timeout)
   except ValueError:
-    raise errors.ConfigError(f"{STARTUP_TIMEOUT_ENV} is {timeout!r}: it must be a number "
-                             f"of seconds.") from None
+    raise errors.ConfigError(f"{env_vars.STARTUP_TIMEOUT_SECS} is {timeout!r}: it must be "
+                             f"a number of seconds.") from None
   with _lock:
     if _companion is not None:
       return
     training = task.is_training
     _companion = subprocess.Popen(
         [sys.executable, "-S", "-c", _COMPANION, f"{task.role}:{task.index}",
-         str(timeout if training else 0), env.get(LAUNCHER_ENV, ""),
+         str(timeout if training else 0), env.get(env_vars.LAUNCHER, ""),
          heartbeat.path_of(task, env) or "", json.dumps(_peers(task))],
         stdin=subprocess.PIPE, text=True, close_fds=True)
 

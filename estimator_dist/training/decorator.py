@@ -6,7 +6,8 @@ adapter (`strategies.context`) how many synchronous replicas make one update, sc
 `params[lr_param]` (or, when the model_fn does not read it, the rate of the optimizer it
 builds: `learning_rate`) by the chosen rule with linear warmup from the base rate (Goyal
 et al., 2017), lets the adapter all-reduce gradients while the TRAIN graph is built, and
-adds the adapter's training hooks. Outside an adapter it is one local process.
+adds the adapter's training hooks. Outside an adapter it is one local process. The rate it
+scales is logged, and the chief records it in the model_dir (`rate_record`).
 """
 
 import contextlib
@@ -22,11 +23,13 @@ from estimator_dist import errors
 from estimator_dist.strategies import context
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import learning_rate
+from estimator_dist.training import rate_record
 
 LR_SCALINGS = ("linear", "sqrt", "none")
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 _DECORATION_ATTR = "_estimator_dist_decoration"
 _logged = set()
+_recorded = set()  # (adapter, model_dir): the first rate of a training is its record.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +139,7 @@ def _decorate(model_fn, options):
 
   def distributed_model_fn(features, labels, mode, params, config):
     adapter = context.current_adapter() or _LOCAL_PROCESS
-    params, in_optimizer = _scaled_params(dict(params or {}), adapter, mode)
+    params, in_optimizer = _scaled_params(dict(params or {}), adapter, mode, config)
     values = {"features": features, "labels": labels, "mode": mode, "params": params,
               "config": config}
     call = functools.partial(model_fn, **{k: v for k, v in values.items() if k in args})
@@ -155,13 +158,14 @@ def _decorate(model_fn, options):
       spec = spec._replace(training_hooks=tuple(spec.training_hooks) + tuple(hooks))
     return spec
 
-  def _scaled_params(params, adapter, mode):
+  def _scaled_params(params, adapter, mode, config):
     """(params with the rate scaled, or a Scaling for the rate of the model_fn's optimizer)."""
     scaling = options.lr_scaling or adapter.default_lr_scaling
     factor = scale_factor(scaling, adapter.num_replicas)
+    record_dir = getattr(config, "model_dir", None) if _is_chief(adapter) else None
     rate_at = functools.partial(_rate_at, warmup_steps=warmup_steps if factor != 1.0 else 0,
                                 log=functools.partial(_log_once, adapter, factor, scaling,
-                                                      warmup_steps))
+                                                      warmup_steps, record_dir))
     if "params" not in args or lr_param not in params:
       in_optimizer = factor != 1.0 and mode == tf.estimator.ModeKeys.TRAIN
       return params, learning_rate.Scaling(factor, rate_at) if in_optimizer else None
@@ -202,15 +206,30 @@ def _rate_at(step, base_rate, scaled_rate, *, warmup_steps, log, where, shown=No
   return learning_rate_at(step, base_rate, scaled_rate, warmup_steps)
 
 
-def _log_once(adapter, factor, scaling, warmup_steps, base_rate, where):
+def _is_chief(adapter):
+  """Whether this process writes the job's records (one local process does)."""
+  task = getattr(adapter, "task", None)
+  return task is None or task.is_chief
+
+
+def _log_once(adapter, factor, scaling, warmup_steps, record_dir, base_rate, where):
+  """Logs the rate once per place it was found; `record_dir` (the chief's model_dir, else
+  None) gets the first one as its record."""
   key = (id(adapter), where, factor)
   if key in _logged:
     return
   _logged.add(key)
   number = isinstance(base_rate, (int, float))
+  warmup_steps = warmup_steps if factor != 1.0 else 0  # Nothing to warm up to.
   base = f"{base_rate:g}" if number else f"in {getattr(base_rate, 'name', base_rate)}"
   scaled = f" = {base_rate * factor:g}" if number else ""
   warmup = (f", warming up linearly from the base rate over {warmup_steps} steps"
-            if warmup_steps and factor != 1.0 else "")
+            if warmup_steps else "")
   logging.info("estimator_dist: learning rate %s (from %s) x %g (%s scaling, %d replicas)%s%s",
                base, where, factor, scaling, adapter.num_replicas, scaled, warmup)
+  if record_dir and (id(adapter), record_dir) not in _recorded:
+    _recorded.add((id(adapter), record_dir))
+    rate_record.write(record_dir, rate_record.RateRecord(
+        base=float(base_rate) if number else None, factor=factor, scaling=scaling,
+        replicas=adapter.num_replicas, scaled=float(base_rate) * factor if number else None,
+        source=where, warmup_steps=warmup_steps))

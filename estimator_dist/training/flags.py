@@ -1,121 +1,196 @@
 """absl flags for programs: `define_flags()` and `options_from_flags()`.
 
-Library code takes keyword arguments; only programs define flags, through these.
+Library code takes keyword arguments; only programs define flags, through these. The
+backend flags are made from the options dataclasses' field metadata (`base.option`), so
+an option, its flag, its help and the check that it suits --strategy are declared once.
 """
 
+import dataclasses
 import logging
 import sys
+from typing import Tuple
 
 from absl import app
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
-from estimator_dist.strategies import horovod as horovod_options
-from estimator_dist.strategies import multi_worker
 from estimator_dist.strategies import traits
 from estimator_dist.training import decorator
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.training import options as options_lib
-from estimator_dist.task import placement
-
-# Flags that are TrainOptions fields of the same name.
-_TRAIN_FLAGS = ("model_dir", "train_steps", "eval_steps", "batch_size", "learning_rate",
-                "lr_scaling", "warmup_steps", "save_checkpoints_steps", "eval_throttle_secs",
-                "random_seed", "exports_to_keep")
-# flag name -> (strategy, adapter option) for the backend options.
-_STRATEGY_FLAGS = {
-    "num_devices": ("mirrored", "num_devices"),
-    "communication": ("multi_worker", "communication"),
-    "collective_timeout_secs": ("multi_worker", "collective_timeout_secs"),
-    "hvd_compression": ("horovod", "compression"),
-    "hvd_reduction": ("horovod", "reduction"),
-    "backward_passes_per_step": ("horovod", "backward_passes_per_step"),
-    "gradient_predivide_factor": ("horovod", "gradient_predivide_factor"),
-    "remote_cluster": ("parameter_server", "remote_cluster"),
-    "global_batch_size": ("horovod", "global_batch_size"),
-}
-
 
 _DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
 
 
+@dataclasses.dataclass(frozen=True)
+class BackendFlag:
+  """A flag that sets an option of the strategies' options dataclasses.
+
+  option: the field it sets; strategies: the strategies that have that option, () for
+  the options every strategy has (base.Options).
+  """
+  holder: flags.FlagHolder
+  option: str
+  strategies: Tuple[str, ...]
+
+
+def backend_options():
+  """(base.OptionFlag, default, option, strategies) of every option that has a flag: the
+  options of every strategy first, then each strategy's own in the order of the table."""
+  common = {f.name for f in dataclasses.fields(base.Options)}
+  found = {}  # flag name -> [field, strategies]
+  for field in dataclasses.fields(base.Options):
+    if base.FLAG in field.metadata:
+      found[field.metadata[base.FLAG].name] = [field, ()]
+  for name in traits.STRATEGIES:
+    for field in dataclasses.fields(factory.adapter_class(name).Options):
+      if base.FLAG in field.metadata and field.name not in common:
+        entry = found.setdefault(field.metadata[base.FLAG].name, [field, ()])
+        if entry[0].name != field.name:  # One flag sets one option, whatever the strategy.
+          raise TypeError(f"flag --{field.metadata[base.FLAG].name} sets {entry[0].name} "
+                          f"and {field.name}; give the options flags of their own.")
+        entry[1] += (name,)
+  return [(f.metadata[base.FLAG], f.default, f.name, owners) for f, owners in found.values()]
+
+
+def _define_backend_flag(spec, *, default, strategies, flag_values):
+  help_text = f"{', '.join(strategies)}: {spec.help}" if strategies else spec.help
+  if spec.kind == "enum":
+    return flags.DEFINE_enum(spec.name, default, spec.values, help_text,
+                             flag_values=flag_values)
+  bounds = {"lower_bound": spec.lower_bound} if spec.kind in ("integer", "float") else {}
+  return getattr(flags, f"DEFINE_{spec.kind}")(spec.name, default, help_text,
+                                               flag_values=flag_values, **bounds)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingFlags:
+  """The flags `define_flags` defines, as FlagHolders; `options()` reads them."""
+  strategy: flags.FlagHolder
+  model_dir: flags.FlagHolder
+  train_steps: flags.FlagHolder
+  eval_steps: flags.FlagHolder
+  batch_size: flags.FlagHolder
+  learning_rate: flags.FlagHolder
+  lr_scaling: flags.FlagHolder
+  warmup_steps: flags.FlagHolder
+  save_checkpoints_steps: flags.FlagHolder
+  eval_throttle_secs: flags.FlagHolder
+  random_seed: flags.FlagHolder
+  exporters: flags.FlagHolder
+  exports_to_keep: flags.FlagHolder
+  early_stopping_patience_steps: flags.FlagHolder
+  early_stopping_metric: flags.FlagHolder
+  early_stopping_mode: flags.FlagHolder
+  backend: Tuple[BackendFlag, ...]
+
+  @classmethod
+  def of(cls, flag_values) -> "TrainingFlags":
+    """The holders of the flags that `define_flags` defined on `flag_values`: for
+    `options_from_flags(flag_values)`, whose callers have no holders."""
+    if _DEFINED not in flag_values:
+      raise errors.ConfigError("the training flags are not defined: call "
+                               "estimator_dist.define_flags() before the flags are parsed.")
+    holder = lambda name: flags.FlagHolder(flag_values, flag_values[name])  # noqa: E731
+    backend = tuple(BackendFlag(holder(spec.name), option, strategies)
+                    for spec, _, option, strategies in backend_options())
+    return cls(**{f.name: holder(f.name) for f in dataclasses.fields(cls)
+                  if f.name != "backend"}, backend=backend)
+
+  def strategy_and_options(self):
+    """(strategy name, its keyword options) from the flags."""
+    strategy = traits.of(self.strategy.value).name
+    strategy_options = {}
+    for flag in self.backend:
+      if not flag.strategies or (strategy in flag.strategies and flag.holder.value is not None):
+        strategy_options[flag.option] = flag.holder.value
+    if "global_batch_size" in strategy_options:
+      strategy_options["batch_size"] = self.batch_size.value  # The micro-batch.
+    return strategy, strategy_options
+
+  def options(self) -> options_lib.TrainOptions:
+    """The TrainOptions that the flags set."""
+    if not self.model_dir.value:
+      raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
+    strategy, strategy_options = self.strategy_and_options()
+    stopping = None
+    if self.early_stopping_patience_steps.value:
+      stopping = early_stopping.EarlyStopping(
+          metric=self.early_stopping_metric.value, mode=self.early_stopping_mode.value,
+          patience_steps=self.early_stopping_patience_steps.value)
+    return options_lib.TrainOptions(
+        strategy=strategy, strategy_options=strategy_options, model_dir=self.model_dir.value,
+        train_steps=self.train_steps.value, eval_steps=self.eval_steps.value,
+        batch_size=self.batch_size.value, learning_rate=self.learning_rate.value,
+        lr_scaling=self.lr_scaling.value, warmup_steps=self.warmup_steps.value,
+        save_checkpoints_steps=self.save_checkpoints_steps.value,
+        eval_throttle_secs=self.eval_throttle_secs.value, random_seed=self.random_seed.value,
+        exporters=self.exporters.value, exports_to_keep=self.exports_to_keep.value,
+        early_stopping=stopping)
+
+
 def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
-                 learning_rate=1e-3, train_steps=1000):
+                 learning_rate=1e-3, train_steps=1000) -> TrainingFlags:
   """Defines the training flags on `flag_values`, with the program's defaults."""
   f = flag_values
-  flags.DEFINE_enum("strategy", strategy, traits.NAMES,
-                    "Distribution strategy.", flag_values=f)
   flags.DEFINE_bool(_DEFINED, True, "Internal: the training flags are defined.",
                     flag_values=f)
-  flags.DEFINE_string("model_dir", None, "Checkpoint directory shared by all tasks.",
-                      flag_values=f)
-  flags.DEFINE_integer("train_steps", train_steps, "Global step to train to.", lower_bound=1,
-                       flag_values=f)
-  flags.DEFINE_integer("eval_steps", None, "Eval batches; default the whole eval set.",
-                       lower_bound=1, flag_values=f)
-  flags.DEFINE_integer("batch_size", batch_size, "Batch size per worker (per replica).",
-                       lower_bound=1, flag_values=f)
-  flags.DEFINE_float("learning_rate", learning_rate, "Single-worker learning rate.",
-                     lower_bound=0.0, flag_values=f)
-  flags.DEFINE_enum("lr_scaling", None, decorator.LR_SCALINGS,
-                    "Learning-rate scaling with replicas (default: linear if synchronous, "
-                    "none for parameter_server).", flag_values=f)
-  flags.DEFINE_integer("warmup_steps", None, "Steps of linear warmup to the scaled rate.",
-                       lower_bound=0, flag_values=f)
-  flags.DEFINE_integer("save_checkpoints_steps", None, "Checkpoint interval in steps.",
-                       lower_bound=1, flag_values=f)
-  flags.DEFINE_integer("eval_throttle_secs", 60, "Least seconds between evaluations.",
-                       lower_bound=0, flag_values=f)
-  flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.", flag_values=f)
-  flags.DEFINE_list("exporters", [], f"Serving exports after evaluations, of "
-                    f"{', '.join(evaluation.EXPORTER_KINDS)} (the program passes "
-                    f"serving_input_receiver_fn).", flag_values=f)
+  defined = TrainingFlags(  # Keywords are evaluated in order: the flags' order.
+      strategy=flags.DEFINE_enum("strategy", strategy, traits.NAMES,
+                                 "Distribution strategy.", flag_values=f),
+      model_dir=flags.DEFINE_string("model_dir", None,
+                                    "Checkpoint directory shared by all tasks.", flag_values=f),
+      train_steps=flags.DEFINE_integer("train_steps", train_steps, "Global step to train to.",
+                                       lower_bound=1, flag_values=f),
+      eval_steps=flags.DEFINE_integer("eval_steps", None,
+                                      "Eval batches; default the whole eval set.",
+                                      lower_bound=1, flag_values=f),
+      batch_size=flags.DEFINE_integer("batch_size", batch_size,
+                                      "Batch size per worker (per replica).", lower_bound=1,
+                                      flag_values=f),
+      learning_rate=flags.DEFINE_float("learning_rate", learning_rate,
+                                       "Single-worker learning rate.", lower_bound=0.0,
+                                       flag_values=f),
+      lr_scaling=flags.DEFINE_enum(
+          "lr_scaling", None, decorator.LR_SCALINGS, "Learning-rate scaling with replicas "
+          "(default: linear if synchronous, none for parameter_server).", flag_values=f),
+      warmup_steps=flags.DEFINE_integer("warmup_steps", None,
+                                        "Steps of linear warmup to the scaled rate.",
+                                        lower_bound=0, flag_values=f),
+      save_checkpoints_steps=flags.DEFINE_integer("save_checkpoints_steps", None,
+                                                  "Checkpoint interval in steps.",
+                                                  lower_bound=1, flag_values=f),
+      eval_throttle_secs=flags.DEFINE_integer("eval_throttle_secs", 60,
+                                              "Least seconds between evaluations.",
+                                              lower_bound=0, flag_values=f),
+      random_seed=flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.",
+                                       flag_values=f),
+      exporters=flags.DEFINE_list(
+          "exporters", [], f"Serving exports after evaluations, of "
+          f"{', '.join(evaluation.EXPORTER_KINDS)} (the program passes "
+          f"serving_input_receiver_fn).", flag_values=f),
+      exports_to_keep=flags.DEFINE_integer("exports_to_keep", 5, "Newest exports the latest "
+                                           "and best exporters keep.", lower_bound=1,
+                                           flag_values=f),
+      early_stopping_patience_steps=flags.DEFINE_integer(
+          "early_stopping_patience_steps", None, "Stop every task when the eval metric has "
+          "not improved for this many steps.", lower_bound=1, flag_values=f),
+      early_stopping_metric=flags.DEFINE_string(
+          "early_stopping_metric", "loss", "Eval metric early stopping watches.",
+          flag_values=f),
+      early_stopping_mode=flags.DEFINE_enum(
+          "early_stopping_mode", "min", early_stopping.MODES,
+          "min: the metric should decrease; max: increase.", flag_values=f),
+      backend=tuple(
+          BackendFlag(_define_backend_flag(spec, default=default, strategies=strategies,
+                                           flag_values=f), option, strategies)
+          for spec, default, option, strategies in backend_options()))
   flags.register_validator("exporters", lambda v: set(v) <= set(evaluation.EXPORTER_KINDS),
                            f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)}.",
                            flag_values=f)
-  flags.DEFINE_integer("exports_to_keep", 5, "Newest exports the latest and best exporters "
-                       "keep.", lower_bound=1, flag_values=f)
-  flags.DEFINE_integer("early_stopping_patience_steps", None,
-                       "Stop every task when the eval metric has not improved for this "
-                       "many steps.", lower_bound=1, flag_values=f)
-  flags.DEFINE_string("early_stopping_metric", "loss", "Eval metric early stopping watches.",
-                      flag_values=f)
-  flags.DEFINE_enum("early_stopping_mode", "min", early_stopping.MODES,
-                    "min: the metric should decrease; max: increase.", flag_values=f)
-  flags.DEFINE_integer("intra_op_threads", 0, "TensorFlow intra-op threads (0: TF default).",
-                       lower_bound=0, flag_values=f)
-  flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow inter-op threads (0: TF default).",
-                       lower_bound=0, flag_values=f)
-  flags.DEFINE_enum("cpu_affinity", "auto", placement.CPU_AFFINITIES,
-                    "auto: pin each training process that shares a host with others to its "
-                    "own share of the CPUs; none: leave placement to the OS.", flag_values=f)
-  flags.DEFINE_integer("num_devices", None, "mirrored: replicas on this machine.",
-                       lower_bound=1, flag_values=f)
-  flags.DEFINE_enum("communication", "auto", tuple(multi_worker.COMMUNICATIONS),
-                    "multi_worker: collective implementation.", flag_values=f)
-  flags.DEFINE_float("collective_timeout_secs", None,
-                     "multi_worker: seconds before a collective op fails.", flag_values=f)
-  flags.DEFINE_enum("hvd_compression", "none", horovod_options.COMPRESSIONS,
-                    "horovod: gradient compression.", flag_values=f)
-  flags.DEFINE_enum("hvd_reduction", "average", horovod_options.REDUCTIONS,
-                    "horovod: how gradients are combined.", flag_values=f)
-  flags.DEFINE_integer("backward_passes_per_step", 1,
-                       "horovod: micro-batches accumulated per all-reduce.", lower_bound=1,
-                       flag_values=f)
-  flags.DEFINE_float("gradient_predivide_factor", 1.0,
-                     "horovod: divide gradients by this before the sum, the rest after.",
-                     flag_values=f)
-
-  flags.DEFINE_integer("global_batch_size", None,
-                       "horovod: examples per update, whatever the number of ranks; each "
-                       "rank accumulates micro-batches of --batch_size.", lower_bound=1,
-                       flag_values=f)
-  flags.DEFINE_string("remote_cluster", None,
-                      "parameter_server: train as a standalone client of standard TensorFlow "
-                      "servers, given as JSON: '{\"worker\": [...], \"ps\": [...]}'.",
-                      flag_values=f)
 
   def _warmup_within_training(v):
     return v["warmup_steps"] is None or v["warmup_steps"] < v["train_steps"]
@@ -123,52 +198,30 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
       ["warmup_steps", "train_steps"], _warmup_within_training,
       "--warmup_steps must be smaller than --train_steps.", flag_values=f)
 
-  for name, (owner, _) in _STRATEGY_FLAGS.items():
-    default = f[name].default
+  for flag in (b for b in defined.backend if b.strategies):
+    name, default, owners = flag.holder.name, flag.holder.default, flag.strategies
 
-    def _only_for(v, name=name, owner=owner, default=default):
-      return v[name] == default or traits.of(v["strategy"]).name == owner
+    def _only_for(v, name=name, owners=owners, default=default):
+      return v[name] == default or traits.of(v["strategy"]).name in owners
     flags.register_multi_flags_validator(
         [name, "strategy"], _only_for,
-        f"--{name} applies only to --strategy={owner}; drop it or change --strategy.",
-        flag_values=f)
+        f"--{name} applies only to {' or '.join(f'--strategy={o}' for o in owners)}; drop "
+        f"it or change --strategy.", flag_values=f)
 
   def _predivide_needs_average(v):
     return v["gradient_predivide_factor"] == 1.0 or v["hvd_reduction"] == "average"
   flags.register_multi_flags_validator(
       ["gradient_predivide_factor", "hvd_reduction"], _predivide_needs_average,
       "--gradient_predivide_factor needs --hvd_reduction=average.", flag_values=f)
+  return defined
 
 
 def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
   """The TrainOptions that the flags (defined by `define_flags`) set."""
-  f = flag_values
-  if not f["model_dir"].value:
-    raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
-  strategy, strategy_options = _strategy_from_flags(f)
-  values = {name: f[name].value for name in _TRAIN_FLAGS}
-  if f["early_stopping_patience_steps"].value:
-    values["early_stopping"] = early_stopping.EarlyStopping(
-        metric=f["early_stopping_metric"].value, mode=f["early_stopping_mode"].value,
-        patience_steps=f["early_stopping_patience_steps"].value)
-  return options_lib.TrainOptions(strategy=strategy, strategy_options=strategy_options,
-                                  exporters=f["exporters"].value, **values)
+  return TrainingFlags.of(flag_values).options()
 
 
-def _strategy_from_flags(f):
-  """(strategy name, its keyword options) from the flags."""
-  strategy = traits.of(f["strategy"].value).name
-  strategy_options = {name: f[name].value
-                      for name in ("intra_op_threads", "inter_op_threads", "cpu_affinity")}
-  for name, (owner, option) in _STRATEGY_FLAGS.items():
-    if owner == strategy and f[name].value is not None:
-      strategy_options[option] = f[name].value
-  if "global_batch_size" in strategy_options:
-    strategy_options["batch_size"] = f["batch_size"].value  # The micro-batch.
-  return strategy, strategy_options
-
-
-def run_program(main, *, start_strategy=True):
+def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
   """absl's app.run(main); a configuration error, divergence or a taken port ends the
   program with its message alone and the exit code the launcher acts on.
 
@@ -176,16 +229,19 @@ def run_program(main, *, start_strategy=True):
   was given --strategy (as the launcher, SLURM and Kubernetes engines give it) gets that
   strategy started before `main` runs, so a collective strategy exists before the program
   builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
-  with the same strategy and options then uses that adapter.
+  with the same strategy and options then uses that adapter. `flag_values` holds the
+  program's flags; app.run parses flags.FLAGS, so another must be parsed by the caller.
   """
   def guarded(argv):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
     # up logging; without it, TensorFlow's lines go through absl's handler, once each.
     logging.getLogger("tensorflow").handlers.clear()
     try:
-      if start_strategy and _DEFINED in flags.FLAGS and flags.FLAGS["strategy"].present:
-        strategy, strategy_options = _strategy_from_flags(flags.FLAGS)
-        factory.create_strategy(strategy, **strategy_options)
+      if start_strategy and _DEFINED in flag_values:
+        training_flags = TrainingFlags.of(flag_values)
+        if training_flags.strategy.present:
+          strategy, strategy_options = training_flags.strategy_and_options()
+          factory.create_strategy(strategy, **strategy_options)
       return main(argv)
     except Exception as e:  # pylint: disable=broad-except
       kind, message = _ours(e)

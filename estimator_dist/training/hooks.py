@@ -145,3 +145,28 @@ class PhaseHook(tf.estimator.SessionRunHook):
 
   def after_run(self, run_context, run_values):
     watchdog.reached("training")
+
+
+class ThroughputHook(tf.estimator.SessionRunHook):
+  """Measures global steps per second, leaving out the first `skip_steps` steps."""
+
+  def __init__(self, skip_steps=5):
+    self._skip_steps = skip_steps
+    self.steps_per_sec = None
+
+  def begin(self):
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    self._runs, self._start = 0, None
+
+  def before_run(self, run_context):
+    return tf.estimator.SessionRunArgs(self._global_step)
+
+  def after_run(self, run_context, run_values):
+    step, now = run_values.results, time.monotonic()
+    self._runs += 1
+    if self._runs == self._skip_steps:
+      self._start = (step, now)
+    elif self._start and step > self._start[0]:
+      self.steps_per_sec = (step - self._start[0]) / (now - self._start[1])

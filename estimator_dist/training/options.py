@@ -6,6 +6,7 @@ as keywords to `train_and_evaluate`, or the value itself as `options=`.
 
 import dataclasses
 import types
+import warnings
 from typing import Mapping, Optional, Tuple
 
 import tensorflow as tf
@@ -84,3 +85,27 @@ class TrainOptions:
 
   def replace(self, **changes) -> "TrainOptions":
     return dataclasses.replace(self, **changes)
+
+  # Until this release `options_from_flags()` returned a dict of train_and_evaluate's
+  # keywords; programs that unpack it (`**options`) or index it (`options["batch_size"]`)
+  # keep working, warned, for this release. keys() yields every field, each one a keyword
+  # of train_and_evaluate, which makes the same TrainOptions again: the same training.
+  def keys(self):
+    warnings.warn(
+        "options_from_flags() returns a TrainOptions, not a dict: pass it as "
+        "train_and_evaluate(..., options=ed.options_from_flags()) instead of **options; "
+        "the dict form goes away in the next release.", DeprecationWarning, stacklevel=2)
+    return [_FieldName(f.name) for f in dataclasses.fields(self)]
+
+  def __getitem__(self, key):
+    if not isinstance(key, _FieldName):  # Not part of **options, which keys() warned of.
+      warnings.warn(
+          f"options[{key!r}] reads a TrainOptions as a dict: read options.{key} instead; "
+          f"the dict form goes away in the next release.", DeprecationWarning, stacklevel=2)
+    if key not in {f.name for f in dataclasses.fields(self)}:
+      raise KeyError(key)
+    return getattr(self, key)
+
+
+class _FieldName(str):
+  """A field name that TrainOptions.keys() gave: `**options` reads the fields by these."""

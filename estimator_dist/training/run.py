@@ -1,8 +1,8 @@
-"""`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief."""
+"""`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief,
+as a short wrapper of `TrainingRun`."""
 
 import contextlib
 import os
-import time
 
 import tensorflow as tf
 from absl import logging
@@ -24,31 +24,6 @@ from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
 
-class ThroughputHook(tf.estimator.SessionRunHook):
-  """Measures global steps per second, leaving out the first `skip_steps` steps."""
-
-  def __init__(self, skip_steps=5):
-    self._skip_steps = skip_steps
-    self.steps_per_sec = None
-
-  def begin(self):
-    self._global_step = tf.compat.v1.train.get_global_step()
-
-  def after_create_session(self, session, coord):
-    self._runs, self._start = 0, None
-
-  def before_run(self, run_context):
-    return tf.estimator.SessionRunArgs(self._global_step)
-
-  def after_run(self, run_context, run_values):
-    step, now = run_values.results, time.monotonic()
-    self._runs += 1
-    if self._runs == self._skip_steps:
-      self._start = (step, now)
-    elif self._start and step > self._start[0]:
-      self.steps_per_sec = (step - self._start[0]) / (now - self._start[1])
-
-
 def _model_fn_and_params(model, params):
   """(model_fn, params, warm start) to train; an Estimator gives its own, `params` win.
 
@@ -63,7 +38,7 @@ def _model_fn_and_params(model, params):
 
 
 def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None, hooks=(),
-                       serving_input_receiver_fn=None, options=None, adapter=None, **fields):
+                       serving_input_receiver_fn=None, options=None, **fields):
   """Trains under a strategy and returns the final eval metrics on the chief.
 
   Like `tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)`, the model
@@ -81,112 +56,164 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     serving_input_receiver_fn: what the exported SavedModel takes as input, for the
       exporters named in options.exporters.
     options: a `TrainOptions`; `fields` are its fields given as keywords (strategy,
-      model_dir, train_steps, ...), over `options` when both are given.
-    adapter: an adapter (`create_strategy`, or one made by hand, which is started here)
-      to use instead of options.strategy; also accepted as `strategy=`.
+      model_dir, train_steps, ...), over `options` when both are given. `strategy` is a
+      name, or an adapter (`create_strategy`, or one made by hand, started here).
 
   Returns:
     The final evaluation metrics on the chief; None on other tasks or without
     eval_input_fn.
   """
-  if isinstance(fields.get("strategy"), base.StrategyAdapter):  # An adapter as the strategy.
-    adapter = fields.pop("strategy")
-  if adapter is not None:
+  adapter = fields.get("strategy")
+  if isinstance(adapter, base.StrategyAdapter):
     fields["strategy"] = adapter.name
-  opts = options.replace(**fields) if options is not None else (
-      options_lib.TrainOptions(**fields))
-  adapter = (adapter or factory.create_strategy(opts.strategy, **opts.strategy_options)).start()
-  inputs.check_input_fn(train_input_fn, "train_input_fn")
-  if eval_input_fn is not None:
-    inputs.check_input_fn(eval_input_fn, "eval_input_fn")
-  model_fn, params, warm_start = _model_fn_and_params(model, params)
-  model_fn, rate_options = decorator.decorated(model_fn, lr_scaling=opts.lr_scaling,
-                                               warmup_steps=opts.warmup_steps)
-  if opts.learning_rate is not None:
-    params[rate_options.lr_param] = opts.learning_rate
-  model_dir, train_steps, batch_size = opts.model_dir, opts.train_steps, opts.batch_size
+  else:
+    adapter = None
+  options = (options.replace(**fields) if options is not None else
+             options_lib.TrainOptions(**fields))
+  return TrainingRun(model=model, train_input_fn=train_input_fn, eval_input_fn=eval_input_fn,
+                     params=params, hooks=hooks, options=options, adapter=adapter,
+                     serving_input_receiver_fn=serving_input_receiver_fn).run()
 
-  checkpoint_interval = ({"save_checkpoints_steps": opts.save_checkpoints_steps}
-                         if opts.save_checkpoints_steps else {})
-  exporters = evaluation.exporters(opts.exporters, serving_input_receiver_fn,
-                                   exports_to_keep=opts.exports_to_keep)
-  hooks, stop_conditions = early_stopping.split_hooks(hooks)
-  requested = early_stopping.requested_stop(model_dir)  # A sweep's pruner asks.
-  if requested and eval_input_fn is not None:
-    stop_conditions.append(requested)
-  eval_spec = None
-  if eval_input_fn is not None:
-    eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=opts.eval_steps, exporters=exporters,
-                                      start_delay_secs=0, throttle_secs=opts.eval_throttle_secs)
-  elif exporters or opts.early_stopping or stop_conditions:
-    raise errors.ConfigError("exporters and early stopping follow evaluations: pass an "
-                             "eval_input_fn to train_and_evaluate.")
-  throughput = ThroughputHook()
-  evaluations = evaluation.Evaluations(
-      _evaluating_estimator(model_fn, model_dir=model_dir, params=params), eval_spec)
-  stop_together = None
 
-  def train_with(adapter, more_hooks=()):
-    """Builds the Estimator for `adapter` and trains; returns (adapter, metrics)."""
-    nonlocal stop_together
-    if opts.early_stopping or stop_conditions:
-      decide = early_stopping.decision(opts.early_stopping, stop_conditions,
+class TrainingRun:
+  """One run of `train_and_evaluate`: checked when built, then `run()` once.
+
+  As orbit's Controller is built from train() and evaluate(), a run is built from its
+  parts: `estimator(adapter)` and `train_spec(adapter)` for one round of training (a
+  backend that trains in rounds, elastic Horovod, asks for them again with a renewed
+  adapter), `chief_guards()` around the chief's training, and `final_metrics()`.
+  """
+
+  def __init__(self, *, model, train_input_fn, options, eval_input_fn=None, params=None,
+               hooks=(), serving_input_receiver_fn=None, adapter=None):
+    if not isinstance(options, options_lib.TrainOptions):
+      raise errors.ConfigError(f"options must be a TrainOptions, got {type(options).__name__}; "
+                               f"use ed.options_from_flags() or ed.TrainOptions(...).")
+    inputs.check_input_fn(train_input_fn, "train_input_fn")
+    if eval_input_fn is not None:
+      inputs.check_input_fn(eval_input_fn, "eval_input_fn")
+    model_fn, self.params, self._warm_start = _model_fn_and_params(model, params)
+    self.model_fn, rate_options = decorator.decorated(
+        model_fn, lr_scaling=options.lr_scaling, warmup_steps=options.warmup_steps)
+    if options.learning_rate is not None:
+      self.params[rate_options.lr_param] = options.learning_rate
+    self.options = options
+    self._hooks, self._stop_conditions = early_stopping.split_hooks(hooks)
+    requested = early_stopping.requested_stop(options.model_dir)  # A sweep's pruner asks.
+    if requested and eval_input_fn is not None:
+      self._stop_conditions.append(requested)
+    exporters = evaluation.exporters(options.exporters, serving_input_receiver_fn,
+                                     exports_to_keep=options.exports_to_keep)
+    self.eval_spec = None
+    if eval_input_fn is not None:
+      self.eval_spec = tf.estimator.EvalSpec(
+          eval_input_fn, steps=options.eval_steps, exporters=exporters, start_delay_secs=0,
+          throttle_secs=options.eval_throttle_secs)
+    elif exporters or options.early_stopping or self._stop_conditions:
+      raise errors.ConfigError("exporters and early stopping follow evaluations: pass an "
+                               "eval_input_fn to train_and_evaluate.")
+    self._train_input_fn, self._eval_input_fn = train_input_fn, eval_input_fn
+    self.adapter = (adapter or factory.create_strategy(options.strategy,
+                                                       **options.strategy_options)).start()
+    self._throughput = hooks_lib.ThroughputHook()
+    self._stop_together = None
+    self._evaluations = evaluation.Evaluations(
+        _evaluating_estimator(self.model_fn, model_dir=options.model_dir, params=self.params),
+        self.eval_spec)
+
+  def estimator(self, adapter, *, warm_start_from=None):
+    """The Estimator of one round of training under `adapter`."""
+    config = adapter.run_config(
+        self.options.model_dir, tf_random_seed=self.options.random_seed,
+        keep_checkpoint_max=self.options.keep_checkpoint_max,
+        **({"save_checkpoints_steps": self.options.save_checkpoints_steps}
+           if self.options.save_checkpoints_steps else {}))
+    return tf.estimator.Estimator(adapter.wrap_model_fn(self.model_fn), config=config,
+                                  params=self.params, warm_start_from=warm_start_from)
+
+  def train_spec(self, adapter, more_hooks=()):
+    """The TrainSpec of one round: the guards, the adapter's hooks, then the user's."""
+    model_dir = self.options.model_dir
+    if self.options.early_stopping or self._stop_conditions:
+      decide = early_stopping.decision(self.options.early_stopping, self._stop_conditions,
                                        os.path.join(model_dir, "eval"))
-      stop_together = early_stopping.StopTogether(
+      self._stop_together = early_stopping.StopTogether(
           adapter, decide=decide if adapter.task.is_chief else None)
-      more_hooks = (*more_hooks, stop_together)
-    config = adapter.run_config(model_dir, tf_random_seed=opts.random_seed,
-                                keep_checkpoint_max=opts.keep_checkpoint_max,
-                                **checkpoint_interval)
-    warm_start_from, warm_start_hooks = adapter.warm_start(warm_start)
-    estimator = tf.estimator.Estimator(adapter.wrap_model_fn(model_fn), config=config,
-                                       params=params, warm_start_from=warm_start_from)
-    train_spec = tf.estimator.TrainSpec(
-        adapter.wrap_input_fn(train_input_fn), max_steps=train_steps,
+      more_hooks = (*more_hooks, self._stop_together)
+    return tf.estimator.TrainSpec(
+        adapter.wrap_input_fn(self._train_input_fn), max_steps=self.options.train_steps,
         hooks=[checkpoints.FitsTheModel(model_dir), hooks_lib.NanLossHook(model_dir),
                hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
-               throughput,
-               *hooks_lib.heartbeat_hooks(adapter.task), *warm_start_hooks, *more_hooks,
-               *hooks],
+               self._throughput, *hooks_lib.heartbeat_hooks(adapter.task), *more_hooks,
+               *self._hooks],
         saving_listeners=[hooks_lib.FiniteCheckpoints(model_dir)])
-    logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
-                 adapter.describe(), batch_size, examples_per_step(adapter), train_steps)
-    return adapter, adapter.train(estimator, train_spec, eval_spec)
 
-  def examples_per_step(adapter):
+  def _train_round(self, adapter, more_hooks=()):
+    """Trains one round under `adapter`; returns (adapter, metrics)."""
+    warm_start_from, warm_start_hooks = adapter.warm_start(self._warm_start)
+    estimator = self.estimator(adapter, warm_start_from=warm_start_from)
+    train_spec = self.train_spec(adapter, (*warm_start_hooks, *more_hooks))
+    logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
+                 adapter.describe(), self.options.batch_size, self._examples_per_step(adapter),
+                 self.options.train_steps)
+    return adapter, adapter.train(estimator, train_spec, self.eval_spec)
+
+  def _examples_per_step(self, adapter):
+    batch_size = self.options.batch_size
     return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
             if batch_size else None)
 
-  lock, complete = contextlib.nullcontext(), contextlib.nullcontext()
-  if adapter.task.is_chief:  # The one writer of checkpoints.
-    early_stopping.clear_marker(model_dir)
-    complete = checkpoints.kept_complete(model_dir, _warn)
-    if not model_dir_lock.held_by_launcher(model_dir):
-      lock = model_dir_lock.held(model_dir, _warn)  # Else the launcher holds it and
-      checkpoints.resume_point(model_dir, _warn)    # has checked the checkpoints.
-  # The chief evaluates beside its training unless the job has an evaluator task.
-  beside = (adapter.task.is_chief and eval_spec is not None and
-            not adapter.task.num_tasks("evaluator"))
-  evaluating = (evaluation.beside_training(evaluations, model_dir,
-                                           throttle_secs=opts.eval_throttle_secs)
-                if beside else contextlib.nullcontext())
-  with lock, complete, own_port.named(adapter.task), evaluating:
-    adapter, metrics = adapter.run_training(train_with, model_dir=model_dir)
-  watchdog.reached("ended")  # Also when there was nothing left to train.
-  if adapter.task.is_chief and stop_together and stop_together.stopped_at is not None:
-    early_stopping.mark_stopped(model_dir, stop_together.stopped_at)
-  adapter.after_training()
-  if not adapter.task.is_chief or eval_spec is None:
-    return None
-  if beside:  # The final evaluation, and the final exports.
-    metrics = evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
-  elif not metrics or metrics.get("global_step", -1) < train_steps:
-    metrics = evaluate(model_fn, eval_input_fn, model_dir=model_dir, params=params,
-                       eval_steps=opts.eval_steps)
-  # The step training ended at (an early stop ends before train_steps).
-  _print_summary(adapter, int(metrics.get("global_step", train_steps)),
-                 examples_per_step(adapter), throughput.steps_per_sec, metrics)
-  return metrics
+  @property
+  def _evaluates_beside_training(self):
+    """The chief evaluates beside its training unless the job has an evaluator task."""
+    task = self.adapter.task
+    return task.is_chief and self.eval_spec is not None and not task.num_tasks("evaluator")
+
+  @contextlib.contextmanager
+  def chief_guards(self):
+    """Around training: on the chief, the one writer of checkpoints, the model_dir's lock
+    (unless the launcher holds it and has checked the checkpoints), checkpoints kept
+    complete and evaluations beside training; on every task, its port named in errors."""
+    model_dir = self.options.model_dir
+    with contextlib.ExitStack() as stack:
+      if self.adapter.task.is_chief:
+        early_stopping.clear_marker(model_dir)
+        if not model_dir_lock.held_by_launcher(model_dir):
+          stack.enter_context(model_dir_lock.held(model_dir, _warn))
+          checkpoints.resume_point(model_dir, _warn)
+        stack.enter_context(checkpoints.kept_complete(model_dir, _warn))
+      stack.enter_context(own_port.named(self.adapter.task))
+      if self._evaluates_beside_training:
+        stack.enter_context(evaluation.beside_training(
+            self._evaluations, model_dir, throttle_secs=self.options.eval_throttle_secs))
+      yield
+
+  def final_metrics(self, adapter, metrics):
+    """The chief's final evaluation (and exports) once training ended; None elsewhere."""
+    if not adapter.task.is_chief or self.eval_spec is None:
+      return None
+    model_dir, train_steps = self.options.model_dir, self.options.train_steps
+    if self._evaluates_beside_training:
+      metrics = self._evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
+    elif not metrics or metrics.get("global_step", -1) < train_steps:
+      metrics = evaluate(self.model_fn, self._eval_input_fn, model_dir=model_dir,
+                         params=self.params, eval_steps=self.options.eval_steps)
+    # The step training ended at (an early stop ends before train_steps).
+    _print_summary(adapter, int(metrics.get("global_step", train_steps)),
+                   self._examples_per_step(adapter), self._throughput.steps_per_sec, metrics)
+    return metrics
+
+  def run(self):
+    """Trains this task's share, then returns the chief's final metrics."""
+    with self.chief_guards():
+      adapter, metrics = self.adapter.run_training(self._train_round,
+                                                   model_dir=self.options.model_dir)
+    watchdog.reached("ended")  # Also when there was nothing left to train.
+    stop = self._stop_together
+    if adapter.task.is_chief and stop and stop.stopped_at is not None:
+      early_stopping.mark_stopped(self.options.model_dir, stop.stopped_at)
+    adapter.after_training()
+    return self.final_metrics(adapter, metrics)
 
 
 def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,

@@ -14,10 +14,15 @@ flags.DEFINE_integer("examples", None, "Train on the first N examples only.")
 FLAGS = flags.FLAGS
 
 
-def network(features, labels):
-  """One hidden layer: (logits, loss)."""
+def logits_of(features):
+  """One hidden layer."""
   hidden = tf.compat.v1.layers.dense(features, 64, activation=tf.nn.relu)
-  logits = tf.compat.v1.layers.dense(hidden, 10)
+  return tf.compat.v1.layers.dense(hidden, 10)
+
+
+def network(features, labels):
+  """(logits, loss)."""
+  logits = logits_of(features)
   return logits, tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
 
 
@@ -28,6 +33,8 @@ def eval_spec(labels, logits, loss):
 
 
 def model_fn(features, labels, mode, params):
+  if mode == tf.estimator.ModeKeys.PREDICT:  # A plain Estimator serves the checkpoint.
+    return tf.estimator.EstimatorSpec(mode, predictions=tf.argmax(logits_of(features), 1))
   logits, loss = network(features, labels)
   if mode == tf.estimator.ModeKeys.EVAL:
     return eval_spec(labels, logits, loss)

@@ -1,0 +1,17 @@
+"""The files by which a job's tasks and a sweep agree on a stop, named in one place.
+
+A sweep leaves STOP_REQUEST in a trial's model_dir (its text says why the trial stops);
+the chief leaves STOPPED_MARKER (the step) after an early stop. No TensorFlow here: the
+sweep runner reads and writes them in its own (local) sweep dir without it, while the
+task side (`early_stopping`) uses TensorFlow's file systems, for a model_dir anywhere.
+"""
+
+import os
+
+STOPPED_MARKER = "estimator_dist_stopped_early"
+STOP_REQUEST = "estimator_dist_stop_request"  # Its text: why.
+
+
+def stopped_early(model_dir):
+  """Whether the local `model_dir` holds the chief's marker of an early stop."""
+  return os.path.exists(os.path.join(model_dir, STOPPED_MARKER))

@@ -1,0 +1,7 @@
+"""What runs the training, above the strategies, in the order of a program:
+
+flags (`flags`) -> options (`options.TrainOptions`) -> the adapter (`estimator_dist.
+strategies`) -> the decorated model_fn (`decorator`, with the rate it finds and scales:
+`learning_rate`, recorded by `rate_record`) -> `run.TrainingRun`, which builds the
+Estimator and trains, watched by `hooks`. `run.train_and_evaluate` is its short wrapper.
+"""
