@@ -27,7 +27,7 @@ def main(_):
   hook = timing.TimingHook(timing.task_path(f.timing_dir, task.name()),
                            options.batch_size * local_replicas)
   ed.train_and_evaluate(models.MODELS[f.model].module.model_fn,
-                        data.input_fn(x, y, shuffle=True), adapter=adapter,
+                        data.input_fn(x, y, shuffle=True), strategy=adapter,
                         params={"batch_size": options.batch_size}, hooks=[hook],
                         options=options)
 

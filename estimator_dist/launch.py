@@ -19,7 +19,7 @@ from estimator_dist.jobs import sandbox
 from estimator_dist.jobs import spec
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LaunchFlags:
   """The launcher's flags, as FlagHolders."""
   job: spec.JobFlags

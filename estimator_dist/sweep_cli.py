@@ -25,7 +25,7 @@ from estimator_dist.experiments import spark_engine
 from estimator_dist.experiments import trial_job
 from estimator_dist.strategies import traits as traits_lib
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SweepFlags:
   """The flags of `estimator-dist sweep`, as FlagHolders."""
   space: flags.FlagHolder

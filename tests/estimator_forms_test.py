@@ -14,16 +14,17 @@ PROGRAM = "tests.programs.constant_rate_model"
 STRATEGIES = ["horovod", "multi_worker", "mirrored", "parameter_server"]
 
 
-@pytest.mark.parametrize("strategy", ["horovod", "multi_worker"])
+@pytest.mark.parametrize("strategy", ["horovod", "multi_worker", "mirrored"])
 def test_horovods_estimator_example_trains_unchanged(strategy, tmp_path):
   """Horovod's Estimator example: AdamOptimizer(0.001), no params, numpy_input_fn
   (queues). Its constant rate is scaled; each worker reads its share of the arrays as a
-  Dataset. (The canned and Keras forms below train under all four strategies.)"""
+  Dataset; under mirrored, replica threads share the one rate. (The canned and Keras
+  forms below train under all four strategies.)"""
   code, output = helpers.launch(strategy, PROGRAM, f"--model_dir={tmp_path}", "--numpy_input")
   assert code == 0, output[-3000:]
   assert ("learning rate 0.001 (from the AdamOptimizer built in the model_fn) x 2 (linear "
           "scaling, 2 replicas) = 0.002" in output), output[-3000:]
-  if strategy == "horovod":  # The chief logs its share.
+  if strategy == "horovod":  # The chief logs its share (mirrored has one pipeline).
     assert "training input is shard 0 of 2, by batch" in output, output[-3000:]
   summary, = helpers.summaries(output)
   assert float(summary["eval_accuracy"]) >= 0.9, summary

@@ -11,8 +11,10 @@ import optuna
 import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import plugin_data_pb2
+from tensorflow_estimator.python.estimator.early_stopping import read_eval_metrics
 
 from estimator_dist import errors
+from estimator_dist.experiments import event_files
 from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import space
@@ -223,9 +225,9 @@ def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
 
 @pytest.mark.processes
 def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path):
-  args = ["--space=learning_rate=choice(0.05,0.1)", "--sampler=grid"]
+  args = ["--space=learning_rate=choice(0.05,0.1,0.2)", "--sampler=grid"]
   # Long enough (seconds, at ~1000 steps/s) to be killed in the middle.
-  program = [*DNN, "--train_steps=4000", "--save_checkpoints_steps=500"]
+  program = [*DNN, "--train_steps=3000", "--save_checkpoints_steps=500"]
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
@@ -238,7 +240,7 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   trials = _trials(tmp_path)
   states = sorted((t["state"], t["params"]["learning_rate"]) for t in trials)
   assert [s for s in states if s[0] == "complete"] == [
-      ("complete", 0.05), ("complete", 0.1)], states
+      ("complete", 0.05), ("complete", 0.1), ("complete", 0.2)], states
   (failed,) = [t for t in trials if t["state"] == "fail"]  # The interrupted one.
   (retried,) = [t for t in trials if t["number"] > failed["number"] and
                 t["params"] == failed["params"]]
@@ -246,9 +248,9 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   log = open(os.path.join(retried["model_dir"], "launch.log")).read()
   restored = re.search(r"Restoring parameters from \S*model\.ckpt-(\d+)",
                        log.split(f"# trial {retried['number']}:")[1])
-  assert restored and 1000 <= int(restored.group(1)) < 4000, log[-3000:]  # Not from 0.
+  assert restored and 1000 <= int(restored.group(1)) < 3000, log[-3000:]  # Not from 0.
   with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
-    assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (2,)
+    assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
 
 
 @pytest.mark.processes
@@ -291,3 +293,20 @@ def test_a_spark_sweep_runs_each_trial_as_a_barrier_stage(tmp_path):
     assert trial["steps"] == 200 and trial["value"] > 0.8, trial
     log = open(os.path.join(trial["model_dir"], "launch.log")).read()
     assert "strategy=multi_worker workers=2" in log, log[-2000:]  # The chief's summary.
+
+
+def test_the_runner_reads_evaluations_as_estimator_does_without_tensorflow(tmp_path):
+  """The same {step: metrics} as Estimator's read_eval_metrics; a record still being
+  written (the last one, cut short) is left for the next read."""
+  eval_dir = tmp_path / "eval"
+  with tf.Graph().as_default(), tf.compat.v1.summary.FileWriter(str(eval_dir)) as writer:
+    for step, accuracy in ((100, 0.5), (200, 0.75), (300, 0.875)):  # As Estimator writes.
+      writer.add_summary(tf.compat.v1.Summary(value=[
+          tf.compat.v1.Summary.Value(tag="accuracy", simple_value=accuracy),
+          tf.compat.v1.Summary.Value(tag="loss", simple_value=1 - accuracy)]), step)
+  expected = dict(read_eval_metrics(str(eval_dir)))
+  assert event_files.eval_metrics(str(tmp_path)) == expected and len(expected) == 3
+  (path,) = eval_dir.iterdir()
+  path.write_bytes(path.read_bytes()[:-5])
+  assert event_files.eval_metrics(str(tmp_path)) == {s: expected[s] for s in (100, 200)}
+  assert event_files.eval_metrics(str(tmp_path / "none")) == {}

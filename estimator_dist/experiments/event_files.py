@@ -2,8 +2,7 @@
 
 The sweep runner reads every trial's evaluations while the trial runs. TensorBoard's
 own record reader and Event proto read them in a process that never imports
-TensorFlow; a model_dir on a remote file system ("gs://...") is read through
-TensorFlow's file system instead.
+TensorFlow. A trial's model_dir is in the sweep dir, on this machine.
 """
 
 import collections
@@ -21,8 +20,6 @@ def eval_metrics(model_dir):
   """{step: {metric: value}} of the evaluations written to model_dir/eval, in step
   order, as Estimator's `read_eval_metrics` gives them."""
   eval_dir = os.path.join(model_dir, "eval")
-  if "://" in eval_dir:
-    return _read_remote(eval_dir)
   found = collections.defaultdict(dict)
   for path in sorted(glob.glob(os.path.join(eval_dir, _EVENT_FILES))):
     for event in _events(path):
@@ -42,14 +39,3 @@ def _events(path):
     except (record_errors.OutOfRangeError, record_errors.DataLossError):
       return
     yield event_pb2.Event.FromString(reader.record())
-
-
-def _read_remote(eval_dir):
-  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf
-  from tensorflow.python.util import deprecation
-  from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
-  if not tf.io.gfile.isdir(eval_dir):
-    return {}
-  with deprecation.silence():  # TensorFlow's own reader uses a deprecated iterator.
-    return dict(tf_early_stopping.read_eval_metrics(eval_dir))

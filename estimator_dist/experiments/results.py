@@ -10,12 +10,14 @@ training curves.
 import glob
 import json
 import os
+import socket
+import time
 import warnings
 
 import optuna
 from tensorboard.compat.proto import event_pb2
 from tensorboard.plugins.hparams import summary_v2 as hp
-from tensorboard.summary.writer import event_file_writer
+from tensorboard.summary.writer import record_writer
 
 REPORT, DATA = "report.md", "sweep.json"
 CHARTS = {"history.png": "plot_optimization_history",
@@ -95,13 +97,17 @@ def _domain(distribution):
 
 
 def _write(logdir, summary):
-  """Writes `summary` as the one HParams event file of `logdir` (TensorBoard's own
-  writer: the sweep runner imports no TensorFlow)."""
+  """Writes `summary` as the one HParams event file of `logdir`, with TensorBoard's own
+  record writer on a local file: the sweep runner imports no TensorFlow."""
   for old in glob.glob(os.path.join(logdir, f"events.out.tfevents.*{_HPARAMS_SUFFIX}")):
     os.remove(old)  # One summary a run, however often the report is made.
-  writer = event_file_writer.EventFileWriter(logdir, filename_suffix=_HPARAMS_SUFFIX)
-  writer.add_event(event_pb2.Event(summary=summary))
-  writer.close()
+  now = time.time()
+  name = f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}{_HPARAMS_SUFFIX}"
+  with open(os.path.join(logdir, name), "wb") as f:
+    writer = record_writer.RecordWriter(f)
+    for event in (event_pb2.Event(wall_time=now, file_version="brain.Event:2"),
+                  event_pb2.Event(wall_time=now, summary=summary)):
+      writer.write(event.SerializeToString())
 
 
 def _hparams(trials, options):

@@ -71,7 +71,7 @@ class KubernetesOptions:
             f"--volume_claim ({self.volume_claim!r}) must be CLAIM:/mount/path.")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class KubernetesFlags:
   """The flags of `estimator-dist k8s`, as FlagHolders."""
   job: spec.JobFlags

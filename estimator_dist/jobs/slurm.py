@@ -101,7 +101,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
   return "\n".join(lines) + "\n"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SlurmFlags:
   """The flags of `estimator-dist slurm`, as FlagHolders."""
   job: spec.JobFlags

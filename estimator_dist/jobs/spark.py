@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import tempfile
+import types
 from typing import Any, Mapping, Optional
 
 from estimator_dist import errors
@@ -50,7 +51,7 @@ class SparkOptions:
   def __post_init__(self):
     errors.check_choice("horovod_controller", self.horovod_controller,
                         horovodrun.CONTROLLERS[1:])
-    object.__setattr__(self, "env", dict(self.env or {}))
+    object.__setattr__(self, "env", types.MappingProxyType(dict(self.env or {})))
 
 
 def pyspark_modules():

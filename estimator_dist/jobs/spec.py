@@ -71,7 +71,7 @@ class JobSpec:
     return self.command + (f"--strategy={self.strategy}",)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class JobFlags:
   """The flags that describe a job, as FlagHolders."""
   strategy: flags.FlagHolder

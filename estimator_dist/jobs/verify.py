@@ -42,7 +42,7 @@ from estimator_dist.training import rate_record
 from estimator_dist.training import run as training_run
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class VerifyFlags:
   """The flags of `estimator-dist verify`, as FlagHolders."""
   training: task_flags.TrainingFlags

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import threading
 from typing import Optional
 
 import tensorflow as tf
@@ -30,6 +31,7 @@ _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 _DECORATION_ATTR = "_estimator_dist_decoration"
 _logged = set()
 _recorded = set()  # (adapter, model_dir): the first rate of a training is its record.
+_lock = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,22 +216,24 @@ def _is_chief(adapter):
 
 def _log_once(adapter, factor, scaling, warmup_steps, record_dir, base_rate, where):
   """Logs the rate once per place it was found; `record_dir` (the chief's model_dir, else
-  None) gets the first one as its record."""
-  key = (id(adapter), where, factor)
-  if key in _logged:
-    return
-  _logged.add(key)
+  None) gets the first one of each training as its record. Mirrored's replica threads
+  call it at once."""
   number = isinstance(base_rate, (int, float))
   warmup_steps = warmup_steps if factor != 1.0 else 0  # Nothing to warm up to.
+  with _lock:
+    if record_dir and (id(adapter), record_dir) not in _recorded:
+      _recorded.add((id(adapter), record_dir))
+      rate_record.write(record_dir, rate_record.RateRecord(
+          base=float(base_rate) if number else None, factor=factor, scaling=scaling,
+          replicas=adapter.num_replicas, scaled=float(base_rate) * factor if number else None,
+          source=where, warmup_steps=warmup_steps))
+    key = (id(adapter), where, factor)
+    if key in _logged:
+      return
+    _logged.add(key)
   base = f"{base_rate:g}" if number else f"in {getattr(base_rate, 'name', base_rate)}"
   scaled = f" = {base_rate * factor:g}" if number else ""
   warmup = (f", warming up linearly from the base rate over {warmup_steps} steps"
             if warmup_steps else "")
   logging.info("estimator_dist: learning rate %s (from %s) x %g (%s scaling, %d replicas)%s%s",
                base, where, factor, scaling, adapter.num_replicas, scaled, warmup)
-  if record_dir and (id(adapter), record_dir) not in _recorded:
-    _recorded.add((id(adapter), record_dir))
-    rate_record.write(record_dir, rate_record.RateRecord(
-        base=float(base_rate) if number else None, factor=factor, scaling=scaling,
-        replicas=adapter.num_replicas, scaled=float(base_rate) * factor if number else None,
-        source=where, warmup_steps=warmup_steps))

@@ -25,7 +25,7 @@ from estimator_dist.training import options as options_lib
 _DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class BackendFlag:
   """A flag that sets an option of the strategies' options dataclasses.
 
@@ -66,7 +66,7 @@ def _define_backend_flag(spec, *, default, strategies, flag_values):
                                                flag_values=flag_values, **bounds)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainingFlags:
   """The flags `define_flags` defines, as FlagHolders; `options()` reads them."""
   strategy: flags.FlagHolder
@@ -95,7 +95,7 @@ class TrainingFlags:
       raise errors.ConfigError("the training flags are not defined: call "
                                "estimator_dist.define_flags() before the flags are parsed.")
     holder = lambda name: flags.FlagHolder(flag_values, flag_values[name])  # noqa: E731
-    backend = tuple(BackendFlag(holder(spec.name), option, strategies)
+    backend = tuple(BackendFlag(holder=holder(spec.name), option=option, strategies=strategies)
                     for spec, _, option, strategies in backend_options())
     return cls(**{f.name: holder(f.name) for f in dataclasses.fields(cls)
                   if f.name != "backend"}, backend=backend)
@@ -185,8 +185,9 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
           "early_stopping_mode", "min", early_stopping.MODES,
           "min: the metric should decrease; max: increase.", flag_values=f),
       backend=tuple(
-          BackendFlag(_define_backend_flag(spec, default=default, strategies=strategies,
-                                           flag_values=f), option, strategies)
+          BackendFlag(holder=_define_backend_flag(spec, default=default, strategies=strategies,
+                                                  flag_values=f),
+                      option=option, strategies=strategies)
           for spec, default, option, strategies in backend_options()))
   flags.register_validator("exporters", lambda v: set(v) <= set(evaluation.EXPORTER_KINDS),
                            f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)}.",

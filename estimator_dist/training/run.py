@@ -177,10 +177,10 @@ class TrainingRun:
     model_dir = self.options.model_dir
     with contextlib.ExitStack() as stack:
       if self.adapter.task.is_chief:
-        early_stopping.clear_marker(model_dir)
         if not model_dir_lock.held_by_launcher(model_dir):
           stack.enter_context(model_dir_lock.held(model_dir, _warn))
           checkpoints.resume_point(model_dir, _warn)
+        early_stopping.clear_marker(model_dir)  # An earlier run's, under the lock.
         stack.enter_context(checkpoints.kept_complete(model_dir, _warn))
       stack.enter_context(own_port.named(self.adapter.task))
       if self._evaluates_beside_training:
