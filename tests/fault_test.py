@@ -16,7 +16,7 @@ from tests import helpers
 
 pytestmark = pytest.mark.processes
 
-STEPS, INTERVAL = 2000, 100
+STEPS, INTERVAL = 1000, 100
 
 
 def checkpoint_step(model_dir):
