@@ -122,7 +122,7 @@ def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
 
 
 def test_a_requeued_job_resumes_from_its_latest_checkpoint(cluster, monkeypatch, tmp_path):
-  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path, steps=3000)
+  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path, steps=6000)
   cluster.command("scontrol", "requeue", job_id)
   # SLURM holds a requeued job back for a while (EligibleTime); an operator's update
   # lets it start now.
@@ -135,6 +135,6 @@ def test_a_requeued_job_resumes_from_its_latest_checkpoint(cluster, monkeypatch,
   resumed = re.findall(rf"Restoring parameters from {re.escape(model_dir)}/model\.ckpt-(\d+)",
                        printed)
   # The second run restored a checkpoint of the first, not step 0 and not the last.
-  assert any(100 <= int(step) < 3000 for step in resumed), (resumed, printed[-5000:])
+  assert any(100 <= int(step) < 6000 for step in resumed), (resumed, printed[-5000:])
   found = helpers.summaries(printed)
   assert len(found) == 1 and float(found[0]["eval_accuracy"]) >= 0.85, printed[-5000:]
