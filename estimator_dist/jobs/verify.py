@@ -202,7 +202,7 @@ def main(argv, verify_flags):
     print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")
   print(f"max relative difference {worst:.3g} {'<=' if passed else '>'} tolerance "
         f"{tolerance:g}: {'PASS' if passed else 'FAIL'}", flush=True)
-  if passed and not verify_flags.work_dir.value:  # A temporary directory of ours; kept to inspect a FAIL.
+  if passed and not verify_flags.work_dir.value:  # Our temporary directory; a FAIL keeps it.
     shutil.rmtree(work, ignore_errors=True)
   elif not passed:
     print(f"the two runs and their logs are in {work}", flush=True)

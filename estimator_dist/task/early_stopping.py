@@ -28,7 +28,6 @@ from estimator_dist.task import env_vars
 from estimator_dist.task import stop_files
 
 MODES = ("min", "max")
-STOPPED_MARKER, STOP_REQUEST = stop_files.STOPPED_MARKER, stop_files.STOP_REQUEST
 _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
                   tf_early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
                   tf_early_stopping._MultiWorkerEarlyStoppingHook)  # pylint: disable=protected-access
@@ -142,7 +141,7 @@ def requested_stop(model_dir):
   for one (env_vars.WATCH_STOP_REQUESTS)."""
   if not os.environ.get(env_vars.WATCH_STOP_REQUESTS):
     return None
-  path = os.path.join(model_dir, STOP_REQUEST)
+  path = os.path.join(model_dir, stop_files.STOP_REQUEST)
 
   def requested():
     if not tf.io.gfile.exists(path):
@@ -154,20 +153,20 @@ def requested_stop(model_dir):
 
 def mark_stopped(model_dir, step):
   """Left by the chief after an early stop: the evaluator task ends at this step."""
-  with tf.io.gfile.GFile(os.path.join(model_dir, STOPPED_MARKER), "w") as f:
+  with tf.io.gfile.GFile(os.path.join(model_dir, stop_files.STOPPED_MARKER), "w") as f:
     f.write(str(step))
 
 
 def clear_marker(model_dir):
   """Removes an earlier run's marker (the chief, before it trains)."""
-  path = os.path.join(model_dir, STOPPED_MARKER)
+  path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
   if tf.io.gfile.exists(path):
     tf.io.gfile.remove(path)
 
 
 def stopped_at(model_dir, since):
   """The step of an early stop marked after `since` (time.time()), or None."""
-  path = os.path.join(model_dir, STOPPED_MARKER)
+  path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
   try:
     if tf.io.gfile.stat(path).mtime_nsec / 1e9 < since:
       return None
