@@ -6,7 +6,8 @@
       -- python -m model_zoo.mnist_dnn --train_steps=600 --save_checkpoints_steps=100
 
 Run the same command again to resume (finished trials are kept; one whose runner died is
-retried from its checkpoint); `--report` only writes the report of a sweep dir.
+retried from its checkpoint; a grid's or --zip's point whose trial failed is run again
+unless --noretry_failed); `--report` only writes the report of a sweep dir.
 """
 
 import dataclasses
@@ -43,6 +44,7 @@ class SweepFlags:
   direction: flags.FlagHolder
   sweep_dir: flags.FlagHolder
   storage: flags.FlagHolder
+  retry_failed: flags.FlagHolder
   engine: flags.FlagHolder
   spark_master: flags.FlagHolder
   report: flags.FlagHolder
@@ -55,7 +57,7 @@ class SweepFlags:
         pruner=self.pruner.value, prune_after_trials=self.prune_after_trials.value,
         prune_after_steps=self.prune_after_steps.value, metric=self.metric.value,
         direction=self.direction.value, sweep_dir=self.sweep_dir.value,
-        storage=self.storage.value)
+        storage=self.storage.value, retry_failed=self.retry_failed.value)
 
 
 def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
@@ -100,6 +102,10 @@ def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
           "storage", None, "The study's storage: an SQLAlchemy URL (postgresql://...) or "
           "journal:PATH for sweeps across machines (default: SQLite in --sweep_dir).",
           flag_values=f),
+      retry_failed=flags.DEFINE_bool(
+          "retry_failed", True, "A grid or --zip sweep run again runs each point whose "
+          "trial failed once more; --noretry_failed leaves them failed: the sweep runs the "
+          "rest, reports them and exits 1 naming them.", flag_values=f),
       engine=flags.DEFINE_enum(
           "engine", "local", ("local", "slurm", "spark"), "local: run the trials here; slurm: "
           "create the study and print an sbatch job array of --parallel runners that share "

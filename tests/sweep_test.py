@@ -7,19 +7,24 @@ import re
 import sqlite3
 import time
 
+import numpy as np
 import optuna
 import pytest
 import tensorflow as tf
+from absl import flags
 from tensorboard.plugins.hparams import plugin_data_pb2
 from tensorflow_estimator.python.estimator.early_stopping import read_eval_metrics
 
 from estimator_dist import errors
+from estimator_dist import sweep_cli
 from estimator_dist.experiments import event_files
+from estimator_dist.experiments import failure_cause
 from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import space
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import trial_job
+from model_zoo import data as model_zoo_data
 from tests import helpers
 from tests import postgres_server
 
@@ -159,6 +164,140 @@ def test_the_report_has_the_table_the_data_the_charts_and_hparams(tmp_path):
   assert len([n for n in os.listdir(tmp_path / "trial_1") if n.endswith(".hparams")]) == 1
 
 
+def _run_first(study, options, *, failing):
+  """As a first run of `study`'s sweep: its queued trials in turn, the `failing`-th one
+  failed as a job that exits 2 (it stops the sweep), the others complete; the rest wait."""
+  for number in range(failing + 1):
+    trial = study_lib.ask(study, options)
+    if number < failing:
+      study.tell(trial, 0.9)
+  trial.set_user_attr("failure", f"trial {trial.number} failed (exit code 2): ...")
+  study.tell(trial, state=optuna.trial.TrialState.FAIL)
+  return trial
+
+
+def test_a_grid_run_again_queues_each_failed_point_once_and_asks_the_sampler_nothing(
+    tmp_path):
+  options = _options(tmp_path, space="learning_rate=choice(0.05,0.1) batch_size=choice(16,32)",
+                     sampler="grid")
+  study = study_lib.open_study(options, create=True)
+  failed = _run_first(study, options, failing=1)
+  assert failed.params == {"learning_rate": 0.05, "batch_size": 32}
+  for _ in range(2):  # Run again, twice: the failed point is queued once.
+    study = study_lib.open_study(options, create=True)
+  queued = [t.system_attrs["fixed_params"] for t in study.trials
+            if t.state == optuna.trial.TrialState.WAITING]
+  assert queued == [{"learning_rate": 0.1, "batch_size": 16},
+                    {"learning_rate": 0.1, "batch_size": 32}, failed.params]
+  while study_lib.wants_trial(study, options):  # As the runner takes and runs them.
+    trial = study_lib.ask(study, options)
+    assert not study_lib.surplus(study, trial, options)
+    study.tell(trial, 0.8)
+  assert study_lib.over(study, options)
+  complete = sorted(tuple(sorted(t.params.items())) for t in study.trials
+                    if t.state == optuna.trial.TrialState.COMPLETE)
+  assert complete == sorted(set(complete)) and len(complete) == 4, complete
+  assert results.summarize(study, options=options)["failed"] == []
+  # Runners that queued a point again at the same moment run it once; values the
+  # sampler made (another runner took the last queued point) run never.
+  study.enqueue_trial(failed.params)
+  study.enqueue_trial(failed.params)
+  assert study_lib.surplus(study, study_lib.ask(study, options), options)
+  assert study_lib.surplus(study, study_lib.ask(study, options), options)
+  assert study_lib.surplus(study, study_lib.ask(study, options), options)
+  with pytest.raises(errors.ConfigError, match=r"runs 4 points of its grid; --trials=3 "
+                     r"asks for 3. Run it again with --trials=4"):
+    study_lib.open_study(_options(tmp_path, space=options.space, sampler="grid", trials=3),
+                         create=True)
+
+
+def test_with_noretry_failed_a_failed_point_is_reported_and_the_sweep_fails(tmp_path,
+                                                                            capsys):
+  space_text = "learning_rate=choice(0.05,0.1) batch_size=choice(16,32)"
+  options = _options(tmp_path, space=space_text, sampler="grid")
+  study = study_lib.open_study(options, create=True)
+  failed = _run_first(study, options, failing=1)
+  for _ in range(2):  # Another runner finished the rest.
+    study.tell(study_lib.ask(study, options), 0.8)
+  flag_values = flags.FlagValues()
+  sweep_flags = sweep_cli.define_flags(flag_values)
+  argv = flag_values(["sweep", f"--sweep_dir={tmp_path}", f"--space={space_text}",
+                      "--sampler=grid", "--noretry_failed", "--", *DNN])
+  assert sweep_cli.main(argv, sweep_flags) == 1
+  message = capsys.readouterr().err
+  assert message == ("estimator_dist.sweep: 1 point(s) failed and were not run again: "
+                     "trial 1 --batch_size=32 --learning_rate=0.05; the report lists them; "
+                     "run the sweep again without --noretry_failed to retry them.\n")
+  assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE,
+                                             optuna.trial.TrialState.FAIL,
+                                             *[optuna.trial.TrialState.COMPLETE] * 2]
+  (row,) = json.loads((tmp_path / "sweep.json").read_text())["failed"]
+  assert row["number"] == failed.number and row["params"] == failed.params
+  report = (tmp_path / "report.md").read_text()
+  assert "Failed points" in report and "- trial 1 failed (exit code 2): ..." in report
+
+
+_MNIST_STYLE_LOG = """\
+[launch] strategy=multi_worker workers=2 model_dir=/tmp/sweep/trial_1
+[chief:0] 2024-11-24 00:19:31.101622: E external/local_xla/xla/stream_executor/cuda/\
+cuda_fft.cc:477] Unable to register cuFFT factory: Attempting to register factory for \
+plugin cuFFT when one has already been registered
+[chief:0] I1124 00:19:34.355854 140513112556096 placement.py:42] estimator_dist: training \
+process 0 of 2 on this host runs on CPUs [0]
+[chief:0] Traceback (most recent call last):
+[worker:0] I1124 00:19:35.101010 139729832161856 basic_session_run_hooks.py:262] loss = \
+2.31, step = 0
+[chief:0]   File "/work/main/model_zoo/mnist_dnn.py", line 36, in <module>
+[chief:0]     ed.run_program(main)
+[chief:0]   File "/work/main/model_zoo/mnist_dnn.py", line 20, in logits
+[chief:0]     raise ValueError("hidden_units must be positive, got 0")
+[chief:0] ValueError: hidden_units must be positive, got 0
+[worker:0] E1124 00:19:36.200000 139729832161856 coordinator.py:219] Collective ops \
+failed: UnavailableError: Socket closed
+[launch] chief:0 exited with code 1; stopping the other tasks
+[worker:0] I1124 00:19:36.500000 139729832161856 monitored_session.py:1042] Finalize.
+[launch] job failed with exit code 1
+"""
+
+_CHAINED_LOG = """\
+Traceback (most recent call last):
+  File "train.py", line 3, in load
+    return np.load(path)
+FileNotFoundError: [Errno 2] No such file or directory: 'x.npz'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "train.py", line 9, in <module>
+    load()
+RuntimeError: the data could not be read
+INFO:tensorflow:Finalize.
+"""
+
+
+@pytest.mark.parametrize("log, line", [
+    (_MNIST_STYLE_LOG, "[chief:0] ValueError: hidden_units must be positive, got 0"),
+    (_CHAINED_LOG, "RuntimeError: the data could not be read"),
+    # A configuration error, as our programs print it, after TensorFlow's harmless ERROR.
+    ("[worker:0] 2024-11-24 00:19:31.101622: E external/cuda_fft.cc:477] Unable to "
+     "register cuFFT factory\n"
+     "[worker:0] I1124 00:19:34.4 1397 training.py:12] eval: error = 0.02\n"
+     "[worker:0] error: --data_path=x.npz is not a Keras-format MNIST .npz\n"
+     "[launch] job failed with exit code 2\n",
+     "[worker:0] error: --data_path=x.npz is not a Keras-format MNIST .npz"),
+    ("I1124 00:19:34.4 1397 training.py:12] step 100\n"
+     "E0000 00:00:1732404000.123456   1397 session.cc:88] Collective ops failed\n"
+     "W1124 00:19:35.0 1397 training.py:12] fatal: not a warning's cause\n",
+     "E0000 00:00:1732404000.123456   1397 session.cc:88] Collective ops failed"),
+    ("[worker:0] I1124 00:19:34.4 1397 training.py:12] step 100\n"
+     "[launch] worker:0 exited with code -9; stopping the other tasks\n"
+     "[launch] job failed with exit code -9\n", "[launch] job failed with exit code -9"),
+    ("I1124 00:19:34.4 1397 training.py:12] step 100\n", None),
+])
+def test_the_first_error_line_of_a_log_says_why_never_an_info_line(log, line):
+  assert failure_cause.first_error_line(log) == line
+
+
 # Real sweeps: each trial is a job of the launcher.
 
 
@@ -251,6 +390,44 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   assert restored and 1000 <= int(restored.group(1)) < 3000, log[-3000:]  # Not from 0.
   with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
     assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
+
+
+def _write_mnist_npz(path):
+  """The digits as a Keras-format MNIST .npz, which --data_path takes."""
+  (x, y), (x_eval, y_eval) = model_zoo_data.load()
+  np.savez(path, x_train=(x * 255).astype(np.uint8), y_train=y,
+           x_test=(x_eval * 255).astype(np.uint8), y_test=y_eval)
+
+
+@pytest.mark.processes
+def test_a_failed_grid_point_stops_the_sweep_in_one_line_and_runs_once_when_run_again(
+    tmp_path):
+  digits, late = tmp_path / "digits.npz", tmp_path / "late.npz"
+  _write_mnist_npz(digits)  # late.npz is missing at first: its point's trial fails.
+  sweep_dir = tmp_path / "sweep"
+  # --seed=2: the sampler, were it asked for values, would run the digits point again.
+  args = [f"--space=data_path=choice({digits},{late})", "--sampler=grid", "--seed=2",
+          "--strategy=multi_worker", "--workers_per_trial=2"]
+  program = [*DNN, "--train_steps=20"]
+  code, output = _sweep(sweep_dir, *args, program=program)
+  assert code == 1, output[-5000:]
+  message = output.splitlines()[-1]
+  log = sweep_dir / "trial_1" / "launch.log"
+  assert re.fullmatch(
+      rf"estimator_dist\.sweep: trial 1 failed \(exit code 2\): "
+      rf"--data_path={re.escape(str(late))}: \[(chief|worker):0\] error: "
+      rf"--data_path={re.escape(str(late))} is not a Keras-format MNIST \.npz .*No such "
+      rf"file or directory.*\. \(log: {re.escape(str(log))}\)", message), output[-3000:]
+  assert " I1" not in message and "INFO" not in message
+  _write_mnist_npz(late)
+  code, output = _sweep(sweep_dir, *args, program=program)
+  assert code == 0, output[-5000:]
+  trials = _trials(sweep_dir)
+  assert sorted((t["number"], t["state"], t["params"]["data_path"]) for t in trials) == [
+      (0, "complete", str(digits)), (1, "fail", str(late)), (2, "complete", str(late))]
+  with sqlite3.connect(sweep_dir / "study.db") as db:  # No trial besides these.
+    assert db.execute("SELECT state, COUNT(*) FROM trials GROUP BY state ORDER BY state"
+                      ).fetchall() == [("COMPLETE", 2), ("FAIL", 1)]
 
 
 @pytest.mark.processes

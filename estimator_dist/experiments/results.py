@@ -1,8 +1,9 @@
 """A sweep's results, for people: a markdown table, sweep.json, two charts, and HParams.
 
 In the sweep dir: `report.md` (every trial's values, metric, state, steps and seconds,
-then the best values), `sweep.json` (the same as data), `history.png` (optimisation
-history) and `parallel_coordinates.png`, and TensorBoard HParams summaries, so that
+then the best values, then the points of a grid or --zip that no trial finished),
+`sweep.json` (the same as data), `history.png` (optimisation history) and
+`parallel_coordinates.png`, and TensorBoard HParams summaries, so that
 `tensorboard --logdir=SWEEP_DIR` shows every trial in the HParams dashboard beside its
 training curves.
 """
@@ -19,6 +20,8 @@ from tensorboard.compat.proto import event_pb2
 from tensorboard.plugins.hparams import summary_v2 as hp
 from tensorboard.summary.writer import record_writer
 
+from estimator_dist.experiments import fixed_points
+
 REPORT, DATA = "report.md", "sweep.json"
 CHARTS = {"history.png": "plot_optimization_history",
           "parallel_coordinates.png": "plot_parallel_coordinate"}
@@ -34,7 +37,7 @@ def summarize(study, *, options, out=None):
   best = study.best_trial if complete else None
   data = {"metric": options.metric, "direction": options.direction,
           "storage": options.storage_url, "trials": rows,
-          "best": _row(best) if best else None}
+          "best": _row(best) if best else None, "failed": _failed(study, options)}
   with open(os.path.join(options.sweep_dir, DATA), "w") as f:
     json.dump(data, f, indent=2)
   table = _markdown(data)
@@ -57,6 +60,17 @@ def _row(trial):
           "model_dir": trial.user_attrs.get("model_dir")}
 
 
+def _failed(study, options):
+  """A row for each point of a grid or --zip none of whose trials finished: its last
+  trial, and the line that said why it failed (where its job failed, not its runner)."""
+  if not options.fixed_points:
+    return []
+  return [{"number": trials[-1].number, "params": trials[-1].params,
+           "failure": trials[-1].user_attrs.get("failure"),
+           "model_dir": trials[-1].user_attrs.get("model_dir")}
+          for trials in fixed_points.failed_points(study).values() if trials]
+
+
 def _markdown(data):
   names = sorted({name for row in data["trials"] for name in row["params"]})
   head = ["trial", *names, data["metric"], "state", "steps", "seconds"]
@@ -71,7 +85,16 @@ def _markdown(data):
                  f"{data['metric']} {best['value']:.4f}, " +
                  " ".join(f"--{k}={v}" for k, v in sorted(best["params"].items()))
                  if best else "No trial completed.")]
+  if data["failed"]:
+    lines += ["", "Failed points (no trial of theirs finished; a sweep run again retries "
+                  "them unless --noretry_failed):"]
+    lines += [f"- {row['failure'] or _failed_trial(row)}" for row in data["failed"]]
   return "\n".join(lines) + "\n"
+
+
+def _failed_trial(row):
+  flags = " ".join(f"--{k}={v}" for k, v in sorted(row["params"].items()))
+  return f"trial {row['number']} failed: {flags} (model_dir: {row['model_dir']})"
 
 
 def _charts(study, sweep_dir):

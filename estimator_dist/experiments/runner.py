@@ -5,11 +5,14 @@
                                    parallel=2, sweep_dir="/tmp/sweep"))
 
 A runner takes trials from the study until it has `trial_count` finished ones (complete,
-pruned, or diverged): it asks the study for a trial (a trial queued again after its runner
-died comes first, with its values and its model_dir), starts its job on a free share of
-the CPUs, reports its evaluations while it runs, and tells the study how it ended. Several
-runners (SLURM array tasks, Spark tasks, or the same command run again after a kill) share
-one study; the storage's heartbeats find the trials whose runner died.
+pruned, or diverged), or, for a grid or --zip, until none of its points is queued or
+running (it runs only queued points, never the sampler's values): it asks the study for a
+trial (a trial queued again after its runner died comes first, with its values and its
+model_dir), starts its job on a free share of the CPUs, reports its evaluations while it
+runs, and tells the study how it ended. Several runners (SLURM array tasks, Spark tasks,
+or the same command run again after a kill) share one study; the storage's heartbeats
+find the trials whose runner died. A trial that fails stops the sweep; a grid's point
+whose trials failed is queued again when the sweep is run again (`fixed_points`).
 """
 
 import os
@@ -20,6 +23,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.experiments import results
+from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import model_dir_arg
@@ -106,12 +110,29 @@ def run(program, *, options, slots, out=sys.stdout):
             f"study {options.storage_url}\n")
   out.flush()
   run_trials(study, program=program, options=options, slots=slots, out=out)
-  return results.summarize(study, options=options, out=out)
+  report = results.summarize(study, options=options, out=out)
+  check_no_failed_points(report, options=options)
+  return report
+
+
+def check_no_failed_points(report, *, options):
+  """TrialFailed naming the points of a grid or --zip that no trial finished: the sweep
+  did not run what it was asked to, though the rest has run and is reported."""
+  if not report["failed"]:
+    return
+  again = ("run the sweep again" if options.retry_failed else
+           "run the sweep again without --noretry_failed")
+  points = "; ".join(f"trial {row['number']} {' '.join(space_lib.as_flags(row['params']))}"
+                     for row in report["failed"])
+  raise trial_job.TrialFailed(
+      f"{len(report['failed'])} point(s) failed and were not run again: {points}; the "
+      f"report lists them; {again} to retry them.")
 
 
 def run_trials(study, *, program, options, slots, out):
   """Takes and runs trials, one in each slot at a time, until the study has
-  `options.trial_count` finished ones."""
+  `options.trial_count` finished ones (a grid or --zip: until none of its points is
+  queued or running); TrialFailed at once when one fails."""
   running = {}  # slot index: TrialJob
   waiting_told = False
   storage = study._storage  # pylint: disable=protected-access
@@ -132,12 +153,10 @@ def run_trials(study, *, program, options, slots, out):
           out.write(f"estimator_dist.sweep: trial {job.trial.number} {state}: "
                     f"{_described(job.trial, study)}\n")
           out.flush()
-      done, active = len(study_lib.finished(study)), study_lib.active(study)
-      if done >= options.trial_count and not running:
+      if not running and study_lib.over(study, options):
         return
       free = [i for i in range(len(slots)) if i not in running]
-      queued = len(study_lib.waiting(study))
-      if free and (queued or done + len(active) < options.trial_count):
+      if free and study_lib.wants_trial(study, options):
         trial = study_lib.ask(study, options)
         if study_lib.surplus(study, trial, options):
           continue
@@ -150,7 +169,7 @@ def run_trials(study, *, program, options, slots, out):
                   f"(model_dir {job.model_dir})\n")
         out.flush()
         continue
-      others = [t.number for t in active if t.number not in
+      others = [t.number for t in study_lib.active(study) if t.number not in
                 {job.trial.number for job in running.values()}]
       if others and not running and not waiting_told:
         waiting_told = True

@@ -16,6 +16,7 @@ from typing import Optional
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.strategies import traits as traits_lib
 
@@ -26,8 +27,6 @@ STUDY_NAME = "sweep"
 # Heartbeats tell a running trial from one whose runner died.
 HEARTBEAT_SECS = 5
 GRACE_SECS = 20
-_FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-_ACTIVE = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
 # What a sweep run again must keep (the rest, such as --parallel, may change).
 _KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
          "pruner", "prune_after_trials", "prune_after_steps", "metric", "direction")
@@ -50,6 +49,9 @@ class SweepOptions:
   metric, direction: the eval metric the sweep optimises.
   sweep_dir: trials' model_dirs, the study's SQLite file, the report.
   storage: None (SQLite in sweep_dir), an SQLAlchemy URL, or journal:PATH.
+  retry_failed: a grid or --zip sweep run again queues each point whose trials failed
+    once more; False leaves them failed (the sweep runs the rest, reports them and
+    fails). It may differ from run to run.
   """
   space: str
   trials: int = 10
@@ -66,6 +68,7 @@ class SweepOptions:
   direction: str = "maximize"
   sweep_dir: str
   storage: Optional[str] = None
+  retry_failed: bool = True
 
   def __post_init__(self):
     for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
@@ -90,8 +93,15 @@ class SweepOptions:
     return space_lib.parse(self.space)
 
   @property
+  def fixed_points(self) -> bool:
+    """Whether the sweep's values are points queued when it is created (a grid, --zip):
+    its runners run those and never ask the sampler for values."""
+    return self.zip or self.sampler == "grid"
+
+  @property
   def trial_count(self) -> int:
-    """The trials the sweep finishes: a grid or a zip runs each of its points once."""
+    """The trials the sweep finishes: a grid or a zip runs each of its points once (a
+    point whose trials failed, left failed by --noretry_failed, is not finished)."""
     if self.zip:
       return min(self.trials, len(space_lib.zipped(self.search_space)))
     if self.sampler == "grid":
@@ -167,6 +177,8 @@ def open_study(options, *, create):
   if not study.trials:  # Queued once; a resumed sweep has them.
     for params in points(options):
       study.enqueue_trial(params)
+  elif options.fixed_points:
+    fixed_points.queue_again(study, options=options)
   return study
 
 
@@ -205,21 +217,41 @@ def ask(study, options):
 def surplus(study, trial, options):
   """Whether `trial` is one more than the sweep needs: runners sharing the study (SLURM
   array tasks) may ask at the same moment. Such a trial is failed at once."""
-  counted = [t for t in finished(study) + active(study) if t.number < trial.number]
-  if len(counted) < options.trial_count:
+  if options.fixed_points:
+    extra = fixed_points.repeats_a_point(study, trial)
+  else:
+    counted = [t for t in finished(study) + active(study) if t.number < trial.number]
+    extra = len(counted) >= options.trial_count
+  if not extra:
     return False
   trial.set_user_attr("surplus", True)
   study.tell(trial, state=optuna.trial.TrialState.FAIL)
   return True
 
 
+def over(study, options):
+  """Whether the sweep has run what it runs: each point of a grid or --zip finished or
+  failed (none runs or waits), or `trial_count` finished trials."""
+  if options.fixed_points:
+    return not active(study)
+  return len(finished(study)) >= options.trial_count
+
+
+def wants_trial(study, options):
+  """Whether a runner with a free slot takes a trial: a queued one (a grid's point, a
+  retry), or, with a sampler, a new one while the finished and active are too few."""
+  if waiting(study):
+    return True
+  return (not options.fixed_points and
+          len(finished(study)) + len(active(study)) < options.trial_count)
+
+
 def finished(study):
-  return [t for t in study.get_trials(deepcopy=False) if t.state in _FINISHED or
-          (t.state == optuna.trial.TrialState.FAIL and t.user_attrs.get("diverged"))]
+  return [t for t in study.get_trials(deepcopy=False) if fixed_points.is_finished(t)]
 
 
 def active(study):
-  return [t for t in study.get_trials(deepcopy=False) if t.state in _ACTIVE]
+  return [t for t in study.get_trials(deepcopy=False) if t.state in fixed_points.ACTIVE]
 
 
 def waiting(study):

@@ -15,6 +15,7 @@ import time
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.experiments import failure_cause
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.jobs import processes
@@ -77,6 +78,8 @@ class TrialJob:
     self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric)
     self.log_path = os.path.join(self.model_dir, LOG_NAME)
     with open(self.log_path, "ab") as log:
+      # Where this run's lines begin: a retried trial's log holds its earlier runs too.
+      self._log_start = log.tell()
       log.write(f"# trial {trial.number}: ".encode())
       self.process = slot.start([*program, *space_lib.as_flags(trial.params)],
                                 model_dir=self.model_dir, log=log,
@@ -126,11 +129,19 @@ class TrialJob:
       self.trial.set_user_attr("diverged", True)
       study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
       return "diverged"
-    raise TrialFailed(f"trial {self.trial.number} ({' '.join(space_lib.as_flags(self.trial.params))}) "
-                      f"failed with exit code {code}; its output is in {self.log_path}:\n"
-                      f"{_tail(self.log_path)}")
+    failure = failure_message(number=self.trial.number, code=code, params=self.trial.params,
+                              log_path=self.log_path, log_start=self._log_start)
+    self.trial.set_user_attr("failure", failure)  # For the report of its point.
+    raise TrialFailed(failure)
 
 
-def _tail(path, lines=15):
-  with open(path, "rb") as f:
-    return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+def failure_message(*, number, code, params, log_path, log_start=0):
+  """One line: the trial, its exit code, its values, the line of its log that says why
+  (`failure_cause`; not the log's last line, an INFO line) and where its log is."""
+  with open(log_path, "rb") as f:
+    f.seek(log_start)
+    # This run's lines, after its own first line (the command, which names the values).
+    run_lines = f.read().decode(errors="replace").split("\n", 1)[1:]
+  cause = failure_cause.first_error_line("".join(run_lines)) or "its log has no output"
+  values = " ".join(space_lib.as_flags(params))
+  return f"trial {number} failed (exit code {code}): {values}: {cause} (log: {log_path})"
