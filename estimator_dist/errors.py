@@ -1,5 +1,7 @@
 """The error raised for a configuration that cannot work; its message names the fix."""
 
+import inspect
+
 
 class ConfigError(ValueError):
   """Bad input to estimator_dist: a flag, an option, TF_CONFIG, a model_fn or input_fn."""
@@ -13,6 +15,10 @@ class CheckpointSaveFailed(RuntimeError):
   """Writing to the model_dir failed (a full disk); the message names the checkpoint kept."""
 
 
+class EvaluationStalled(RuntimeError):
+  """An evaluation did not end within its timeout; the message names the probable cause."""
+
+
 class PortInUse(RuntimeError):
   """Another process holds the port this task must listen on; the message names it."""
 
@@ -23,17 +29,29 @@ PORT_IN_USE_EXIT_CODE = 75  # EX_TEMPFAIL: the launcher starts the job again on 
 
 
 def check_args(fn, kind, allowed, fix):
-  """The argument names of `fn`; ConfigError if it is not callable or takes others."""
+  """The argument names Estimator passes to `fn`; ConfigError if it is not callable or
+  needs one it cannot pass (a parameter without a default, as Estimator itself calls it)."""
   from tensorflow_estimator.python.estimator import util  # pylint: disable=g-import-not-at-top
   if not callable(fn):
     raise ConfigError(f"{kind} must be a function, got {fn!r}.")
   args = [a for a in util.fn_args(fn) if a != "self"]
-  unknown = [a for a in args if a not in allowed]
+  unknown = [a for a in _required_args(fn, args) if a not in allowed]
   if unknown:
     raise ConfigError(
-        f"{kind} {getattr(fn, '__name__', fn)} takes {unknown}, which Estimator cannot pass; "
-        f"it may take only {', '.join(allowed)}. {fix}")
+        f"{kind} {getattr(fn, '__name__', fn)} needs {unknown}, which Estimator cannot pass; "
+        f"it may need only {', '.join(allowed)} (others need a default). {fix}")
   return args
+
+
+def _required_args(fn, args):
+  """The parameters `fn` cannot be called without (a functools.partial's bound ones and
+  those with defaults excepted); `args` where no signature can be read."""
+  try:
+    parameters = inspect.signature(fn).parameters.values()
+  except (TypeError, ValueError):
+    return args
+  return [p.name for p in parameters if p.default is inspect.Parameter.empty and
+          p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
 
 
 def check_choice(name, value, choices):

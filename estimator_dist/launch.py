@@ -7,6 +7,7 @@ The flags become a JobSpec and LaunchOptions; `estimator_dist.jobs.launcher` run
 """
 
 import dataclasses
+import signal
 import sys
 
 from absl import app
@@ -26,6 +27,7 @@ class LaunchFlags:
   model_dir: flags.FlagHolder
   host: flags.FlagHolder
   isolation: flags.FlagHolder
+  allow_every_interface: flags.FlagHolder
   horovod_controller: flags.FlagHolder
   hosts: flags.FlagHolder
   hostfile: flags.FlagHolder
@@ -53,6 +55,7 @@ class LaunchFlags:
         extra_args=self.horovodrun_args.value, elastic=elastic)
     return launcher.LaunchOptions(
         model_dir=self.model_dir.value, host=self.host.value, isolation=self.isolation.value,
+        allow_every_interface=self.allow_every_interface.value,
         max_restarts=self.max_restarts.value, hang_timeout_secs=self.hang_timeout_secs.value,
         startup_timeout_secs=self.startup_timeout_secs.value,
         shutdown_timeout_secs=self.shutdown_timeout_secs.value, horovod=run)
@@ -74,6 +77,11 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "where no other process can reach their ports and which end with the launcher "
           "(the host network where the machine cannot make them); private: refuse to run "
           "without them; host: the host network (loopback).", flag_values=f),
+      allow_every_interface=flags.DEFINE_bool(
+          "allow_every_interface", False, "On the host network, run even where the job's "
+          "servers would listen on every interface, reachable from other machines (no C "
+          "compiler to build the library that keeps them on loopback: `make setup` builds "
+          "it); without it such a job is refused.", flag_values=f),
       horovod_controller=flags.DEFINE_enum(
           "horovod_controller", "auto", horovodrun.CONTROLLERS,
           "horovod: how horovodrun connects the ranks; auto picks MPI when Horovod was built "
@@ -107,8 +115,9 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "times; it resumes from the latest checkpoint.", lower_bound=0, flag_values=f),
       hang_timeout_secs=flags.DEFINE_integer(
           "hang_timeout_secs", 300, "Stop the job (and restart it, with --max_restarts) "
-          "when a training task of a local job makes no progress for this long; 0 never "
-          "does.", lower_bound=0, flag_values=f),
+          "when a training task of a local job makes no progress for this long, or a "
+          "process of any task is stopped (SIGSTOP, a debugger) this long; 0 never does.",
+          lower_bound=0, flag_values=f),
       startup_timeout_secs=flags.DEFINE_integer(
           "startup_timeout_secs", 120, "A training task that has not started training this "
           "long after it started exits, naming its phase and the peers that do not answer "
@@ -126,10 +135,20 @@ def main(argv, launch_flags):
   except errors.ConfigError as e:
     sys.stderr.write(f"estimator_dist.launch: {e}\n")
     return 2
+  finally:
+    # Everything is stopped and removed: one more Ctrl-C changes nothing, nor the exit code.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _exit_on_signal(signum, _):
+  sys.exit(128 + signum)
 
 
 def run():
   launch_flags = define_flags()
+  # Ctrl-C before the job starts ends the launcher as Ctrl-C during the job does: exit
+  # code 130, no traceback.
+  signal.signal(signal.SIGINT, _exit_on_signal)
   app.run(lambda argv: main(argv, launch_flags))
 
 

@@ -73,6 +73,21 @@ command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 \
   || apt_install "the real SLURM tests are skipped" slurmctld slurmd slurm-client munge
 # iproute2: the tests of jobs across hosts make test hosts as network namespaces.
 command -v ip >/dev/null 2>&1 || apt_install "the tests across test hosts are skipped" iproute2
+# The library that keeps a job's servers on its own address (task/bind_address.py), built
+# once here so that no job needs a C compiler: without it, a job on the host network
+# would listen on every interface, and the launcher refuses it.
+command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 \
+  || apt_install "the bind library is not built" gcc libc6-dev
+"$PY" - <<'PYEOF'
+import sys
+from estimator_dist.task import bind_address
+path, why_not = bind_address.build()
+if path:
+  print(f"[setup] bind library: {path}")
+else:
+  print(f"[setup] the bind library cannot be built ({why_not}): --isolation=host refuses to "
+        f"start without --allow_every_interface", file=sys.stderr)
+PYEOF
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
 
 # Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships

@@ -221,14 +221,25 @@ def test_lr_param_names_the_key():
 
 
 @pytest.mark.parametrize("signature,message", [
-    ("features, labels, mode, hparams", r"takes \['hparams'\], which Estimator cannot pass"),
+    ("features, labels, mode, hparams", r"needs \['hparams'\], which Estimator cannot pass"),
     ("labels, mode", r"no `features`; Estimator requires it"),
+    ("features, labels, mode, hparams=None, *, depth", r"needs \['depth'\]"),
 ])
 def test_model_fn_estimator_would_reject_fails_at_decoration(signature, message):
   namespace = {}
   exec(f"def model_fn({signature}):\n  pass", namespace)  # pylint: disable=exec-used
   with pytest.raises(ed.ConfigError, match=message):
     ed.distributed(namespace["model_fn"])
+
+
+def test_a_model_fn_whose_other_arguments_have_defaults_gets_only_estimators():
+  seen = {}
+
+  def model_fn(features, labels, mode, params, hparams=None):
+    seen["hparams"] = hparams
+    return linear_model_fn({})(features, labels, mode, params)
+  _, spec = build(ed.distributed(model_fn), Replicas(1), params={"learning_rate": 0.1})
+  assert seen == {"hparams": None} and spec.train_op is not None
 
 
 @pytest.mark.parametrize("options,message", [

@@ -1,5 +1,7 @@
 """Sharding: disjoint shards covering each batch once per epoch, and no worker runs dry."""
 
+import functools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -101,8 +103,18 @@ def test_features_and_labels_cannot_be_split():
 def test_input_fn_with_arguments_estimator_cannot_pass():
   def input_fn(batch_size):
     return tf.data.Dataset.range(batch_size)
-  with pytest.raises(ed.ConfigError, match=r"takes \['batch_size'\], which Estimator cannot"):
+  with pytest.raises(ed.ConfigError, match=r"needs \['batch_size'\], which Estimator cannot"):
     inputs.wrap_input_fn(input_fn, lambda _: None)
+
+
+def test_a_partial_whose_other_arguments_have_defaults_is_called_as_estimator_calls_it():
+  # TensorFlow's cifar10_estimator tutorial: use_distortion_for_training keeps its default.
+  def input_fn(data_dir, subset, num_shards, batch_size, use_distortion_for_training=True):
+    del data_dir, subset, num_shards, use_distortion_for_training
+    return tf.data.Dataset.range(8).batch(batch_size)
+  tutorial_form = functools.partial(input_fn, "/data", subset="train", num_shards=1,
+                                    batch_size=2)
+  assert take(worker(tutorial_form, 2, 0).unbatch(), 4) == [0, 1, 4, 5]
 
 
 def write_files(directory, sizes):

@@ -6,6 +6,7 @@ import tensorflow as tf
 from absl import flags
 
 import estimator_dist as ed
+from estimator_dist import errors
 from estimator_dist.task import checkpoints as ed_checkpoints
 
 X = np.random.RandomState(0).rand(64, 3).astype(np.float32)
@@ -79,7 +80,7 @@ def test_bad_arguments(tmp_path, kwargs, message):
 def test_bad_input_fn(tmp_path):
   def train_input_fn(batch_size):
     return input_fn()
-  with pytest.raises(ed.ConfigError, match=r"train_input_fn train_input_fn takes \['batch_size'\]"):
+  with pytest.raises(ed.ConfigError, match=r"train_input_fn train_input_fn needs \['batch_size'\]"):
     ed.train_and_evaluate(make_model_fn([]), train_input_fn, model_dir=str(tmp_path),
                           train_steps=5)
 
@@ -152,3 +153,39 @@ def test_options_from_flags_unpacked_as_a_dict_trains_as_options_does(tmp_path):
                                 options=options_for(tmp_path / "given"))
   assert unpacked["global_step"] == given["global_step"] == 10
   assert unpacked["loss"] == pytest.approx(given["loss"])
+
+
+def test_an_eval_input_of_no_example_fails_before_its_metrics_are_written(tmp_path):
+  def eval_input_fn():  # Not empty as far as tf.data can tell: a filter drops everything.
+    return input_fn().unbatch().filter(lambda x, y: y[0] > 100.0).batch(16)
+  with pytest.raises(ed.ConfigError, match=r"eval_input_fn eval_input_fn gives no example"):
+    ed.train_and_evaluate(make_model_fn([]), input_fn, eval_input_fn, model_dir=str(tmp_path),
+                          train_steps=5, params={"learning_rate": 0.1})
+  assert not tf.io.gfile.glob(str(tmp_path / "eval" / "*"))  # No summary of zeros.
+
+
+@pytest.mark.parametrize("eval_input_fn,message", [
+    (lambda: input_fn().take(0), r"eval_input_fn <lambda> gives no example"),
+    (lambda: input_fn().repeat(), r"eval_input_fn <lambda> repeats for ever and no eval_steps"),
+])
+def test_an_eval_input_tf_data_can_tell_is_empty_or_endless_is_refused_before_training(
+    tmp_path, eval_input_fn, message):
+  with pytest.raises(ed.ConfigError, match=message):
+    ed.train_and_evaluate(make_model_fn([]), input_fn, eval_input_fn, model_dir=str(tmp_path),
+                          train_steps=5, params={"learning_rate": 0.1})
+  assert not tf.io.gfile.glob(str(tmp_path / "model.ckpt*"))
+
+
+def test_an_evaluation_past_its_timeout_is_stopped_naming_the_cause(tmp_path):
+  def endless():  # tf.data cannot tell that a generator never ends.
+    while True:
+      yield X[0], Y[0]
+
+  def eval_input_fn():
+    return tf.data.Dataset.from_generator(endless, output_signature=(
+        tf.TensorSpec([3], tf.float32), tf.TensorSpec([1], tf.float32))).batch(16)
+  with pytest.raises(errors.EvaluationStalled,
+                     match=r"past its timeout of 2 s \(--eval_timeout_secs\); probable cause: "
+                           r"an eval input that repeats for ever: set eval_steps"):
+    ed.train_and_evaluate(make_model_fn([]), input_fn, eval_input_fn, model_dir=str(tmp_path),
+                          train_steps=5, params={"learning_rate": 0.1}, eval_timeout_secs=2)

@@ -1,11 +1,14 @@
 """Trust, for real: no other user gets in, nothing is orphaned, stops are fast, stalls are
 named, and no wrong result passes as success."""
 
+import glob
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import psutil
@@ -109,6 +112,12 @@ def probe_as_nobody(ports):
   return sorted(int(port) for port in result.stdout.split())
 
 
+def launcher_dirs(pid, temporary_dir=None):
+  """The temporary and shared-memory directories the launcher `pid` made (job_dirs)."""
+  return sorted(glob.glob(f"{temporary_dir or tempfile.gettempdir()}/estimator_dist_{pid}-*") +
+                glob.glob(f"/dev/shm/estimator_dist_{pid}-*"))
+
+
 def gone_within(processes, secs):
   """Seconds until every process ended; fails past `secs`."""
   start = time.monotonic()
@@ -135,10 +144,20 @@ def test_no_other_user_reaches_a_job_and_ctrl_c_stops_it_at_once(strategy, args,
     ports = listening_ports(processes) - host_ports()
     assert ports, job.output[-3000:]
     assert probe_as_nobody(ports) == []
-    job.process.send_signal(signal.SIGINT)
-    print(f"measured: Ctrl-C of {strategy} {args}: every process gone in "
-          f"{gone_within(processes, 3):.2f} s")
+    made = launcher_dirs(job.process.pid)
+    assert len(made) == 3, made  # Heartbeats, the tasks' TMPDIR, Open MPI's shared memory.
+    # Ctrl-C again and again (at least 3 times) until the launcher ends: one during the
+    # stop or the removal of the directories must not cut it short.
+    start, presses = time.monotonic(), 0
+    while presses < 3 or job.process.poll() is None:
+      job.process.send_signal(signal.SIGINT)
+      presses += 1
+      time.sleep(0.02)
+    gone_within(processes, 3)
+    print(f"measured: Ctrl-C ({presses} times) of {strategy} {args}: every process gone "
+          f"and the launcher ended in {time.monotonic() - start:.2f} s")
     assert job.wait(10) == 128 + signal.SIGINT
+    assert launcher_dirs(job.process.pid) == []
   finally:
     job.kill()
 
@@ -377,10 +396,16 @@ def test_the_launcher_starts_again_on_new_ports_when_one_is_taken(tmp_path):
 
 @pytest.fixture
 def small_disk(tmp_path):
-  """A 16 MB file system of its own (tmpfs), unmounted at the end."""
-  path = tmp_path / "disk"
+  """A 64 MB file system of its own (tmpfs), unmounted at the end. (A job refuses to start
+  with less than model_dir_check.MIN_FREE_BYTES free.)"""
+  yield from tmpfs(tmp_path / "disk", "size=64m")
+
+
+def tmpfs(path, options):
+  """Mounts a tmpfs with `options` at `path` (made) and yields it; unmounted at the end,
+  also when the test fails."""
   path.mkdir()
-  subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(path)], check=True)
+  subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
   try:
     yield path
   finally:
@@ -418,3 +443,192 @@ def test_a_full_disk_leaves_a_checkpoint_to_resume_from(small_disk):
                                 f"--model_dir={model_dir}", f"--train_steps={step + 10}",
                                 num_workers=1)
   assert code == 0 and f"Restoring parameters from {latest}" in output, output[-3000:]
+
+
+# Refusals at the door: one line with the path and the fix, before any task starts.
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+  """A read-only file system of its own (tmpfs mounted ro): root writes wherever the
+  permission bits say not, but not there. Unmounted at the end, also when the test fails."""
+  yield from tmpfs(tmp_path / "read_only", "ro,size=1m")
+
+
+def refused_at_the_door(*launch_args, program, env=None):
+  """Launches `program` on 2 workers; asserts that the launcher exited 2 having printed
+  one line (no traceback, no line of its own or of a task: none started); returns it."""
+  code, output = helpers.run(
+      helpers.launch_command("--strategy=multi_worker", "--num_workers=2", *launch_args,
+                             program=program), timeout=60, env=env)
+  assert code == 2, output[-3000:]
+  assert len(output.splitlines()) == 1 and output.startswith("estimator_dist.launch: "), output
+  return output.rstrip("\n")
+
+
+def plain_model(model_dir, *args):
+  return (helpers.PYTHON, "-m", "tests.programs.plain_model", f"--model_dir={model_dir}", *args)
+
+
+@needs_root
+def test_a_read_only_model_dir_is_refused_in_one_line(read_only_dir):
+  model_dir = read_only_dir / "model"
+  said = (f"--model_dir={model_dir} is on a read-only file system: give a directory you "
+          f"can write.")
+  assert refused_at_the_door(program=plain_model(model_dir)) == f"estimator_dist.launch: {said}"
+  # A chief started without the launcher checks when it takes the model_dir's lock.
+  code, output = helpers.run([*plain_model(model_dir), "--strategy=local"], timeout=120)
+  assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
+  assert "Traceback" not in output, output[-3000:]
+
+
+@needs_root
+def test_a_nearly_full_disk_is_refused_in_one_line(small_disk):
+  with open(small_disk / "filler", "wb") as f:  # All but 8 MB.
+    f.write(b"\0" * (shutil.disk_usage(small_disk).free - 8 * 2**20))
+  line = refused_at_the_door(program=plain_model(small_disk / "model"))
+  assert re.fullmatch(
+      rf"estimator_dist\.launch: --model_dir={small_disk}/model has [78] MB free on its file "
+      rf"system, below the 50 MB a job needs for its checkpoints: free space there or give "
+      rf"a directory on another disk\.", line), line
+
+
+def test_the_other_start_up_checks_are_one_line_too(tmp_path):
+  """A model_dir that is a file or under one; a program that is missing or not
+  executable (on the host network these were tracebacks)."""
+  a_file = tmp_path / "a_file"
+  a_file.write_text("#!/bin/sh\n")
+  prefix = "estimator_dist.launch: "
+  assert refused_at_the_door(program=plain_model(a_file)) == (
+      f"{prefix}--model_dir={a_file} is a file, not a directory: give a directory you can "
+      f"write.")
+  assert refused_at_the_door(program=plain_model(a_file / "model")) == (
+      f"{prefix}--model_dir={a_file}/model cannot be made: {a_file} is a file, not a "
+      f"directory: give a directory you can write.")
+  model_dir, missing = f"--model_dir={tmp_path / 'model'}", tmp_path / "train"
+  assert refused_at_the_door("--isolation=host", program=(str(missing), model_dir)) == (
+      f"{prefix}the program {missing} does not exist: give the path of the program to run "
+      f"after --.")
+  assert refused_at_the_door("--isolation=host", program=(str(a_file), model_dir)) == (
+      f"{prefix}the program {a_file} is not executable: chmod +x it, or run it with its "
+      f"interpreter (-- python train.py).")
+
+
+def test_a_job_whose_servers_would_listen_on_every_interface_needs_a_flag(tmp_path):
+  """No C compiler on PATH and no library built: --isolation=host refuses, and runs with
+  --allow_every_interface, saying so."""
+  (tmp_path / "bin").mkdir()  # A PATH with no compiler; the commands are absolute paths.
+  (tmp_path / "cache").mkdir()
+  env = helpers.child_env(PATH=str(tmp_path / "bin"),
+                          **{env_vars.CACHE: str(tmp_path / "cache")})
+  env.pop("CC", None)
+  program = plain_model(tmp_path / "model", "--train_steps=5")
+  cause = ("the library that keeps the job's servers on loopback cannot be built (there is "
+           "no C compiler (install gcc)), so they")
+  assert refused_at_the_door("--isolation=host", program=program, env=env) == (
+      f"estimator_dist.launch: --isolation=host: {cause} would listen on every interface, "
+      f"reachable from other machines at this host's addresses. Install gcc and run `make "
+      f"setup` (it builds the library once), or pass --allow_every_interface to accept "
+      f"that the servers listen on every interface.")
+  job = helpers.Job(command=helpers.launch_command(
+      "--strategy=multi_worker", "--num_workers=2", "--isolation=host",
+      "--allow_every_interface", program=program), env=env)
+  try:
+    addresses = listening_addresses_until_the_end(job)
+    assert job.wait(30) == 0, job.output[-3000:]
+  finally:
+    job.kill()
+  assert (f"[launch] --allow_every_interface: {cause} listen on every interface, reachable "
+          f"from other machines at this host's addresses" in job.output), job.output[-3000:]
+  print(f"measured: the job listened on {sorted(addresses)}")
+  assert "0.0.0.0" in addresses or "::" in addresses, addresses  # As the refusal said.
+
+
+def listening_addresses_until_the_end(job, timeout=240):
+  """The addresses the job's processes listened on, seen until the launcher exited."""
+  addresses = set()
+  deadline = time.monotonic() + timeout
+  while job.process.poll() is None and time.monotonic() < deadline:
+    try:
+      processes = alive(job_processes(job))
+    except psutil.NoSuchProcess:
+      break  # The launcher is gone.
+    for p in processes:
+      try:
+        addresses |= {c.laddr.ip for c in p.net_connections("inet")
+                      if c.status == psutil.CONN_LISTEN}
+      except psutil.Error:
+        pass
+    time.sleep(0.2)
+  return addresses
+
+
+# Every process of a job is watched, and nothing of it is left behind.
+
+def test_the_next_launch_removes_what_a_killed_launcher_left(tmp_path):
+  """A launcher killed with SIGKILL cannot remove its directories: the next launch does,
+  naming each, and runs its job."""
+  temporary = tmp_path / "tmp"  # Its own, so no other launch of the machine gets there first.
+  temporary.mkdir()
+  env = helpers.child_env(TMPDIR=str(temporary))
+  job = helpers.Job("--strategy=parameter_server", "--num_workers=2", env=env,
+                    program_args=[f"--model_dir={tmp_path / 'first'}", *LONG])
+  try:
+    deadline = time.monotonic() + 60
+    while len([p for p in job_processes(job) if is_wrapper(p)]) < 3:  # Every task started.
+      assert job.process.poll() is None and time.monotonic() < deadline, job.output
+      time.sleep(0.05)
+    processes = job_processes(job)
+    made = launcher_dirs(job.process.pid, temporary)
+    assert len(made) == 3, made  # Heartbeats, the tasks' TMPDIR, Open MPI's shared memory.
+    os.kill(job.process.pid, signal.SIGKILL)
+    gone_within(processes, 5)
+  finally:
+    job.kill()
+  # Killed, it removed none. (Shared memory is the machine's: another launch running now
+  # may remove that one first.)
+  left = launcher_dirs(job.process.pid, temporary)
+  assert all(path in left for path in made if not path.startswith("/dev/shm/")), left
+  code, output = helpers.run(helpers.launch_command(
+      "--strategy=local", "--num_workers=1",
+      program=(helpers.PYTHON, "-m", "tests.programs.plain_model",
+               f"--model_dir={tmp_path / 'second'}", "--train_steps=5")), env=env)
+  assert code == 0, output[-3000:]
+  for path in made:
+    removed = f"[launch] removed {path}, left by launcher {job.process.pid} which was killed\n"
+    assert removed in output or (path.startswith("/dev/shm/") and not os.path.exists(path)), (
+        output[-3000:])  # (Another launch may have removed the shared memory first.)
+  assert launcher_dirs(job.process.pid, temporary) == []
+
+
+def is_wrapper(process, role=""):
+  """Whether `process` is the nsenter that starts a task (of `role`, if given) in the job's
+  namespaces: the first process with the task's TF_CONFIG."""
+  try:
+    return (process.name() == "nsenter" and
+            f'"type": "{role}' in process.environ().get("TF_CONFIG", ""))
+  except psutil.Error:
+    return False
+
+
+def test_a_stopped_wrapper_of_a_task_ends_the_job_naming_the_task(tmp_path):
+  """A stopped nsenter never exits, not even after its task ended: the launcher watches
+  every process of a task, not only the one it started or the task's heartbeat."""
+  job = helpers.Job("--strategy=parameter_server", "--num_workers=2", "--hang_timeout_secs=10",
+                    program_args=[f"--model_dir={tmp_path}", *LONG])
+  try:
+    deadline = time.monotonic() + 60
+    while not (workers := [p for p in job_processes(job) if is_task(p, "worker")]):
+      assert job.process.poll() is None and time.monotonic() < deadline, job.output
+      time.sleep(0.05)
+    wrapper = workers[0].parent()  # Its task runs: it waits for it to exit.
+    assert is_wrapper(wrapper, "worker"), wrapper.cmdline()
+    wrapper.send_signal(signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    assert job.wait(60) == 124, job.output[-3000:]
+    noticed, line = job.first(
+        f"worker:0 is stopped: its process {wrapper.pid} (nsenter) has not run")
+    assert noticed is not None and noticed - stopped_at < 10 + 5, job.output[-3000:]
+    print(f"measured: a stopped nsenter of worker:0 ended the job in "
+          f"{time.monotonic() - stopped_at:.1f} s: {line}")
+  finally:
+    job.kill()

@@ -10,6 +10,7 @@ was built with it, else Gloo), on this machine or on the hosts given with --host
 When a task fails or stops making progress (heartbeats), the others are stopped and the
 launcher exits with that task's code, or with --max_restarts starts the job again from
 its latest checkpoint. --elastic runs Horovod's elastic mode. Ctrl-C stops everything.
+The job's temporary directories go with it, however it ends (job_dirs).
 """
 
 import dataclasses
@@ -21,11 +22,13 @@ from typing import Optional
 
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.jobs import spec
+from estimator_dist.jobs import startup_checks
 from estimator_dist.task import bind_address
 from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import env_vars
@@ -46,10 +49,12 @@ class LaunchOptions:
   host: the address the tasks of a local job bind to.
   isolation: "auto" runs a local job in private namespaces where the machine allows,
     "private" refuses to run without them, "host" runs on the host network.
+  allow_every_interface: on the host network, run even where the job's servers would
+    listen on every interface (no C compiler for task/bind_address.py); else refused.
   max_restarts: when a task fails, start the whole job again up to this many times; it
     resumes from the latest checkpoint.
   hang_timeout_secs: stop the job when a training task of a local job makes no progress
-    for this long (0: never).
+    for this long, or a process of any task is stopped this long (0: never).
   startup_timeout_secs: a training task that has not started training this long after
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
@@ -61,6 +66,7 @@ class LaunchOptions:
   model_dir: Optional[str] = None
   host: str = "127.0.0.1"
   isolation: str = "auto"
+  allow_every_interface: bool = False
   max_restarts: int = 0
   hang_timeout_secs: int = 300
   startup_timeout_secs: int = watchdog.DEFAULT_STARTUP_TIMEOUT_SECS
@@ -103,27 +109,28 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     raise errors.ConfigError(
         "--isolation=private keeps a job on this machine; a job with tasks on other hosts "
         "runs on their network (keep it private; see the trust boundary in README).")
+  startup_checks.check_job(job, options.model_dir, local=local)
   # Heartbeats go through a directory of this machine: local jobs only. A remote
   # horovodrun gets a moment to stop the ranks it started over SSH.
   group = processes.TaskGroup(
       out=out, hang_timeout_secs=options.hang_timeout_secs if local else None,
       stop_grace_secs=0.0 if local else 2.0)
-  sandbox = None
+  sandbox = made = code = None
   previous = {}
   try:
+    previous = processes.stop_on_signals(group)
     sandbox, why = sandbox_lib.open_sandbox(options.isolation if local else "host",
                                             preexec_fn=processes.die_with_parent)
+    exposed = startup_checks.exposure(options, on_host_network=local and not sandbox,
+                                      why_no_namespace=why)
     group.log(sandbox_lib.describe(sandbox) +
               (f"; no private namespace here: {why}" if why else ""))
+    if exposed:
+      group.log(exposed)
+    job_dirs.remove_left_behind(group.log, keep=model_dir_arg.has_checkpoint)
     command, model_dir, made = model_dir_arg.with_model_dir(list(job.program), options.model_dir)
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
-
-    def on_signal(signum, _):
-      group.log(f"signal {signum}: stopping all tasks")
-      group.stop_all()
-      sys.exit(128 + signum)
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     if run.elastic and not run.elastic.discovery_script:
       run = dataclasses.replace(run, elastic=dataclasses.replace(
           run.elastic, discovery_script=_local_discovery_script(job.num_workers, group)))
@@ -131,25 +138,26 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     if sandbox:
       # Open MPI names its session directory and shared memory after mpirun's pid, which
       # in a job's own PID namespace is the same small number in every job.
-      shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-      scratch = group.temporary_directory("estimator_dist_job_")
+      scratch = group.temporary_directory("job")
       private = {"TMPDIR": scratch, "OMPI_MCA_orte_tmpdir_base": scratch,
                  "OMPI_MCA_btl_vader_backing_directory":
-                     group.temporary_directory("estimator_dist_shm_", shm)}
+                     group.temporary_directory("shm", job_dirs.shared_memory())}
     # The options as this job resolved them: its model_dir, horovodrun's discovery script.
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
     starter = _Starter(job=job, command=command, options=resolved, group=group,
                        sandbox=sandbox, local=local, private_env=private)
     with model_dir_lock.held(model_dir, group.log):
       code = _run_attempts(starter)
-    if code and made and not model_dir_arg.has_checkpoint(model_dir):
-      shutil.rmtree(model_dir, ignore_errors=True)
-      group.log(f"removed {model_dir}: the job failed before writing a checkpoint")
     return code
   finally:
+    processes.ignore_signals(previous)  # Until everything below is done.
     group.close()
     if sandbox:
       sandbox.close()
+    if made and code != 0 and not model_dir_arg.has_checkpoint(model_dir):
+      shutil.rmtree(model_dir, ignore_errors=True)  # Also after Ctrl-C (code None).
+      group.log(f"removed {model_dir}: the job {'failed' if code else 'ended'} before "
+                f"writing a checkpoint")
     for s, handler in previous.items():
       signal.signal(s, handler)
 
@@ -264,7 +272,7 @@ class _Starter:
 
 def _local_discovery_script(num_workers, group):
   """A host discovery script that prints a file of this machine's slots; returns its path."""
-  directory = group.temporary_directory("estimator_dist_elastic_")
+  directory = group.temporary_directory("elastic")
   hosts, script = os.path.join(directory, "hosts"), os.path.join(directory, "discover.sh")
   with open(hosts, "w") as f:
     f.write(f"localhost:{num_workers}\n")

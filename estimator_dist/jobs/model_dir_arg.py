@@ -1,7 +1,8 @@
 """The model_dir of a job: the one its program's arguments give, or one the launcher adds."""
 
 import os
-import tempfile
+
+from estimator_dist.jobs import job_dirs
 
 
 def program_model_dir(args):
@@ -20,6 +21,13 @@ def program_model_dir(args):
   return found
 
 
+def given_model_dir(command, model_dir):
+  """The model_dir `with_model_dir` gives the job, before it is made: None for a new
+  temporary directory."""
+  given = program_model_dir(command[1:])
+  return given if given is not None else (model_dir or None)
+
+
 def with_model_dir(command, model_dir):
   """(command, its model_dir, whether it is a new temporary directory)."""
   given = program_model_dir(command[1:])
@@ -27,7 +35,7 @@ def with_model_dir(command, model_dir):
     return command, given, False
   if model_dir:
     return command + [f"--model_dir={model_dir}"], model_dir, False
-  made = tempfile.mkdtemp(prefix="estimator_dist_")
+  made = job_dirs.make("model")  # Named after the launcher: see job_dirs.
   return command + [f"--model_dir={made}"], made, True
 
 

@@ -1,7 +1,8 @@
 """The processes of a job: started, their output copied with a prefix, and all stopped.
 
 A task's processes are its process group and every descendant; stopping a task stops
-them all, and a task dies with the launcher. A `TaskGroup` holds the tasks of one job.
+them all, and a task dies with the launcher. A `TaskGroup` holds the tasks of one job and
+watches every process of each: its exit, its heartbeat, and whether it is stopped.
 """
 
 import collections
@@ -11,11 +12,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 from estimator_dist import errors
+from estimator_dist.jobs import job_dirs
+from estimator_dist.jobs import progress
 from estimator_dist.task import heartbeat
 from estimator_dist.task import summary
 
@@ -60,10 +62,10 @@ class Task:
     """Stops every process of this task (see `stop_tasks`)."""
     stop_tasks([self], grace_secs)
 
-  def family(self):
+  def family(self, table=None):
     """The task's process and every descendant (mpirun starts its ranks in process
-    groups of their own, so the group alone is not enough)."""
-    return {self.process.pid, *_descendants(self.process.pid)}
+    groups of their own, so the group alone is not enough); `table`: _process_table()."""
+    return {self.process.pid, *_descendants(self.process.pid, table)}
 
 
 def stop_tasks(tasks, grace_secs=0.0):
@@ -116,17 +118,26 @@ def _alive(pids):
   return alive
 
 
-def _descendants(pid):
-  """The pids of every process descended from `pid` (Linux /proc)."""
-  children = {}
+def _process_table():
+  """{pid: (parent pid, state, name)} of every process (Linux /proc)."""
+  table = {}
   for entry in os.listdir("/proc"):
     if entry.isdigit():
       try:
         with open(f"/proc/{entry}/stat") as f:
-          parent = int(f.read().rsplit(")", 1)[1].split()[1])
+          name, rest = f.read().split("(", 1)[1].rsplit(")", 1)
+        state, parent = rest.split()[:2]
+        table[int(entry)] = (int(parent), state, name)
       except (OSError, ValueError, IndexError):
         continue
-      children.setdefault(parent, []).append(int(entry))
+  return table
+
+
+def _descendants(pid, table=None):
+  """The pids of every process descended from `pid`; `table`: _process_table()."""
+  children = {}
+  for child, (parent, _, _) in (table or _process_table()).items():
+    children.setdefault(parent, []).append(child)
   found, todo = [], [pid]
   while todo:
     for child in children.get(todo.pop(), []):
@@ -148,6 +159,29 @@ def _exit_code(returncode):
   return 128 - returncode if returncode < 0 else returncode
 
 
+def stop_on_signals(group):
+  """Makes SIGINT, SIGTERM and SIGHUP (unless ignored, as under nohup) stop every task
+  of `group` and exit with 128 + the signal; returns the handlers they had.
+
+  Once the stop began, they are ignored (`ignore_signals`): a second Ctrl-C would cut
+  the stop, and the removal of the job's directories, short.
+  """
+  handled = [signal.SIGINT, signal.SIGTERM] + (
+      [signal.SIGHUP] if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else [])
+
+  def on_signal(signum, _):
+    ignore_signals(handled)
+    group.log(f"signal {signum}: stopping all tasks")
+    group.stop_all()
+    sys.exit(128 + signum)
+  return {s: signal.signal(s, on_signal) for s in handled}
+
+
+def ignore_signals(signals):
+  for s in signals:
+    signal.signal(s, signal.SIG_IGN)
+
+
 class TaskGroup:
   """The tasks of one job: starts them, watches them, and stops them all on failure or
   signal; `log` writes the launcher's own lines."""
@@ -158,12 +192,13 @@ class TaskGroup:
     self.hang_timeout_secs = hang_timeout_secs
     self.stop_grace_secs = stop_grace_secs
     self._directories = []
-    self.heartbeats = (self.temporary_directory("estimator_dist_heartbeats_")
-                       if hang_timeout_secs else None)
+    self.heartbeats = (self.temporary_directory("heartbeats") if hang_timeout_secs else None)
+    self._idleness = progress.Idleness()
 
-  def temporary_directory(self, prefix, parent=None):
-    """A new directory (in `parent`, default the system's), removed when the group closes."""
-    self._directories.append(tempfile.mkdtemp(prefix=prefix, dir=parent))
+  def temporary_directory(self, kind, parent=None):
+    """A new directory (in `parent`, default the system's), removed when the group
+    closes (or by the next launch, if this one is killed: job_dirs)."""
+    self._directories.append(job_dirs.make(kind, parent))
     return self._directories[-1]
 
   def log(self, message):
@@ -180,7 +215,7 @@ class TaskGroup:
   def forget_tasks(self):
     """Stops every task and forgets them, for a new start of the job."""
     self.stop_all()
-    self.tasks = []
+    self.tasks, self._idleness = [], progress.Idleness()
     if self.heartbeats:
       for name in os.listdir(self.heartbeats):
         os.remove(os.path.join(self.heartbeats, name))
@@ -195,7 +230,7 @@ class TaskGroup:
 
     `beating` names the heartbeats expected (None: the training tasks').
     """
-    deadline, started = None, time.time()
+    deadline, started, stopped_since = None, time.time(), {}
     while True:
       for task in self.tasks:
         code = task.process.poll()
@@ -203,12 +238,26 @@ class TaskGroup:
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
+      stopped = (progress.stopped(self.tasks, stopped_since, _process_table())
+                 if self.hang_timeout_secs else [])
       stuck = self.heartbeats and heartbeat.stalled(
           self.heartbeats, self.hang_timeout_secs, expected=training if beating is None else beating,
           started=started)
       if stuck:
         self.log(f"no training progress on {', '.join(stuck)} for {self.hang_timeout_secs}s "
-                 f"(heartbeat); stopping the job")
+                 f"(heartbeat{''.join(f'; {s}' for s, _ in stopped)}); stopping the job")
+      too_long = [s for s, secs in stopped if secs >= self.hang_timeout_secs]
+      if too_long and not stuck:
+        self.log(f"{'; '.join(too_long)} for {self.hang_timeout_secs}s (SIGSTOP, or a "
+                 f"debugger); stopping the job")
+      idle = self.heartbeats and self._idleness.stalled(
+          self.tasks, heartbeat.ended(self.heartbeats), self.hang_timeout_secs)
+      if idle and not (stuck or too_long):
+        self.log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
+                 f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "
+                 f"something, such as an export or evaluation whose session waits for a ps "
+                 f"task that has exited); stopping the job")
+      if stuck or too_long or idle:
         self.stop_all()
         return errors.STALLED_EXIT_CODE
       running = [t for t in self.tasks if t.process.poll() is None]

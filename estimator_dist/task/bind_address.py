@@ -32,31 +32,42 @@ def _cache_dir():
 
 def library():
   """The path of the preload library, built if needed; None (said why) where it cannot be."""
+  path, why_not = build()
+  if path is None:
+    logging.warning("estimator_dist: the library that keeps this job's servers on its own "
+                    "address cannot be built, so they listen on every interface (TensorFlow "
+                    "binds them so): %s.", why_not)
+  return path
+
+
+def build():
+  """(the path of the preload library, built if needed, None; why it cannot be built).
+
+  `make setup` calls it once, so that no job needs a C compiler; the launcher, to refuse
+  a job on the host network whose servers would listen on every interface.
+  """
   with open(_SOURCE, "rb") as f:
     digest = hashlib.sha256(f.read()).hexdigest()[:16]
   path = os.path.join(_cache_dir(), f"bind_address-{platform.machine()}-{digest}.so")
   if os.path.exists(path):
-    return path
+    return path, None
   compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
   why_not = None if compiler else "there is no C compiler (install gcc)"
   if compiler:
     try:
       os.makedirs(os.path.dirname(path), exist_ok=True)
-      with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as build:
-        built = os.path.join(build, "bind_address.so")
+      with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as scratch:
+        built = os.path.join(scratch, "bind_address.so")
         subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", built, _SOURCE, "-ldl"],
                        check=True, capture_output=True, text=True)
         os.replace(built, path)  # Atomic: tasks starting together never see half a file.
-      return path
+      return path, None
     except subprocess.CalledProcessError as e:
       why_not = f"{compiler} could not build {_SOURCE}: {e.stderr.strip()[-500:]}"
     except OSError as e:
       why_not = (f"it cannot be written to {os.path.dirname(path)} ({e}); set "
                  f"{env_vars.CACHE} to a writable directory")
-  logging.warning("estimator_dist: the library that keeps this job's servers on its own "
-                  "address cannot be built, so they listen on every interface (TensorFlow "
-                  "binds them so): %s.", why_not)
-  return None
+  return None, why_not
 
 
 def bound_env(env, address):

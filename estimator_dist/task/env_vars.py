@@ -10,8 +10,8 @@ reads BIND_ADDRESS) uses them as they are.
 # Set by the launcher for local tasks and by a task that starts itself again bound to its
 # own address (own_address); read by the preload library and own_address ("decided").
 BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
-# Set by the user (default ~/.cache/estimator_dist); read by bind_address, which builds
-# the preload library there.
+# Set by the user or a test (default ~/.cache/estimator_dist); read by bind_address, which
+# builds the preload library there (`make setup` does, once).
 CACHE = "ESTIMATOR_DIST_CACHE"
 # Set by the user or the test suite (for its own process); read by own_address: this
 # process must not start itself again (execve), so its servers keep TensorFlow's binds.

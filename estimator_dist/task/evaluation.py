@@ -7,6 +7,11 @@ checkpoint, at most once every `throttle_secs`, into `model_dir/eval`, and after
 evaluation runs the exporters as `tf.estimator.train_and_evaluate` does, into
 `model_dir/export/<exporter name>`; the final checkpoint is evaluated and exported
 once training has ended (`is_the_final_export`, which `FinalExporter` waits for).
+
+An evaluation cannot lie or hang: one over no example fails (its metrics would be zeros)
+before its summary is written or anything reads its metrics, and one that has not ended
+within its timeout is stopped, naming the probable cause. An eval input that repeats for
+ever with no `eval_steps` is refused before training starts.
 """
 
 import contextlib
@@ -16,10 +21,87 @@ import time
 
 import tensorflow as tf
 from absl import logging
+from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import errors
+from estimator_dist.task import inputs
 
 EXPORTER_KINDS = ("latest", "best", "final")
+# Without --eval_timeout_secs, an evaluation may take this many times the longest one so
+# far, and at least the floor (also the first one's timeout).
+TIMEOUT_MULTIPLE = 10
+TIMEOUT_FLOOR_SECS = 600
+
+
+def _name(input_fn):
+  return getattr(getattr(input_fn, "func", input_fn), "__name__", None) or repr(input_fn)
+
+
+def check_eval_input(input_fn, *, steps, params):
+  """ConfigError for an eval input that TensorFlow can tell is empty, or repeats for ever
+  while no `steps` bound the evaluation. A pipeline that builds only in a graph, or with a
+  RunConfig, is not checked here (its evaluation is: `Evaluations`)."""
+  args = inputs.check_input_fn(input_fn, "eval_input_fn")
+  given = {"mode": tf.estimator.ModeKeys.EVAL, "params": params, "config": None}
+  try:
+    with eager_context.eager_mode():  # Estimator calls input_fn in a graph.
+      dataset = input_fn(**{k: v for k, v in given.items() if k in args})
+      if not isinstance(dataset, tf.data.Dataset):
+        return
+      cardinality = int(dataset.cardinality())
+  except Exception:  # pylint: disable=broad-except
+    return
+  if cardinality == 0:
+    raise errors.ConfigError(_empty(input_fn))
+  if cardinality == tf.data.INFINITE_CARDINALITY and steps is None:
+    raise errors.ConfigError(
+        f"the eval_input_fn {_name(input_fn)} repeats for ever and no eval_steps is set, so "
+        f"its evaluation would never end: set eval_steps (--eval_steps) or remove repeat() "
+        f"from the eval input.")
+
+
+def _empty(input_fn):
+  return (f"the eval_input_fn {_name(input_fn)} gives no example, so its evaluation would "
+          f"report zeros as metrics: check what it reads (files, arrays, filters), and that a "
+          f"batch with drop_remainder=True is not larger than the eval data.")
+
+
+class EvaluationWatch(tf.estimator.SessionRunHook):
+  """An eval hook that counts each evaluation's batches, fails one that had none (before
+  Estimator writes its summary, so nothing reads its metrics), and stops one that runs
+  past its timeout: `timeout_secs`, or by default TIMEOUT_MULTIPLE times the longest
+  evaluation so far, at least TIMEOUT_FLOOR_SECS."""
+
+  def __init__(self, *, input_fn, steps, timeout_secs=None):
+    self._input_fn, self._steps, self._timeout_secs = input_fn, steps, timeout_secs
+    self._longest_secs = 0.0
+
+  def after_create_session(self, session, coord):
+    self._started, self._batches = time.monotonic(), 0
+
+  def before_run(self, run_context):
+    waited = time.monotonic() - self._started
+    timeout = self._timeout_secs or max(TIMEOUT_FLOOR_SECS,
+                                        TIMEOUT_MULTIPLE * self._longest_secs)
+    if waited <= timeout:
+      return
+    cause = (f"an eval input that repeats for ever: set eval_steps or remove repeat() from "
+             f"{_name(self._input_fn)}" if self._steps is None else
+             f"{self._steps} eval steps take longer than that")
+    setting = ("--eval_timeout_secs" if self._timeout_secs else
+               f"{TIMEOUT_MULTIPLE}x the longest evaluation so far, at least "
+               f"{TIMEOUT_FLOOR_SECS} s; set --eval_timeout_secs to change it")
+    raise errors.EvaluationStalled(
+        f"an evaluation ran {waited:.0f} s over {self._batches} batches, past its timeout of "
+        f"{timeout:.0f} s ({setting}); probable cause: {cause}.")
+
+  def after_run(self, run_context, run_values):
+    self._batches += 1
+
+  def end(self, session):
+    if not self._batches:
+      raise errors.ConfigError(_empty(self._input_fn))
+    self._longest_secs = max(self._longest_secs, time.monotonic() - self._started)
 
 
 def exporters(kinds_or_exporters, serving_input_receiver_fn, *, exports_to_keep):

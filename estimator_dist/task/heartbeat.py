@@ -39,6 +39,11 @@ def end(path):
     pass
 
 
+def ended(directory):
+  """Names of the tasks whose training ended."""
+  return {name[:-len(_ENDED)] for name in os.listdir(directory) if name.endswith(_ENDED)}
+
+
 def stalled(directory, timeout_secs, expected=(), started=None):
   """Names of the tasks whose heartbeat is older than `timeout_secs`.
 

@@ -14,6 +14,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.task import env_vars
+from estimator_dist.task import model_dir_check
 from estimator_dist.task import watchdog
 
 LOCK_NAME = ".estimator_dist.lock"
@@ -35,12 +36,13 @@ def _describe(holder, path):
 def held(model_dir, log):
   """Holds the lock of `model_dir` while the block runs; `log(message)` reports a takeover.
 
-  A model_dir that is not a local path (gs://, hdfs://) is not locked.
+  A model_dir that is not a local path (gs://, hdfs://) is not locked. One that cannot
+  be written, or has too little space, is refused in one line (model_dir_check).
   """
   if "://" in model_dir:
     yield
     return
-  os.makedirs(model_dir, exist_ok=True)
+  model_dir_check.check(model_dir)  # Also makes it.
   path = os.path.join(model_dir, LOCK_NAME)
   mine = {"host": socket.gethostname(), "process": watchdog.launcher_identity(),
           "started": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -79,6 +79,7 @@ class TrainingFlags:
   warmup_steps: flags.FlagHolder
   save_checkpoints_steps: flags.FlagHolder
   eval_throttle_secs: flags.FlagHolder
+  eval_timeout_secs: flags.FlagHolder
   random_seed: flags.FlagHolder
   exporters: flags.FlagHolder
   exports_to_keep: flags.FlagHolder
@@ -127,7 +128,8 @@ class TrainingFlags:
         batch_size=self.batch_size.value, learning_rate=self.learning_rate.value,
         lr_scaling=self.lr_scaling.value, warmup_steps=self.warmup_steps.value,
         save_checkpoints_steps=self.save_checkpoints_steps.value,
-        eval_throttle_secs=self.eval_throttle_secs.value, random_seed=self.random_seed.value,
+        eval_throttle_secs=self.eval_throttle_secs.value,
+        eval_timeout_secs=self.eval_timeout_secs.value, random_seed=self.random_seed.value,
         exporters=self.exporters.value, exports_to_keep=self.exports_to_keep.value,
         early_stopping=stopping)
 
@@ -166,6 +168,10 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
       eval_throttle_secs=flags.DEFINE_integer("eval_throttle_secs", 60,
                                               "Least seconds between evaluations.",
                                               lower_bound=0, flag_values=f),
+      eval_timeout_secs=flags.DEFINE_float(
+          "eval_timeout_secs", None, f"Stop an evaluation (and fail) after this many seconds; "
+          f"default {evaluation.TIMEOUT_MULTIPLE}x the longest so far, at least "
+          f"{evaluation.TIMEOUT_FLOOR_SECS} s.", lower_bound=0.0, flag_values=f),
       random_seed=flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.",
                                        flag_values=f),
       exporters=flags.DEFINE_list(
@@ -268,4 +274,5 @@ def _ours(error):
 
 _EXIT_CODES = {errors.ConfigError: 2, errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,
                errors.PortInUse: errors.PORT_IN_USE_EXIT_CODE,
-               errors.CheckpointSaveFailed: 1}
+               errors.CheckpointSaveFailed: 1,
+               errors.EvaluationStalled: errors.STALLED_EXIT_CODE}

@@ -106,15 +106,20 @@ class TrainingRun:
                                      exports_to_keep=options.exports_to_keep)
     self.eval_spec = None
     if eval_input_fn is not None:
+      watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=options.eval_steps,
+                                         timeout_secs=options.eval_timeout_secs)
       self.eval_spec = tf.estimator.EvalSpec(
           eval_input_fn, steps=options.eval_steps, exporters=exporters, start_delay_secs=0,
-          throttle_secs=options.eval_throttle_secs)
+          throttle_secs=options.eval_throttle_secs, hooks=[watch])
     elif exporters or options.early_stopping or self._stop_conditions:
       raise errors.ConfigError("exporters and early stopping follow evaluations: pass an "
                                "eval_input_fn to train_and_evaluate.")
     self._train_input_fn, self._eval_input_fn = train_input_fn, eval_input_fn
     self.adapter = (adapter or factory.create_strategy(options.strategy,
                                                        **options.strategy_options)).start()
+    task = self.adapter.task
+    if self.eval_spec is not None and (task.is_chief or task.role == "evaluator"):
+      evaluation.check_eval_input(eval_input_fn, steps=options.eval_steps, params=self.params)
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
     self._evaluations = evaluation.Evaluations(
@@ -197,7 +202,8 @@ class TrainingRun:
       metrics = self._evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
     elif not metrics or metrics.get("global_step", -1) < train_steps:
       metrics = evaluate(self.model_fn, self._eval_input_fn, model_dir=model_dir,
-                         params=self.params, eval_steps=self.options.eval_steps)
+                         params=self.params, eval_steps=self.options.eval_steps,
+                         timeout_secs=self.options.eval_timeout_secs)
     # The step training ended at (an early stop ends before train_steps).
     _print_summary(adapter, int(metrics.get("global_step", train_steps)),
                    self._examples_per_step(adapter), self._throughput.steps_per_sec, metrics)
@@ -217,10 +223,15 @@ class TrainingRun:
 
 
 def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,
-             checkpoint_path=None):
-  """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone."""
+             checkpoint_path=None, timeout_secs=None):
+  """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone;
+  an input of no example fails, and so does an evaluation past its timeout (see
+  `evaluation.EvaluationWatch`)."""
   estimator = _evaluating_estimator(model_fn, model_dir=model_dir, params=params)
-  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path)
+  watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=eval_steps,
+                                     timeout_secs=timeout_secs)
+  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path,
+                            hooks=[watch])
 
 
 def _evaluating_estimator(model_fn, *, model_dir, params):

@@ -1,0 +1,76 @@
+"""The temporary directories of a local job, named after the launcher that made them.
+
+A job's directories (its heartbeats, the private TMPDIR of its tasks, Open MPI's shared
+memory in /dev/shm, a new model_dir) are removed when the job ends, however it ends. A
+launcher killed with SIGKILL cannot remove them, so their names say which launcher made
+them, `estimator_dist_<pid>-<start time>_<kind>_...` (the start time tells a reused pid
+apart), and every launch first removes those of launchers that are gone.
+"""
+
+import os
+import re
+import shutil
+import stat
+import tempfile
+
+from estimator_dist.task import watchdog
+
+SHARED_MEMORY = "/dev/shm"
+_NAME = re.compile(r"^estimator_dist_(\d+)-(\d+)_[a-z]+_")
+
+
+def make(kind, parent=None):
+  """A new directory in `parent` (default: the system's temporary directory), named after
+  this launcher; `kind` says what it holds (heartbeats, job, shm, ...)."""
+  pid, _, start = watchdog.launcher_identity().partition(":")
+  return tempfile.mkdtemp(prefix=f"estimator_dist_{pid}-{start}_{kind}_", dir=parent)
+
+
+def shared_memory():
+  """Where a job's shared memory goes: /dev/shm, or None (the temporary directory)."""
+  return SHARED_MEMORY if os.path.isdir(SHARED_MEMORY) else None
+
+
+def _roots():
+  return [tempfile.gettempdir()] + ([SHARED_MEMORY] if shared_memory() else [])
+
+
+def _left_by(path, name):
+  """The pid of the launcher that made the directory `path`, if it is gone; else None.
+
+  Only a directory (not a link) of this user, whose launcher (pid and start time) no
+  longer runs: never another user's, nor a running launcher's.
+  """
+  match = _NAME.match(name)
+  if not match:
+    return None
+  try:
+    info = os.lstat(path)
+  except OSError:
+    return None
+  if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+    return None
+  pid, start = match.groups()
+  running = watchdog.launcher_identity(int(pid)) == f"{pid}:{start}"
+  return None if running else pid
+
+
+def remove_left_behind(log, keep=lambda path: False):
+  """Removes the directories of launchers that were killed, logging one line for each.
+
+  A directory for which `keep(path)` is true stays (a new model_dir with checkpoints is
+  what the killed job trained).
+  """
+  for root in _roots():
+    try:
+      names = sorted(os.listdir(root))
+    except OSError:
+      continue
+    for name in names:
+      path = os.path.join(root, name)
+      pid = _left_by(path, name)
+      if pid is None or keep(path):
+        continue
+      shutil.rmtree(path, ignore_errors=True)
+      if not os.path.exists(path):
+        log(f"removed {path}, left by launcher {pid} which was killed")

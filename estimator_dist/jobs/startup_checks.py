@@ -1,0 +1,82 @@
+"""Refusals at the door: what would make a local job fail, or expose it, found before any
+task starts and said in one line with its fix (a ConfigError, which `estimator-dist
+launch` prints as it is and exits 2 on).
+
+- `check_job`: the model_dir (without one, the temporary directory where a new one is
+  made) can be written and has space; the program exists and can be run.
+- `exposure`: on the host network a job's servers stay on loopback only through the
+  preload library of `task/bind_address.py`. Where it cannot be built they would listen
+  on every interface, which only the user's --allow_every_interface accepts.
+"""
+
+import os
+import shutil
+import tempfile
+
+from estimator_dist import errors
+from estimator_dist.jobs import model_dir_arg
+from estimator_dist.task import bind_address
+from estimator_dist.task import model_dir_check
+
+
+def check_job(job, model_dir, *, local):
+  """Raises ConfigError where `job` would fail at its start: its model_dir (the program's,
+  else `model_dir`, the launcher's) or the temporary directory cannot be written or has
+  too little space, or the program of a local job cannot be run."""
+  temporary = _temporary_directory()  # The launcher's own files (heartbeats) go there.
+  given = model_dir_arg.given_model_dir(list(job.program), model_dir)
+  if given is None:
+    model_dir_check.check(
+        temporary, give="give --model_dir a directory",
+        name=f"the temporary directory {temporary} (where a job without --model_dir trains)")
+  else:
+    model_dir_check.check(given)
+  if local:  # Elsewhere the program is on the other hosts.
+    _check_program(job.command[0])
+
+
+def _temporary_directory():
+  # gettempdir() skips the candidates ($TMPDIR, /tmp, ...) it cannot write a file to.
+  try:
+    return tempfile.gettempdir()
+  except FileNotFoundError as e:
+    raise errors.ConfigError(
+        f"no directory for temporary files can be written ({e}): set TMPDIR to a directory "
+        f"you can write.") from None
+
+
+def _check_program(program):
+  """The tasks start `program` with this environment's PATH: found now, or refused."""
+  if shutil.which(program):
+    return
+  if os.sep not in program:
+    why = "is not on PATH: give its path, or install it"
+  elif not os.path.exists(program):
+    why = "does not exist: give the path of the program to run after --"
+  elif os.path.isdir(program):
+    why = "is a directory: give the program to run after --, e.g. -- python train.py"
+  else:
+    why = "is not executable: chmod +x it, or run it with its interpreter (-- python train.py)"
+  raise errors.ConfigError(f"the program {program} {why}.")
+
+
+def exposure(options, *, on_host_network, why_no_namespace=None):
+  """None where the job's servers stay on loopback; where they listen on every interface,
+  the line that says so (--allow_every_interface) or a ConfigError (without it)."""
+  if not on_host_network:
+    return None
+  path, why_not = bind_address.build()
+  if path:
+    return None
+  why_not = " ".join(why_not.split())  # A compiler's message, in the one line.
+  cause = f"the library that keeps the job's servers on loopback cannot be built ({why_not})"
+  reach = "every interface, reachable from other machines at this host's addresses"
+  if options.allow_every_interface:
+    return f"--allow_every_interface: {cause}, so they listen on {reach}"
+  where = ("--isolation=host:" if options.isolation == "host" else
+           f"--isolation={options.isolation}: this machine cannot give the job its own "
+           f"namespaces ({why_no_namespace}), and")
+  raise errors.ConfigError(
+      f"{where} {cause}, so they would listen on {reach}. Install gcc and run `make "
+      f"setup` (it builds the library once), or pass --allow_every_interface to accept "
+      f"that the servers listen on every interface.")

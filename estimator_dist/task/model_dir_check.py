@@ -1,0 +1,99 @@
+"""A model_dir a job can write, checked before any task starts: one line when it is not.
+
+A model_dir on a read-only mount, on a full disk, that is a file, or that this user may
+not write made a job fail with a traceback from deep inside (the lock, or TensorFlow's
+first save minutes later). `check` does what the job will do first (makes the directory
+and writes a file in it) and measures the free space; a ConfigError names the path,
+what is wrong and the fix. The launcher checks before it starts any task, a chief
+started otherwise when it takes the model_dir's lock.
+"""
+
+import errno
+import os
+import pwd
+import shutil
+
+from estimator_dist import errors
+
+# Below this a job's first checkpoints and event files may not fit (a checkpoint of a
+# model_zoo model is 1-30 MB): refused at the door, not at a save minutes later.
+MIN_FREE_BYTES = 50 * 2**20
+_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def check(model_dir, *, name=None, give="give a directory"):
+  """Raises ConfigError unless `model_dir` is, or can be made, a directory where this
+  user can write a file, with MIN_FREE_BYTES free. Makes the directory, leaves nothing
+  in it. Not a local path (gs://, hdfs://): not checked.
+
+  `name` names it in the message (default `--model_dir=PATH`); `give` begins the fix
+  ("give a directory" you can write / on another disk).
+  """
+  if "://" in model_dir:
+    return
+  name = name or f"--model_dir={model_dir}"
+  if not model_dir:
+    raise errors.ConfigError(f"{name} is empty: {give} you can write.")
+  try:
+    os.makedirs(model_dir, exist_ok=True)
+    _write_a_file(model_dir)
+    free = shutil.disk_usage(model_dir).free
+  except OSError as e:
+    raise errors.ConfigError(f"{name} {_problem(model_dir, e)}: {_fix(e, give)}.") from None
+  if free < MIN_FREE_BYTES:
+    raise errors.ConfigError(
+        f"{name} has {_mb(free)} free on its file system, below the {_mb(MIN_FREE_BYTES)} "
+        f"a job needs for its checkpoints: free space there or {give} on another disk.")
+
+
+def _write_a_file(directory):
+  """Creates, writes and removes a small file: os.access answers from the permission
+  bits, which say yes to root and on a read-only mount."""
+  probe = os.path.join(directory, f".estimator_dist.write_test.{os.getpid()}")
+  try:
+    with open(probe, "wb") as f:
+      f.write(b"estimator_dist")
+  finally:
+    if os.path.lexists(probe):
+      os.remove(probe)
+
+
+def _problem(model_dir, error):
+  if error.errno == errno.EROFS:
+    return "is on a read-only file system"
+  if error.errno in (errno.EACCES, errno.EPERM):
+    return f"cannot be written by user {_user()} (permission denied)"
+  if error.errno == errno.ENOSPC:
+    return "cannot be written: its file system is full"
+  if error.errno == errno.EDQUOT:
+    return f"cannot be written: the disk quota of user {_user()} is used up"
+  if os.path.lexists(model_dir) and not os.path.isdir(model_dir):
+    return "is a file, not a directory"
+  if error.errno == errno.ENOTDIR:
+    return f"cannot be made: {_file_on_the_way(model_dir)} is a file, not a directory"
+  return f"cannot be made or written ({error.strerror})"
+
+
+def _fix(error, give):
+  if error.errno in _SPACE:
+    return f"free space there or {give} on another disk"
+  return f"{give} you can write"
+
+
+def _file_on_the_way(model_dir):
+  """The nearest parent of `model_dir` that exists and is not a directory."""
+  parent = os.path.dirname(os.path.abspath(model_dir))
+  while parent != os.path.dirname(parent) and not os.path.lexists(parent):
+    parent = os.path.dirname(parent)
+  return parent
+
+
+def _user():
+  try:
+    return pwd.getpwuid(os.geteuid()).pw_name
+  except KeyError:
+    return f"uid {os.geteuid()}"
+
+
+def _mb(size):
+  return f"{size / 2**20:.0f} MB"

@@ -1,0 +1,49 @@
+"""Evaluation cannot lie or hang, and the work after training ends, through the real
+launcher with 2 workers."""
+
+import pytest
+
+from tests import helpers
+
+PROGRAM = "tests.programs.after_training"
+
+
+@pytest.mark.processes
+def test_an_eval_input_of_no_example_fails_the_job_and_reports_no_metrics(tmp_path):
+  code, output = helpers.launch("multi_worker", PROGRAM, f"--model_dir={tmp_path}",
+                                "--train_steps=50", "--eval_input=empty")
+  assert code == 2, output
+  assert ("error: the eval_input_fn input_fn gives no example, so its evaluation would "
+          "report zeros as metrics" in output), output
+  assert "eval_accuracy" not in output and not helpers.summaries(output), output
+  assert not (tmp_path / "eval").exists() or not list((tmp_path / "eval").iterdir())
+
+
+@pytest.mark.processes
+def test_an_evaluation_that_never_ends_is_stopped_naming_the_cause(tmp_path):
+  code, output = helpers.launch("multi_worker", PROGRAM, f"--model_dir={tmp_path}",
+                                "--train_steps=50", "--eval_input=endless",
+                                "--eval_timeout_secs=5")
+  assert code == 124, output
+  assert ("past its timeout of 5 s (--eval_timeout_secs); probable cause: an eval input "
+          "that repeats for ever: set eval_steps or remove repeat() from input_fn" in output), output
+  assert "eval_accuracy" not in output, output
+
+
+@pytest.mark.processes
+def test_work_after_training_runs_and_a_task_waiting_for_an_exited_ps_is_stopped(tmp_path):
+  # The eval input is a functools.partial of an input_fn with a defaulted argument, as
+  # TensorFlow's cifar10_estimator tutorial passes it. After training the chief exports,
+  # predicts and evaluates again with its own Estimator, then waits on ps:0, which has
+  # exited: before, such a job waited until it was killed from outside.
+  code, output = helpers.launch("parameter_server", PROGRAM, f"--model_dir={tmp_path}",
+                                "--train_steps=200", "--then_wait_for_ps",
+                                launch_args=("--num_ps=1", "--hang_timeout_secs=10"),
+                                timeout=180)
+  line = next((l for l in output.splitlines() if "after training:" in l), output)
+  assert f"exported {tmp_path}/serving/" in line and "predicted 50" in line, line
+  assert "evaluated again at step" in line, line
+  assert list((tmp_path / "serving").glob("*/saved_model.pb")), line
+  assert code == 124, output
+  assert ("chief:0 ended its training and has made no progress since, for 10s (it used no "
+          "CPU: it waits for something" in output), output
