@@ -122,8 +122,10 @@ def check_no_failed_points(report, *, options):
     return
   again = ("run the sweep again" if options.retry_failed else
            "run the sweep again without --noretry_failed")
+  failed = report["failed"]
   points = "; ".join(f"trial {row['number']} {' '.join(space_lib.as_flags(row['params']))}"
-                     for row in report["failed"])
+                     for row in failed[:3]) + (f"; and {len(failed) - 3} more"
+                                               if len(failed) > 3 else "")
   raise trial_job.TrialFailed(
       f"{len(report['failed'])} point(s) failed and were not run again: {points}; the "
       f"report lists them; {again} to retry them.")

@@ -4,9 +4,13 @@ A job's directories (its heartbeats, the private TMPDIR of its tasks, Open MPI's
 memory in /dev/shm, a new model_dir) are removed when the job ends, however it ends. A
 launcher killed with SIGKILL cannot remove them, so their names say which launcher made
 them, `estimator_dist_<pid>-<start time>_<kind>_...` (the start time tells a reused pid
-apart), and every launch first removes those of launchers that are gone.
+apart), and every launch first removes those of launchers that are gone. The launcher
+also holds a lock (flock) on each of its directories while it lives: where /proc cannot
+see it (another pid namespace sharing /dev/shm, another host sharing the temporary
+directory), the lock still tells that its directories are in use.
 """
 
+import fcntl
 import os
 import re
 import shutil
@@ -17,13 +21,32 @@ from estimator_dist.task import watchdog
 
 SHARED_MEMORY = "/dev/shm"
 _NAME = re.compile(r"^estimator_dist_(\d+)-(\d+)_[a-z]+_")
+_held = []  # Descriptors of this launcher's directories, locked until it exits.
 
 
 def make(kind, parent=None):
   """A new directory in `parent` (default: the system's temporary directory), named after
   this launcher; `kind` says what it holds (heartbeats, job, shm, ...)."""
   pid, _, start = watchdog.launcher_identity().partition(":")
-  return tempfile.mkdtemp(prefix=f"estimator_dist_{pid}-{start}_{kind}_", dir=parent)
+  path = tempfile.mkdtemp(prefix=f"estimator_dist_{pid}-{start}_{kind}_", dir=parent)
+  _held.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+  fcntl.flock(_held[-1], fcntl.LOCK_SH)
+  return path
+
+
+def _in_use(path):
+  """Whether a live process holds the lock of the directory `path`."""
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+  except OSError:
+    return True
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return False
+  except OSError:
+    return True
+  finally:
+    os.close(fd)  # Releases the lock, if taken.
 
 
 def shared_memory():
@@ -51,7 +74,7 @@ def _left_by(path, name):
   if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
     return None
   pid, start = match.groups()
-  running = watchdog.launcher_identity(int(pid)) == f"{pid}:{start}"
+  running = watchdog.launcher_identity(int(pid)) == f"{pid}:{start}" or _in_use(path)
   return None if running else pid
 
 

@@ -238,8 +238,8 @@ class TaskGroup:
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
-      stopped = (progress.stopped(self.tasks, stopped_since, _process_table())
-                 if self.hang_timeout_secs else [])
+      table = _process_table() if self.hang_timeout_secs else None
+      stopped = progress.stopped(self.tasks, stopped_since, table) if table else []
       stuck = self.heartbeats and heartbeat.stalled(
           self.heartbeats, self.hang_timeout_secs, expected=training if beating is None else beating,
           started=started)
@@ -251,7 +251,7 @@ class TaskGroup:
         self.log(f"{'; '.join(too_long)} for {self.hang_timeout_secs}s (SIGSTOP, or a "
                  f"debugger); stopping the job")
       idle = self.heartbeats and self._idleness.stalled(
-          self.tasks, heartbeat.ended(self.heartbeats), self.hang_timeout_secs)
+          self.tasks, heartbeat.ended(self.heartbeats), self.hang_timeout_secs, table)
       if idle and not (stuck or too_long):
         self.log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
                  f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "

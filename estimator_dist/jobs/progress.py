@@ -42,13 +42,15 @@ def stopped(tasks, since, table):
 
 
 def cpu_secs(pids):
-  """User and system CPU seconds used by the processes `pids` (those alive)."""
+  """User and system CPU seconds used by the processes `pids` (those alive) and by their
+  children that ended (counted in their parent once reaped), so that a child's end does
+  not lower the sum."""
   total = 0
   for pid in pids:
     try:
       with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-      total += int(fields[11]) + int(fields[12])
+      total += sum(int(field) for field in fields[11:15])  # utime stime cutime cstime
     except (OSError, IndexError, ValueError):
       pass
   return total * _TICK_SECS
@@ -60,13 +62,13 @@ class Idleness:
   def __init__(self):
     self._marks = {}  # name: (CPU seconds, time.monotonic()) at its last progress
 
-  def stalled(self, tasks, ended, timeout_secs):
+  def stalled(self, tasks, ended, timeout_secs, table):
     """[(name, idle seconds)] of the running `tasks` whose training ended (`ended`: their
-    names) and that have made no progress for `timeout_secs`."""
+    names) and that have made no progress for `timeout_secs` (`table`: as `stopped`)."""
     found = []
     for task in tasks:
       if task.name in ended and task.process.poll() is None:
-        idle = self._idle_secs(task.name, task.family())
+        idle = self._idle_secs(task.name, task.family(table))
         if idle >= timeout_secs:
           found.append((task.name, idle))
     return found

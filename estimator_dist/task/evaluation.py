@@ -30,7 +30,7 @@ EXPORTER_KINDS = ("latest", "best", "final")
 # Without --eval_timeout_secs, an evaluation may take this many times the longest one so
 # far, and at least the floor (also the first one's timeout).
 TIMEOUT_MULTIPLE = 10
-TIMEOUT_FLOOR_SECS = 600
+TIMEOUT_FLOOR_SECS = 1800
 
 
 def _name(input_fn):
@@ -69,8 +69,9 @@ def _empty(input_fn):
 class EvaluationWatch(tf.estimator.SessionRunHook):
   """An eval hook that counts each evaluation's batches, fails one that had none (before
   Estimator writes its summary, so nothing reads its metrics), and stops one that runs
-  past its timeout: `timeout_secs`, or by default TIMEOUT_MULTIPLE times the longest
-  evaluation so far, at least TIMEOUT_FLOOR_SECS."""
+  past its timeout, between two batches: `timeout_secs` (0: never), or by default
+  TIMEOUT_MULTIPLE times the longest evaluation so far, at least TIMEOUT_FLOOR_SECS. (A
+  batch that never returns is the launcher's to notice: the task then uses no CPU.)"""
 
   def __init__(self, *, input_fn, steps, timeout_secs=None):
     self._input_fn, self._steps, self._timeout_secs = input_fn, steps, timeout_secs
@@ -81,9 +82,10 @@ class EvaluationWatch(tf.estimator.SessionRunHook):
 
   def before_run(self, run_context):
     waited = time.monotonic() - self._started
-    timeout = self._timeout_secs or max(TIMEOUT_FLOOR_SECS,
-                                        TIMEOUT_MULTIPLE * self._longest_secs)
-    if waited <= timeout:
+    timeout = self._timeout_secs
+    if timeout is None:
+      timeout = max(TIMEOUT_FLOOR_SECS, TIMEOUT_MULTIPLE * self._longest_secs)
+    if not timeout or waited <= timeout:
       return
     cause = (f"an eval input that repeats for ever: set eval_steps or remove repeat() from "
              f"{_name(self._input_fn)}" if self._steps is None else
@@ -148,6 +150,8 @@ class Evaluations:
         metrics = self._estimator.evaluate(
             self._spec.input_fn, steps=self._spec.steps, name=self._spec.name,
             hooks=self._spec.hooks, checkpoint_path=path)
+      except errors.ConfigError:
+        raise  # The eval input's fault (no example), not a checkpoint deleted meanwhile.
       except (tf.errors.NotFoundError, ValueError):
         if final or tf.io.gfile.exists(path + ".index"):
           raise

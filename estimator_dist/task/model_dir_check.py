@@ -37,10 +37,11 @@ def check(model_dir, *, name=None, give="give a directory"):
   try:
     os.makedirs(model_dir, exist_ok=True)
     _write_a_file(model_dir)
-    free = shutil.disk_usage(model_dir).free
+    usage = shutil.disk_usage(model_dir)
   except OSError as e:
     raise errors.ConfigError(f"{name} {_problem(model_dir, e)}: {_fix(e, give)}.") from None
-  if free < MIN_FREE_BYTES:
+  free = usage.free
+  if usage.total and free < MIN_FREE_BYTES:  # Some FUSE mounts (S3, blobs) report no size.
     raise errors.ConfigError(
         f"{name} has {_mb(free)} free on its file system, below the {_mb(MIN_FREE_BYTES)} "
         f"a job needs for its checkpoints: free space there or {give} on another disk.")

@@ -169,8 +169,8 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                                               "Least seconds between evaluations.",
                                               lower_bound=0, flag_values=f),
       eval_timeout_secs=flags.DEFINE_float(
-          "eval_timeout_secs", None, f"Stop an evaluation (and fail) after this many seconds; "
-          f"default {evaluation.TIMEOUT_MULTIPLE}x the longest so far, at least "
+          "eval_timeout_secs", None, f"Stop an evaluation (and fail) after this many seconds "
+          f"(0: never); default {evaluation.TIMEOUT_MULTIPLE}x the longest so far, at least "
           f"{evaluation.TIMEOUT_FLOOR_SECS} s.", lower_bound=0.0, flag_values=f),
       random_seed=flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.",
                                        flag_values=f),

@@ -33,8 +33,8 @@ class TrainOptions:
   save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
   keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
   eval_throttle_secs: least seconds between evaluations during training.
-  eval_timeout_secs: an evaluation still running after this is stopped and fails the job;
-    None: 10x the longest evaluation so far, at least 600 s.
+  eval_timeout_secs: an evaluation still running after this is stopped and fails the job
+    (0: never); None: 10x the longest evaluation so far, at least 1800 s.
   exporters: serving exports after evaluations: "latest", "best", "final" or
     `tf.estimator.Exporter`s (the names need train_and_evaluate's
     serving_input_receiver_fn).
@@ -74,9 +74,9 @@ class TrainOptions:
       errors.check_positive(name, getattr(self, name), allow_none=True)
     errors.check_non_negative("keep_checkpoint_max", self.keep_checkpoint_max)
     errors.check_non_negative("eval_throttle_secs", self.eval_throttle_secs)
-    if self.eval_timeout_secs is not None and not self.eval_timeout_secs > 0:
+    if self.eval_timeout_secs is not None and not self.eval_timeout_secs >= 0:
       raise errors.ConfigError(f"eval_timeout_secs ({self.eval_timeout_secs!r}) must be a "
-                               f"positive number of seconds, or None for the default.")
+                               f"number of seconds (0: never), or None for the default.")
     exporters = self.exporters or ()
     if isinstance(exporters, (str, tf.estimator.Exporter)):  # One of them.
       exporters = (exporters,)
