@@ -19,7 +19,10 @@ the engines), `experiments/` (sweeps).
 Each name below is imported when first used, so `import estimator_dist` is cheap and
 a process that only starts jobs never imports TensorFlow.
 """
+from estimator_dist import extras
 from estimator_dist import lazy_names
+
+extras.check_tensorflow()  # One line naming the extras, before any name is used.
 
 # name -> the module that defines it.
 _EXPORTS = {

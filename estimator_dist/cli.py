@@ -2,6 +2,8 @@
 
 import sys
 
+from estimator_dist import extras
+
 _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
     "k8s": ("estimator_dist.jobs.kubernetes", "Print the Kubeflow job manifest of a job."),
@@ -25,7 +27,14 @@ def main(argv=None):
   if len(argv) < 2 or argv[1] not in _COMMANDS:
     sys.stderr.write(_usage())
     return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
-  module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
+  try:
+    module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
+  except ModuleNotFoundError as e:
+    missing = extras.missing_extra(e, f"estimator-dist {argv[1]}")
+    if missing is None:
+      raise
+    sys.stderr.write(f"{missing}\n")
+    return 2
   sys.argv = [f"estimator-dist {argv[1]}"] + argv[2:]
   return module.run()
 

@@ -7,6 +7,8 @@ jobs never imports TensorFlow, Optuna or matplotlib.
 
 import importlib
 
+from estimator_dist import extras
+
 
 def exports(package, names):
   """(__getattr__, __dir__) for `package`, re-exporting `names` ({name: module})."""
@@ -14,7 +16,11 @@ def exports(package, names):
   def getattr_(name):
     if name not in names:
       raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(names[name]), name)
+    try:
+      module = importlib.import_module(names[name])
+    except ModuleNotFoundError as e:  # Optuna for `sweep`: name the extra that has it.
+      raise extras.missing_extra(e, f"{package}.{name}") or e from e
+    value = getattr(module, name)
     setattr(importlib.import_module(package), name, value)  # Found directly from now on.
     return value
 

@@ -25,12 +25,12 @@ assert m.version("estimator_dist")
 PYEOF
 }
 
-# The stamp names this setup.py and script: a change to either reinstalls.
-stamp="$VENV/.stack-$(cat setup.py scripts/setup_env.sh | sha1sum | cut -c1-12)"
+# The stamp names pyproject.toml and this script: a change to either reinstalls.
+stamp="$VENV/.stack-$(cat pyproject.toml scripts/setup_env.sh | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ] || ! stack_ok; then
   echo "[setup] installing the pinned stack"
-  "$PY" -m pip install --quiet --upgrade "pip<25" "setuptools<70" wheel
-  "$PY" -m pip install --quiet -e ".[test,spark]"
+  "$PY" -m pip install --quiet --upgrade "pip<25" "setuptools>=64,<70" wheel
+  "$PY" -m pip install --quiet -e ".[cpu,sweep,spark,test]"
   rm -f "$VENV"/.stack-*
   touch "$stamp"
 else
@@ -88,6 +88,18 @@ else:
   print(f"[setup] the bind library cannot be built ({why_not}): --isolation=host refuses to "
         f"start without --allow_every_interface", file=sys.stderr)
 PYEOF
+# A user's environment as the packaging test needs it: a clean virtual environment that
+# holds `tensorflow` 2.15.1 (not -cpu) and nothing else; the test installs the wheel into
+# it and takes it back to this list of packages after.
+USER_TF_VENV="${ESTIMATOR_DIST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/estimator_dist}/venv-tensorflow-2.15.1"
+if [ ! -f "$USER_TF_VENV/baseline.txt" ]; then
+  echo "[setup] a clean environment with tensorflow==2.15.1 for the packaging test: $USER_TF_VENV"
+  rm -rf "$USER_TF_VENV"
+  "$PYTHON_BIN" -m venv "$USER_TF_VENV"
+  "$USER_TF_VENV/bin/python" -m pip install --quiet "pip<25" "setuptools>=64,<70" wheel \
+    "tensorflow==2.15.1"
+  "$USER_TF_VENV/bin/python" -m pip freeze > "$USER_TF_VENV/baseline.txt"
+fi
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
 
 # Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships

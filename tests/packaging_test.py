@@ -1,0 +1,126 @@
+"""The package installs beside a user's own TensorFlow and names what is missing."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from estimator_dist import extras
+from tests import helpers
+
+# Made by `make setup` (scripts/setup_env.sh): a clean environment holding tensorflow
+# 2.15.1, the GPU-capable distribution, as a user's does; baseline.txt lists its packages.
+USER_VENV = os.path.join(
+    os.environ.get("ESTIMATOR_DIST_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "estimator_dist"),
+    "venv-tensorflow-2.15.1")
+# A one-worker job of the installed package, on data of its own (no scikit-learn there).
+PROGRAM = """
+import numpy as np
+import tensorflow as tf
+import estimator_dist as ed
+
+def model_fn(features, labels, mode, params):
+  logits = tf.compat.v1.layers.dense(features, 2)
+  loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+      loss, tf.compat.v1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+def input_fn():
+  x = np.random.RandomState(0).rand(64, 4).astype(np.float32)
+  return tf.data.Dataset.from_tensor_slices((x, (x[:, 0] > 0.5).astype(np.int32))).batch(16)
+
+def main(_):
+  ed.train_and_evaluate(model_fn, input_fn, input_fn, options=ed.options_from_flags())
+
+ed.define_flags(train_steps=20)
+ed.run_program(main)
+"""
+
+
+def user_env():
+  env = helpers.child_env()
+  del env["PYTHONPATH"]  # Only what is installed in the user's environment.
+  env["PATH"] = os.path.join(USER_VENV, "bin") + os.pathsep + env["PATH"]
+  return env
+
+
+def pip(*args, check=True):
+  done = subprocess.run([os.path.join(USER_VENV, "bin", "python"), "-m", "pip", *args],
+                        capture_output=True, text=True, env=user_env(), check=False)
+  assert done.returncode == 0 or not check, done.stdout + done.stderr
+  return done.stdout
+
+
+def back_to_baseline():
+  """Uninstalls what is not in the environment's baseline list."""
+  with open(os.path.join(USER_VENV, "baseline.txt")) as f:
+    baseline = {line.split("==")[0].lower() for line in f if line.strip()}
+  added = [line.split("==")[0] for line in pip("freeze").splitlines()
+           if line.strip() and line.split("==")[0].split(" @ ")[0].lower() not in baseline]
+  if added:
+    pip("uninstall", "-y", *[name.split(" @ ")[0] for name in added])
+
+
+@pytest.mark.processes
+def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(tmp_path):
+  assert os.path.exists(os.path.join(USER_VENV, "baseline.txt")), (
+      f"{USER_VENV} is missing: `make setup` makes it")
+  back_to_baseline()  # Also after a run of this test that failed half-way.
+  try:
+    wheel_dir, source = tmp_path / "wheel", tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "estimator_dist", "model_zoo", "benchmarks"):
+      copy = shutil.copytree if os.path.isdir(os.path.join(helpers.REPO, name)) else shutil.copy
+      copy(os.path.join(helpers.REPO, name), source / name,
+           **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree
+              else {}))
+    # Built from a copy: setuptools leaves build/ and *.egg-info where it builds.
+    subprocess.run([helpers.PYTHON, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--no-build-isolation", "-w", str(wheel_dir), str(source)], check=True)
+    wheel, = wheel_dir.glob("estimator_dist-*.whl")
+    pip("install", "--quiet", str(wheel))
+    installed = pip("list")
+    assert "tensorflow-cpu" not in installed and "tensorflow " in installed, installed
+    assert "optuna" not in installed and "matplotlib" not in installed, installed
+    assert "No broken requirements found" in pip("check"), installed
+    cli = subprocess.run(["estimator-dist", "--help"], capture_output=True, text=True,
+                         env=user_env(), cwd=tmp_path, check=False)
+    assert cli.returncode == 0 and "launch" in cli.stderr, cli.stderr
+    sweep = subprocess.run(["estimator-dist", "sweep", "--help"], capture_output=True,
+                           text=True, env=user_env(), cwd=tmp_path, check=False)
+    assert sweep.returncode == 2, sweep.stdout + sweep.stderr
+    assert sweep.stderr.strip() == ("estimator-dist sweep needs optuna, which "
+                                    "estimator_dist[sweep] installs: pip install "
+                                    "'estimator_dist[sweep]'."), sweep.stderr
+    (tmp_path / "train.py").write_text(PROGRAM)
+    job = subprocess.run(["estimator-dist", "launch", "--strategy=local", "--num_workers=1",
+                          "--", "python", "train.py", f"--model_dir={tmp_path / 'model'}"],
+                         capture_output=True, text=True, env=user_env(), cwd=tmp_path,
+                         check=False, timeout=300)
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    assert "steps          20" in job.stdout, job.stdout[-3000:]
+  finally:
+    back_to_baseline()
+
+
+def test_without_tensorflow_importing_the_package_names_the_extras():
+  done = subprocess.run([sys._base_executable, "-S", "-c", "import estimator_dist"],  # pylint: disable=protected-access
+                        capture_output=True, text=True, cwd=helpers.REPO, check=False,
+                        env={"PATH": os.environ["PATH"], "PYTHONPATH": helpers.REPO})
+  assert done.returncode == 1
+  assert done.stderr.splitlines()[-1] == (
+      "estimator_dist.extras.MissingExtra: estimator_dist needs TensorFlow 2.15 and "
+      "tensorflow-estimator 2.15 (found TensorFlow missing, tensorflow-estimator missing): "
+      "pip install 'estimator_dist[cpu]' (tensorflow-cpu) or 'estimator_dist[gpu]' "
+      "(tensorflow[and-cuda]), or install TensorFlow 2.15 your own way."), done.stderr
+
+
+def test_a_missing_module_of_an_extra_names_the_extra():
+  missing = extras.missing_extra(ModuleNotFoundError(name="optuna.samplers"), "a sweep")
+  assert str(missing) == ("a sweep needs optuna, which estimator_dist[sweep] installs: "
+                          "pip install 'estimator_dist[sweep]'.")
+  assert extras.missing_extra(ModuleNotFoundError(name="tensorflow"), "a sweep") is None
