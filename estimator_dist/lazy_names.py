@@ -19,7 +19,10 @@ def exports(package, names):
     try:
       module = importlib.import_module(names[name])
     except ModuleNotFoundError as e:  # Optuna for `sweep`: name the extra that has it.
-      raise extras.missing_extra(e, f"{package}.{name}") or e from e
+      missing = extras.missing_extra(e, f"{package}.{name}")
+      if missing is None:
+        raise
+      raise missing from e
     value = getattr(module, name)
     setattr(importlib.import_module(package), name, value)  # Found directly from now on.
     return value
