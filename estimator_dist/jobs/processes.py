@@ -232,8 +232,10 @@ class TaskGroup:
     """
     deadline, started, stopped_since = None, time.time(), {}
     while True:
-      for task in self.tasks:
-        code = task.process.poll()
+      # One look at every exit code per round: a task that ends after it is still
+      # running in this round, so its code is read in the next, never taken for 0.
+      codes = [(task, task.process.poll()) for task in self.tasks]
+      for task, code in codes:
         if code not in (None, 0):
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
@@ -260,7 +262,7 @@ class TaskGroup:
       if stuck or too_long or idle:
         self.stop_all()
         return errors.STALLED_EXIT_CODE
-      running = [t for t in self.tasks if t.process.poll() is None]
+      running = [task for task, code in codes if code is None]
       if not running:
         return 0
       if not any(t.name in training for t in running):
