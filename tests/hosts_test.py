@@ -3,8 +3,10 @@ tasks placed on both hosts with TF_CONFIG naming their addresses train together;
 host places its own training processes; every server listens on its host's address only."""
 
 import os
+import re
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -119,3 +121,131 @@ def test_a_job_across_two_hosts(hosts, strategy, placement, local, tmp_path):
     assert (host, int(port)) in seen or (f"::ffff:{host}", int(port)) in seen, (name, seen)
     assert all(ip in (host, f"::ffff:{host}", "127.0.0.1", "::1") for ip, _ in seen), (
         name, seen)
+
+
+# Horovod across the two hosts over SSH, started by the launcher on host 1 as a user starts
+# `horovodrun -H host1:1,host2:1` on a cluster.
+
+@pytest.fixture(scope="module")
+def ssh(hosts, tmp_path_factory):
+  with netns_hosts.ssh_servers(hosts, str(tmp_path_factory.mktemp("ssh"))) as client:
+    yield client
+
+
+class Sockets(threading.Thread):
+  """Reads every TCP socket on each host while a job runs: `listening[host index]` =
+  {(process name, address)} of those that listen, `names[host index]` = the names of the
+  processes with any."""
+
+  def __init__(self, hosts):
+    super().__init__(daemon=True)
+    self.hosts, self.done = hosts, threading.Event()
+    self.listening, self.names = [set() for _ in hosts], [set() for _ in hosts]
+
+  def run(self):
+    while not self.done.wait(0.3):
+      for n, host in enumerate(self.hosts):
+        table = subprocess.run(host.command("ss", "-Htanp"), capture_output=True, text=True,
+                               check=False).stdout
+        for row in table.splitlines():
+          names = set(re.findall(r'\("([^"]+)"', row))
+          self.names[n] |= names
+          if row.startswith("LISTEN"):
+            address = row.split()[3].rpartition(":")[0].strip("[]")
+            self.listening[n] |= {(name, address) for name in names or {"?"}}
+
+  def __enter__(self):
+    self.start()
+    return self
+
+  def __exit__(self, *_):
+    self.done.set()
+    self.join()
+
+  def assert_private(self):
+    """Every socket that listens on a host does so on its private address or loopback; a
+    rank ran on each host."""
+    for host, listening, names in zip(self.hosts, self.listening, self.names):
+      allowed = {host.address, f"::ffff:{host.address}", "127.0.0.1", "::1"}
+      assert all(address in allowed for _, address in listening), (host.address, listening)
+      assert "plain_model.py" in names, (host.address, names)
+
+
+def horovod_job(hosts, ssh, *launch_args, program_args=()):
+  """A launcher on host 1 running horovod ranks on both hosts."""
+  command = helpers.launch_command(
+      "--strategy=horovod", f"--network_interface={netns_hosts.INTERFACE}",
+      f"--horovodrun_args={ssh.horovodrun_args}", *launch_args,
+      program=(helpers.PYTHON, "-m", "tests.programs.plain_model", *program_args))
+  return helpers.Job(command=hosts[0].command(*command), env=ssh.env(helpers.child_env()))
+
+
+@pytest.mark.parametrize("controller", ["mpi", "gloo"])
+def test_horovod_across_two_hosts_over_ssh(hosts, ssh, controller, tmp_path):
+  with Sockets(hosts) as sockets:
+    job = horovod_job(hosts, ssh, "--num_workers=2",
+                      f"--hosts={hosts[0].address}:1,{hosts[1].address}:1",
+                      f"--horovod_controller={controller}",
+                      program_args=[f"--model_dir={tmp_path}", "--train_steps=300"])
+    try:
+      code = job.wait(timeout=300)
+    finally:
+      job.kill()
+  assert code == 0, job.output[-5000:]
+  summary, = helpers.summaries(job.output)
+  assert summary["workers"] == "2", summary
+  assert float(summary["eval_accuracy"]) >= 0.85, summary
+  sockets.assert_private()
+
+
+def test_elastic_horovod_across_two_hosts_loses_host_2_and_gets_it_back(hosts, ssh, tmp_path):
+  """The discovery script drops host 2, then lists it again; the global batch stays 64."""
+  listed, script = tmp_path / "hosts", tmp_path / "discover.sh"
+  both = "".join(f"{host.address}:1\n" for host in hosts)
+  listed.write_text(both)
+  script.write_text(f"#!/bin/sh\ncat {listed}\n")
+  script.chmod(0o755)
+  model_dir, steps = tmp_path / "run", 3000
+  with Sockets(hosts) as sockets:
+    job = horovod_job(hosts, ssh, "--num_workers=2", "--elastic", "--min_workers=1",
+                      "--max_workers=2", f"--host_discovery_script={script}",
+                      program_args=[f"--model_dir={model_dir}", f"--train_steps={steps}",
+                                    "--save_checkpoints_steps=500", "--global_batch_size=64",
+                                    "--batch_size=32"])
+    try:
+      for wanted, hosts_then in (("model.ckpt-500.index", f"{hosts[0].address}:1\n"),
+                                 ("round on 1 rank(s)", both)):
+        deadline = time.monotonic() + 180
+        while not ((model_dir / wanted).exists() or wanted in job.output):
+          assert job.process.poll() is None and time.monotonic() < deadline, job.output[-5000:]
+          time.sleep(0.1)
+        listed.write_text(hosts_then)
+      code = job.wait(timeout=400)
+    finally:
+      job.kill()
+  output = job.output
+  assert code == 0, output[-5000:]
+  rounds = [int(n) for n in re.findall(r"elastic round on (\d) rank\(s\)", output)]
+  assert rounds == [2, 1, 2], output[-5000:]
+  summary, = helpers.summaries(output)
+  assert (summary["steps"], summary["global_batch"]) == (str(steps), "64"), summary
+  assert float(summary["eval_accuracy"]) >= 0.85, summary
+  sockets.assert_private()
+
+
+def test_a_host_unreachable_over_ssh_fails_the_job_at_once_naming_it(hosts, ssh, tmp_path):
+  # Host 2 answers at a second address where no SSH server listens.
+  nobody = hosts[1].address.rpartition(".")[0] + ".3"
+  address = ["dev", netns_hosts.INTERFACE, f"{nobody}/24"]
+  subprocess.run(["ip", "-n", hosts[1].namespace, "addr", "add", *address], check=True)
+  job = horovod_job(hosts, ssh, "--num_workers=2", f"--hosts={hosts[0].address}:1,{nobody}:1",
+                    program_args=[f"--model_dir={tmp_path}"])
+  try:
+    code = job.wait(timeout=120)
+  finally:
+    job.kill()
+    subprocess.run(["ip", "-n", hosts[1].namespace, "addr", "del", *address], check=True)
+  assert code == 1, job.output[-3000:]
+  assert f"ssh not successful for host {nobody}:" in job.output, job.output[-3000:]
+  assert "job failed with exit code 1" in job.output, job.output[-3000:]
+  assert "plain_model" not in job.output  # No rank started.

@@ -10,7 +10,9 @@ import psutil
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.task import bind_address
 from estimator_dist.task import cluster
+from estimator_dist.task import env_vars
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import local_cluster
@@ -203,6 +205,24 @@ def test_horovodrun_command_on_two_hosts():
       extra_args="--cycle-time-ms=2"))
   assert command[1:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",
                          "--cycle-time-ms=2", "python", "t.py"]
+
+
+def test_a_horovod_job_across_hosts_listens_on_its_interface_only():
+  assert horovodrun.HorovodRun().is_local(2)
+  assert horovodrun.HorovodRun(network_interface="lo").is_local(2)
+  # Hosts an elastic job's discovery script names later are on that interface's network.
+  assert not horovodrun.HorovodRun(network_interface="eth1").is_local(2)
+  run = horovodrun.HorovodRun(hosts="h1:1,h2:1", network_interface="eth1")
+  assert not run.is_local(2)
+  env = horovodrun.across_hosts_env({"PATH": "/bin", env_vars.BIND_ADDRESS: "127.0.0.1"}, run)
+  assert env["OMPI_MCA_oob_tcp_if_include"] == "eth1"
+  if bind_address.library() is None:
+    pytest.skip("no C compiler to build the preload library")
+  library = bind_address.library()
+  assert (env["LD_PRELOAD"], env[env_vars.BIND_INTERFACE]) == (library, "eth1")
+  assert env_vars.BIND_ADDRESS not in env  # The interface's address on each host.
+  assert env["OMPI_MCA_orte_launch_agent"] == (
+      f"env LD_PRELOAD={library} {env_vars.BIND_INTERFACE}=eth1 orted")
 
 
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}

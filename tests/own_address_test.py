@@ -6,6 +6,7 @@ import subprocess
 from absl import logging
 import pytest
 
+from estimator_dist import errors
 from estimator_dist.task import bind_address
 from estimator_dist.task import cluster
 from estimator_dist.task import env_vars
@@ -79,3 +80,35 @@ def test_the_library_turns_binds_to_every_interface_into_binds_to_the_address(ad
   printed = subprocess.run([helpers.PYTHON, "-c", PROBE], env=env, capture_output=True,
                            text=True, check=True).stdout
   assert printed.split() == bound.split()
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("interface,bound", [
+    ("lo", "127.0.0.1 ::ffff:127.0.0.1"),
+    ("nosuchif0", "127.0.0.1 ::ffff:127.0.0.1"),  # No address there: loopback, never all.
+])
+def test_the_library_binds_to_the_address_of_the_interface_it_is_told(interface, bound):
+  env = bind_address.interface_env({**helpers.child_env(), env_vars.BIND_ADDRESS: "0.0.0.0"},
+                                   interface)
+  if env is None:
+    pytest.skip("no C compiler to build the preload library")
+  assert env_vars.BIND_ADDRESS not in env
+  printed = subprocess.run([helpers.PYTHON, "-c", PROBE], env=env, capture_output=True,
+                           text=True, check=True).stdout
+  assert printed.split() == bound.split()
+
+
+def test_a_gloo_rank_across_hosts_needs_a_horovod_that_all_reduces_on_the_interface(
+    monkeypatch, tmp_path):
+  assert own_address.interface_address("lo") == "127.0.0.1"
+  assert own_address.interface_address("nosuchif0") is None
+  monkeypatch.setenv("HOROVOD_CONTROLLER", "gloo")
+  monkeypatch.setenv("HOROVOD_GLOO_IFACE", "nosuchif0")
+  with pytest.raises(errors.ConfigError, match=(
+      r"the Horovod at .* runs Gloo's all-reduce on the address of this host's name \(.*\), "
+      r"not on --network_interface=nosuchif0 \(None\), .* or use --horovod_controller=mpi")):
+    own_address.check_gloo_interface(str(tmp_path))
+  (tmp_path / "estimator_dist_fixes.txt").write_text("gloo-process-set-iface\n")
+  own_address.check_gloo_interface(str(tmp_path))  # Built with the fix.
+  monkeypatch.setenv("HOROVOD_CONTROLLER", "mpi")
+  own_address.check_gloo_interface(str(tmp_path / "unfixed"))  # MPI carries no Gloo.

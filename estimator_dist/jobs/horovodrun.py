@@ -13,13 +13,16 @@ import sys
 from typing import Optional, Tuple
 
 from estimator_dist import errors
+from estimator_dist.task import bind_address
+from estimator_dist.task import env_vars
 
 CONTROLLERS = ("auto", "mpi", "gloo")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 # Options the launcher sets itself; the rest of horovodrun's options pass through.
 _OWN_OPTIONS = ("-np", "--num-proc", "-H", "--hosts", "-hostfile", "--hostfile",
-                "--network-interface", "--gloo", "--mpi", "-p", "--ssh-port", "--min-np",
-                "--max-np", "--host-discovery-script")
+                "--network-interface", "--gloo", "--mpi", "--min-np", "--max-np",
+                "--host-discovery-script")
+_ORTED_VARIABLE = "OMPI_MCA_orte_launch_agent"  # How mpirun starts its daemons.
 _HOST = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+$")
 
 
@@ -108,7 +111,24 @@ class HorovodRun:
     return list(self.machines or [("127.0.0.1", num_workers)])
 
   def is_local(self, num_workers) -> bool:
-    return all(is_loopback(h) for h, _ in self.machines_for(num_workers))
+    """All ranks on this machine: loopback hosts, and no interface of another network (an
+    elastic job's discovery script may name hosts that come later)."""
+    return self.network_interface in (None, "lo") and all(
+        is_loopback(h) for h, _ in self.machines_for(num_workers))
+
+
+def across_hosts_env(env, run):
+  """horovodrun's environment for a job across hosts: every process of the job (horovodrun's
+  services, mpirun and its daemons, the ranks, which inherit it) listens on
+  `run.network_interface` only."""
+  interface, agent = run.network_interface, env.get(_ORTED_VARIABLE, "orted")
+  env = {**env, "OMPI_MCA_oob_tcp_if_include": interface}
+  bound = bind_address.interface_env(env, interface)
+  if bound is None:
+    return env
+  # mpirun starts its daemon on each other host over SSH with none of this environment.
+  return {**bound, _ORTED_VARIABLE: (f"env LD_PRELOAD={bound['LD_PRELOAD']} "
+                                     f"{env_vars.BIND_INTERFACE}={interface} {agent}")}
 
 
 def command(program, *, num_workers, run=None):

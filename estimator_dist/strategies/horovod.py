@@ -24,6 +24,7 @@ from estimator_dist.strategies import checks
 from estimator_dist.strategies import elastic
 from estimator_dist.strategies import keras_allreduce
 from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import own_address
 
 REDUCTIONS = ("average", "sum", "adasum")
 COMPRESSIONS = ("none", "fp16")
@@ -106,7 +107,8 @@ class HorovodAdapter(base.StrategyAdapter):
     """hvd.init() after the CPU defaults; once per adapter (an elastic round makes anew)."""
     if self.hvd is not None:
       return
-    hvd = _import_horovod()
+    hvd = _import_horovod()  # Across hosts, may start this program again, bound:
+    own_address.bind_interface(horovod_dir=os.path.dirname(os.path.dirname(hvd.__file__)))
     if not tf.config.list_physical_devices("GPU"):
       for name, value in CPU_DEFAULTS.items():
         os.environ.setdefault(name, value)

@@ -70,14 +70,40 @@ def build():
   return None, why_not
 
 
-def bound_env(env, address):
-  """`env` for a process whose binds to every interface go to `address`; None without a
-  C compiler."""
+def _preloaded(env):
+  """`env` with this host's preload library first in LD_PRELOAD (and none of another
+  host's or version's); None without a C compiler."""
   path = library()
   if path is None:
     return None
-  preloaded = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p != path]
-  return {**env, "LD_PRELOAD": ":".join([path] + preloaded), env_vars.BIND_ADDRESS: address}
+  kept = [p for p in env.get("LD_PRELOAD", "").split(":")
+          if p and not os.path.basename(p).startswith("bind_address-")]
+  return {**env, "LD_PRELOAD": ":".join([path] + kept)}
+
+
+def bound_env(env, address):
+  """`env` for a process whose binds to every interface go to `address`; None without a
+  C compiler."""
+  env = _preloaded(env)
+  return env and {**env, env_vars.BIND_ADDRESS: address}
+
+
+def interface_env(env, interface):
+  """`env` for the processes of a job across hosts: on each host, their binds to every
+  interface go to the address `interface` has there; None without a C compiler."""
+  env = _preloaded(env)
+  if env is None:
+    return None
+  env = {**env, env_vars.BIND_INTERFACE: interface}
+  env.pop(env_vars.BIND_ADDRESS, None)
+  return env
+
+
+def loaded():
+  """Whether this process runs with this host's preload library."""
+  path = library()
+  with open("/proc/self/maps") as f:
+    return path is not None and path in f.read()
 
 
 def local_only_env(env):

@@ -4,12 +4,15 @@ An engine (the launcher, SLURM's sbatch script, Kubernetes, Spark, a sweep) sets
 when it starts a task; the task's own modules read them. Only names live here, so every
 layer can import it without TensorFlow. The strings are the contract: a job started by
 an older launcher, a user's shell or the preload library (`native/bind_address.c`
-reads BIND_ADDRESS) uses them as they are.
+reads BIND_ADDRESS and BIND_INTERFACE) uses them as they are.
 """
 
 # Set by the launcher for local tasks and by a task that starts itself again bound to its
 # own address (own_address); read by the preload library and own_address ("decided").
 BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
+# Set by the launcher for a Horovod job across hosts (its --network_interface); read by
+# the preload library (that interface's address, on each host) and own_address.
+BIND_INTERFACE = "ESTIMATOR_DIST_BIND_INTERFACE"
 # Set by the user or a test (default ~/.cache/estimator_dist); read by bind_address, which
 # builds the preload library there (`make setup` does, once).
 CACHE = "ESTIMATOR_DIST_CACHE"

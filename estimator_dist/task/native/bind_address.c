@@ -1,12 +1,15 @@
 /* Preloaded into the processes of a job: a bind() to every interface (0.0.0.0 or [::])
  * binds to the job's own address instead: ESTIMATOR_DIST_BIND_ADDRESS (an IPv4 address;
- * 127.0.0.1 when unset or not one; 0.0.0.0 leaves binds alone). TensorFlow's gRPC
+ * 0.0.0.0 leaves binds alone), else the IPv4 address that interface
+ * ESTIMATOR_DIST_BIND_INTERFACE has on this host (one setting for a job across hosts),
+ * else 127.0.0.1. TensorFlow's gRPC
  * servers, horovodrun's services and MPI's listeners bind to every interface whatever
  * address their cluster names; with this, a job is reached only at the address it names. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +23,29 @@ static bind_function real_bind(void) {
   return function;
 }
 
+/* The IPv4 address of interface `name` on this host; 0 where it has none. */
+static int interface_address(const char *name, struct in_addr *address) {
+  struct ifaddrs *list, *item;
+  int found = 0;
+  if (getifaddrs(&list) != 0) return 0;
+  for (item = list; item && !found; item = item->ifa_next) {
+    if (item->ifa_addr && item->ifa_addr->sa_family == AF_INET &&
+        strcmp(item->ifa_name, name) == 0) {
+      *address = ((const struct sockaddr_in *)item->ifa_addr)->sin_addr;
+      found = 1;
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
 static struct in_addr job_address(void) {
   struct in_addr address;
   const char *text = getenv("ESTIMATOR_DIST_BIND_ADDRESS");
-  if (!text || inet_pton(AF_INET, text, &address) != 1) address.s_addr = htonl(INADDR_LOOPBACK);
+  const char *interface = getenv("ESTIMATOR_DIST_BIND_INTERFACE");
+  if (text && inet_pton(AF_INET, text, &address) == 1) return address;
+  if (interface && *interface && interface_address(interface, &address)) return address;
+  address.s_addr = htonl(INADDR_LOOPBACK);
   return address;
 }
 
