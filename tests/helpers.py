@@ -164,3 +164,27 @@ class Job:
     if self.process.poll() is None:
       os.killpg(self.process.pid, signal.SIGKILL)
       self.process.wait()
+
+
+class Sampler(threading.Thread):
+  """Calls `sample()` every 0.3 s in a thread while its `with` block runs (a job's
+  sockets, read as they come and go)."""
+
+  def __init__(self):
+    super().__init__(daemon=True)
+    self.done = threading.Event()
+
+  def sample(self):
+    raise NotImplementedError
+
+  def run(self):
+    while not self.done.wait(0.3):
+      self.sample()
+
+  def __enter__(self):
+    self.start()
+    return self
+
+  def __exit__(self, *_):
+    self.done.set()
+    self.join()

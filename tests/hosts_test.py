@@ -6,7 +6,6 @@ import os
 import re
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
@@ -132,35 +131,26 @@ def ssh(hosts, tmp_path_factory):
     yield client
 
 
-class Sockets(threading.Thread):
+class Sockets(helpers.Sampler):
   """Reads every TCP socket on each host while a job runs: `listening[host index]` =
   {(process name, address)} of those that listen, `names[host index]` = the names of the
   processes with any."""
 
   def __init__(self, hosts):
-    super().__init__(daemon=True)
-    self.hosts, self.done = hosts, threading.Event()
+    super().__init__()
+    self.hosts = hosts
     self.listening, self.names = [set() for _ in hosts], [set() for _ in hosts]
 
-  def run(self):
-    while not self.done.wait(0.3):
-      for n, host in enumerate(self.hosts):
-        table = subprocess.run(host.command("ss", "-Htanp"), capture_output=True, text=True,
-                               check=False).stdout
-        for row in table.splitlines():
-          names = set(re.findall(r'\("([^"]+)"', row))
-          self.names[n] |= names
-          if row.startswith("LISTEN"):
-            address = row.split()[3].rpartition(":")[0].strip("[]")
-            self.listening[n] |= {(name, address) for name in names or {"?"}}
-
-  def __enter__(self):
-    self.start()
-    return self
-
-  def __exit__(self, *_):
-    self.done.set()
-    self.join()
+  def sample(self):
+    for n, host in enumerate(self.hosts):
+      table = subprocess.run(host.command("ss", "-Htanp"), capture_output=True, text=True,
+                             check=False).stdout
+      for row in table.splitlines():
+        names = set(re.findall(r'\("([^"]+)"', row))
+        self.names[n] |= names
+        if row.startswith("LISTEN"):
+          address = row.split()[3].rpartition(":")[0].strip("[]")
+          self.listening[n] |= {(name, address) for name in names or {"?"}}
 
   def assert_private(self):
     """Every socket that listens on a host does so on its private address or loopback; a

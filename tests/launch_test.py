@@ -214,7 +214,8 @@ def test_a_horovod_job_across_hosts_listens_on_its_interface_only():
   assert not horovodrun.HorovodRun(network_interface="eth1").is_local(2)
   run = horovodrun.HorovodRun(hosts="h1:1,h2:1", network_interface="eth1")
   assert not run.is_local(2)
-  env = horovodrun.across_hosts_env({"PATH": "/bin", env_vars.BIND_ADDRESS: "127.0.0.1"}, run)
+  env = horovodrun.across_hosts_env({"PATH": "/bin", env_vars.BIND_ADDRESS: "127.0.0.1"},
+                                   run.network_interface)
   assert env["OMPI_MCA_oob_tcp_if_include"] == "eth1"
   if bind_address.library() is None:
     pytest.skip("no C compiler to build the preload library")

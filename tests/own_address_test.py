@@ -11,6 +11,7 @@ from estimator_dist.task import bind_address
 from estimator_dist.task import cluster
 from estimator_dist.task import env_vars
 from estimator_dist.task import own_address
+from estimator_dist.task import rank_address
 from tests import helpers
 
 
@@ -54,9 +55,9 @@ def test_only_the_switch_keeps_a_program_from_starting_itself_again(monkeypatch)
   assert os.environ.get(env_vars.NO_RESTART) == "1"
   assert env_vars.NO_RESTART not in helpers.child_env()
   monkeypatch.delenv(env_vars.NO_RESTART)
-  assert own_address._restartable() is None  # pylint: disable=protected-access
+  assert own_address.restartable() is None
   monkeypatch.setenv(env_vars.NO_RESTART, "1")
-  assert own_address._restartable() == (  # pylint: disable=protected-access
+  assert own_address.restartable() == (
       "ESTIMATOR_DIST_NO_RESTART=1 keeps it from starting itself again")
 
 
@@ -100,15 +101,15 @@ def test_the_library_binds_to_the_address_of_the_interface_it_is_told(interface,
 
 def test_a_gloo_rank_across_hosts_needs_a_horovod_that_all_reduces_on_the_interface(
     monkeypatch, tmp_path):
-  assert own_address.interface_address("lo") == "127.0.0.1"
-  assert own_address.interface_address("nosuchif0") is None
+  assert rank_address.interface_address("lo") == "127.0.0.1"
+  assert rank_address.interface_address("nosuchif0") is None
   monkeypatch.setenv("HOROVOD_CONTROLLER", "gloo")
   monkeypatch.setenv("HOROVOD_GLOO_IFACE", "nosuchif0")
   with pytest.raises(errors.ConfigError, match=(
       r"the Horovod at .* runs Gloo's all-reduce on the address of this host's name \(.*\), "
       r"not on --network_interface=nosuchif0 \(None\), .* or use --horovod_controller=mpi")):
-    own_address.check_gloo_interface(str(tmp_path))
+    rank_address.check_gloo_interface(str(tmp_path))
   (tmp_path / "estimator_dist_fixes.txt").write_text("gloo-process-set-iface\n")
-  own_address.check_gloo_interface(str(tmp_path))  # Built with the fix.
+  rank_address.check_gloo_interface(str(tmp_path))  # Built with the fix.
   monkeypatch.setenv("HOROVOD_CONTROLLER", "mpi")
-  own_address.check_gloo_interface(str(tmp_path / "unfixed"))  # MPI carries no Gloo.
+  rank_address.check_gloo_interface(str(tmp_path / "unfixed"))  # MPI carries no Gloo.

@@ -1,4 +1,5 @@
-"""CPU placement: each training process of a shared host gets its own share of the CPUs."""
+"""Placement: each training process of a shared host gets its own share of the CPUs and
+GPUs."""
 
 import json
 import os
@@ -16,6 +17,21 @@ from tests import helpers
     ({4, 5, 6}, 1, 2, [5]), ({0, 1}, 0, 3, None), ({0, 1}, 0, 1, None), ({0, 1}, -1, 2, None)])
 def test_share(cpus, rank, size, expected):
   assert placement.share(cpus, rank, size) == expected
+
+
+def test_each_training_process_of_a_host_gets_its_own_gpus_and_a_ps_none():
+  # chief and worker 0 share host a; worker 1 and the ps are alone on b and c.
+  tasks = {f"{role}:{i}": cluster.task_in(
+      {"chief": ["a:1"], "worker": ["a:2", "b:1"], "ps": ["c:1"], "evaluator": ["a:3"]},
+      role, i, source="TF_CONFIG")
+           for role, i in (("chief", 0), ("worker", 0), ("worker", 1), ("ps", 0),
+                           ("evaluator", 0))}
+  assert {name: placement.gpu_share(task, 4) for name, task in tasks.items()} == {
+      "chief:0": [0, 1], "worker:0": [2, 3], "worker:1": None, "ps:0": [],
+      "evaluator:0": None}
+  # Fewer GPUs than processes: not split, each sees them all.
+  assert placement.gpu_share(tasks["worker:0"], 1) is None
+  assert placement.apply_gpus(tasks["chief:0"]) is None  # No GPU on this machine.
 
 
 def test_bad_choice_names_the_options():

@@ -2,6 +2,7 @@
 cluster the test starts (tests/slurm_cluster.py), for every strategy; scancel, a task that
 dies, and a requeued job."""
 
+import contextlib
 import glob
 import os
 import re
@@ -60,6 +61,37 @@ def wait_for_checkpoint(model_dir, step, cluster, job_id, timeout=300):
   pytest.fail(f"no checkpoint {step} in {model_dir} after {timeout}s")
 
 
+class ListeningSockets(helpers.Sampler):
+  """The addresses every task of a job (its command line names `model_dir`) listens on
+  while it runs: `seen`. Not SLURM's own: srun's, and slurmstepd's that its tasks inherit
+  (the pmix plugin's)."""
+
+  def __init__(self, model_dir):
+    super().__init__()
+    self.model_dir, self.found, self.slurms = model_dir, set(), set()
+
+  @staticmethod
+  def _listening(p):
+    try:
+      return {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet")
+              if c.status == psutil.CONN_LISTEN}
+    except psutil.Error:
+      return set()
+
+  def sample(self):
+    for p in psutil.process_iter(["name"]):
+      if p.info["name"] == "slurmstepd":
+        self.slurms |= self._listening(p)
+    for p in processes_of(self.model_dir):
+      with contextlib.suppress(psutil.Error):
+        if p.name() != "srun":
+          self.found |= self._listening(p)
+
+  @property
+  def seen(self):
+    return {ip for ip, _ in self.found - self.slurms}
+
+
 @pytest.mark.parametrize("strategy,args,overcommit", [
     ("multi_worker", [], False),
     # chief, evaluator, ps and worker: four tasks on the node's two CPUs.
@@ -72,8 +104,9 @@ def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, st
   model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
   text = script(cluster, monkeypatch, strategy, *args, model_dir=model_dir, steps=300)
   assert ("#SBATCH --overcommit" in text) == overcommit, text
-  job_id = cluster.sbatch(text, output=output)
-  fields = cluster.wait(job_id, timeout=300)
+  with ListeningSockets(model_dir) as sockets:
+    job_id = cluster.sbatch(text, output=output)
+    fields = cluster.wait(job_id, timeout=300)
   with open(output) as f:
     printed = f.read()
   assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), printed[-5000:]
@@ -82,6 +115,11 @@ def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, st
   assert (found[0]["strategy"], found[0]["replicas"]) == (strategy, "2"), found
   assert float(found[0]["eval_accuracy"]) >= 0.85, found
   assert not processes_of(model_dir)
+  # Every server of the job on the node's address ('localhost'): TensorFlow's; MPI's
+  # (without the binding, Horovod's ranks listened on 0.0.0.0 and [::]).
+  assert sockets.seen <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, sockets.seen
+  if strategy != "horovod":  # MPI's listeners may come and go between two looks.
+    assert bool(sockets.seen) == (strategy != "mirrored"), sockets.seen
 
 
 def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):

@@ -2,10 +2,12 @@
 on a Spark standalone cluster (a master and a worker the tests start); and the job value
 its call form builds, checked before Spark starts."""
 
+import contextlib
 import glob
 import json
 import time
 
+import psutil
 import pytest
 
 from estimator_dist import errors
@@ -87,20 +89,42 @@ def standalone():
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("strategy", ["multi_worker", "horovod"])
-def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, tmp_path):
+@pytest.mark.parametrize("strategy,args", [
+    ("multi_worker", []),
+    # MPI's ranks listen on every interface unless bound to the executors' network.
+    ("horovod", ["--horovod_controller=mpi", "--network_interface=lo"]),
+])
+def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, args, tmp_path):
   before = standalone.executor_output()
-  code, output = spark_train(f"--strategy={strategy}", "--num_workers=2",
+  listening = set()
+  job = helpers.Job(command=[helpers.PYTHON, "-m", "tests.programs.spark_train",
+                             f"--strategy={strategy}", "--num_workers=2",
                              f"--spark_master={standalone.master}", f"--model_dir={tmp_path}",
-                             "--train_steps=300")
+                             "--train_steps=300", *args])
+  deadline = time.monotonic() + 400
+  try:
+    while job.process.poll() is None and time.monotonic() < deadline:
+      # Every socket a training process (a TensorFlow task, a Horovod rank) listens on.
+      for p in standalone.processes():
+        with contextlib.suppress(psutil.Error):
+          if "exec_fn" in " ".join(p.cmdline()) or "TF_CONFIG" in p.environ():
+            listening |= {c.laddr.ip for c in p.net_connections("inet")
+                          if c.status == psutil.CONN_LISTEN}
+      time.sleep(0.3)
+    code = job.wait(timeout=30)
+  finally:
+    job.kill()
+  output = job.output
   assert code == 0, output[-5000:]
+  assert listening and listening <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, listening
   chief, *others = results(output)
   assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
   assert others == [None]
-  # The tasks ran in the executors the worker started: their output has the summary.
+  # The tasks ran in the executors the worker started: their output has the summary (MPI's
+  # ranks print through mpirun, which runs in the driver).
   apps = {app: text for app, text in standalone.executor_output().items() if app not in before}
   assert len(apps) == 1, sorted(apps)
-  found = helpers.summaries(next(iter(apps.values())))
+  found = helpers.summaries(output if strategy == "horovod" else next(iter(apps.values())))
   assert len(found) == 1 and (found[0]["workers"], found[0]["replicas"]) == ("2", "2")
   assert helpers.wait_until_gone(standalone.processes) == []
 

@@ -117,12 +117,15 @@ class HorovodRun:
         is_loopback(h) for h, _ in self.machines_for(num_workers))
 
 
-def across_hosts_env(env, run):
-  """horovodrun's environment for a job across hosts: every process of the job (horovodrun's
-  services, mpirun and its daemons, the ranks, which inherit it) listens on
-  `run.network_interface` only."""
-  interface, agent = run.network_interface, env.get(_ORTED_VARIABLE, "orted")
-  env = {**env, "OMPI_MCA_oob_tcp_if_include": interface}
+def across_hosts_env(env, interface):
+  """The environment of horovodrun (or horovod.spark) for a job across hosts: every process
+  of the job that inherits it (horovodrun's services, mpirun and its daemons, the ranks)
+  listens on `interface` only."""
+  agent = env.get(_ORTED_VARIABLE, "orted")
+  # MPI's out-of-band channel on the interface. libfabric binds every interface's address
+  # (the library leaves binds to a given address alone), and horovodrun's MPI carries
+  # nothing over it (pml ob1: TCP between hosts): shared memory only, as on one host.
+  env = {"FI_PROVIDER": "shm", **env, "OMPI_MCA_oob_tcp_if_include": interface}
   bound = bind_address.interface_env(env, interface)
   if bound is None:
     return env

@@ -239,7 +239,7 @@ class _Starter:
     if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun:
-      env = horovodrun.across_hosts_env(env, self.options.horovod)
+      env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
     self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
 
   def beating(self):

@@ -42,10 +42,14 @@ class SparkOptions:
   spark_context: the SparkContext whose executors run them (default: the one
     `SparkContext.getOrCreate()` gives).
   horovod_controller: how `horovod.spark.run` connects the ranks: "gloo" or "mpi".
+  network_interface: horovod: the interface of the executors' private network, under one
+    name on each; Gloo, MPI and the ranks listen there only (default: Horovod picks the
+    interfaces every executor shares, and the ranks listen on every interface).
   env: environment variables every task gets on top of its executor's.
   """
   spark_context: Optional[Any] = None
   horovod_controller: str = "gloo"
+  network_interface: Optional[str] = None
   env: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
@@ -69,7 +73,7 @@ def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(
   """Runs `train_fn(*args, **kwargs)` as the tasks of `strategy` on Spark's executors.
 
   The job's fields as keywords (see `spec.JobSpec`), and `options` as `SparkOptions`'
-  fields (spark_context, horovod_controller, env); see `run_job`.
+  fields (spark_context, horovod_controller, network_interface, env); see `run_job`.
   """
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
                      evaluator=evaluator, command=FUNCTION_COMMAND)
@@ -189,7 +193,11 @@ def call_pickled(call_path, result_path):
 def _run_horovod(train_fn, job, options):
   """Horovod's own Spark runner: one rank per Spark task, all-reduce over Gloo or MPI."""
   import horovod.spark  # pylint: disable=g-import-not-at-top
-  controller = options.horovod_controller
-  return horovod.spark.run(train_fn, num_proc=job.num_workers, env={**os.environ, **options.env},
+  controller, interface = options.horovod_controller, options.network_interface
+  env = {**os.environ, **options.env}
+  if interface:
+    env = horovodrun.across_hosts_env(env, interface)
+  return horovod.spark.run(train_fn, num_proc=job.num_workers, env=env,
+                           nics={interface} if interface else None,
                            use_gloo=controller == "gloo", use_mpi=controller == "mpi")
 

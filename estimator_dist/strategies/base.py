@@ -123,6 +123,8 @@ class StrategyAdapter:
     if from_environment:
       watchdog.start(self.task)  # Before the backend, which may wait for its peers.
     self.cpus = placement.apply(self.options.cpu_affinity, self.task)
+    if self.traits.uses_tf_config:  # Horovod's ranks take theirs in session_config.
+      placement.apply_gpus(self.task)
     with own_port.named(self.task):
       self.start_backend()
     self.started = True

@@ -24,7 +24,7 @@ from estimator_dist.strategies import checks
 from estimator_dist.strategies import elastic
 from estimator_dist.strategies import keras_allreduce
 from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import own_address
+from estimator_dist.task import rank_address
 
 REDUCTIONS = ("average", "sum", "adasum")
 COMPRESSIONS = ("none", "fp16")
@@ -107,8 +107,8 @@ class HorovodAdapter(base.StrategyAdapter):
     """hvd.init() after the CPU defaults; once per adapter (an elastic round makes anew)."""
     if self.hvd is not None:
       return
-    hvd = _import_horovod()  # Across hosts, may start this program again, bound:
-    own_address.bind_interface(horovod_dir=os.path.dirname(os.path.dirname(hvd.__file__)))
+    rank_address.bind()  # May start this program again, bound to the job's network.
+    hvd = _import_horovod()
     if not tf.config.list_physical_devices("GPU"):
       for name, value in CPU_DEFAULTS.items():
         os.environ.setdefault(name, value)

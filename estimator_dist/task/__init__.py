@@ -2,7 +2,8 @@
 
 The cluster view: `environment` picks the source (TF_CONFIG, Horovod, SLURM), read by
 `cluster` and `slurm_env`. The services: `placement` pins CPUs, `own_address` and
-`bind_address` keep servers on the task's own address, `own_port` names a taken port,
+`bind_address` keep servers on the task's own address (`rank_address`: a Horovod rank's
+on the job's network), `own_port` names a taken port,
 `heartbeat` and `watchdog` notice a stuck task, `inputs` (`array_inputs`) shards the
 input, `checkpoints` vouches for checkpoints in a model_dir `model_dir_lock` keeps to
 one job (and `model_dir_check` finds writable, with space), `evaluation` and `evaluator` evaluate and export, `early_stopping` (with

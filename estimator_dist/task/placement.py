@@ -1,10 +1,11 @@
-"""CPU placement of the training processes that share one machine.
+"""CPU and GPU placement of the training processes that share one machine.
 
 Several training processes on one host each start thread pools sized for the whole
 machine, and the kernel migrates their threads between cores; a synchronous job then
 waits for whichever process was slowed down. By default each training process of a
 multi-process host is pinned to its own equal share of the CPUs it may use, and
-TensorFlow sizes its default thread pools to that share.
+TensorFlow sizes its default thread pools to that share. Likewise each tf.distribute
+training process of such a host gets its own share of the GPUs, and a ps task none.
 """
 
 import os
@@ -42,3 +43,35 @@ def apply(cpu_affinity, task):
   logging.info("estimator_dist: training process %d of %d on this host runs on CPUs %s "
                "(cpu_affinity='none' turns this off)", task.local_rank, task.local_size, cpus)
   return cpus
+
+
+def gpu_share(task, count):
+  """The indices of the `count` GPUs that `task` trains on, or None for all of them: a
+  ps task none (its variables stay on the CPU); each training process of a multi-process
+  host its own equal share, as TensorFlow's multi-worker guide has each worker own its
+  GPUs (None where they cannot be split)."""
+  if task.role == "ps":
+    return []
+  if not task.is_training:
+    return None
+  return share(range(count), task.local_rank, task.local_size)
+
+
+def apply_gpus(task):
+  """Makes only this task's share of the GPUs visible to TensorFlow (`gpu_share`), each
+  growing its memory as needed; returns the indices kept, or None where all stay."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  gpus = tf.config.list_physical_devices("GPU")
+  kept = gpu_share(task, len(gpus)) if gpus else None
+  if kept is None:
+    return None
+  try:
+    tf.config.set_visible_devices([gpus[i] for i in kept], "GPU")
+    for i in kept:
+      tf.config.experimental.set_memory_growth(gpus[i], True)
+  except RuntimeError as e:  # TensorFlow set its devices up already.
+    logging.warning("estimator_dist: %s trains on every GPU here: %s", task.role, e)
+    return None
+  logging.info("estimator_dist: %s:%d on this host trains on GPU(s) %s of %d", task.role,
+               task.index, kept, len(gpus))
+  return kept

@@ -20,6 +20,8 @@ flags.DEFINE_integer("spark_slots", 2, "Spark local[N].")
 flags.DEFINE_string("spark_master", None, "A Spark master URL (spark://host:port) instead of "
                     "local[spark_slots].")
 flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
+flags.DEFINE_string("network_interface", None, "horovod: the interface the ranks listen on.")
+flags.DEFINE_string("horovod_controller", "gloo", "horovod: gloo or mpi.")
 
 
 def train(strategy, model_dir, train_steps, fail_worker=False):
@@ -61,7 +63,8 @@ def main(_):
     results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
                                 "train_steps": f.train_steps, "fail_worker": f.fail_worker},
-                        spark_context=sc)
+                        spark_context=sc, network_interface=f.network_interface,
+                        horovod_controller=f.horovod_controller)
   finally:
     sc.stop()
   print("RESULTS", json.dumps(results), flush=True)
