@@ -119,7 +119,8 @@ import horovod, horovod.tensorflow as hvd
 assert horovod.__version__ == "0.28.1", horovod.__version__
 assert hvd.gloo_built(), "Horovod was built without Gloo"
 assert hvd.mpi_built() or os.environ["WANT_MPI"] == "0", "Horovod was built without MPI"
-assert os.path.exists(os.path.join(os.path.dirname(horovod.__file__), "estimator_dist_fixes.txt"))
+from estimator_dist.task import rank_address
+assert rank_address.horovod_fixed(os.path.dirname(horovod.__file__)), "built without the fix"
 PYEOF
 }
 
@@ -136,6 +137,7 @@ else
   # Built from its source with one fix: Gloo across hosts on the interface horovodrun
   # names (scripts/fix_horovod_gloo_iface.py says why).
   HOROVOD_SRC=$(mktemp -d)
+  trap 'rm -rf "$HOROVOD_SRC"' EXIT
   "$PY" -m pip download --quiet --no-deps --no-binary :all: --dest "$HOROVOD_SRC" "horovod==0.28.1"
   tar -xzf "$HOROVOD_SRC"/horovod-0.28.1.tar.gz -C "$HOROVOD_SRC"
   "$PY" scripts/fix_horovod_gloo_iface.py "$HOROVOD_SRC/horovod-0.28.1"

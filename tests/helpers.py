@@ -172,14 +172,17 @@ class Sampler(threading.Thread):
 
   def __init__(self):
     super().__init__(daemon=True)
-    self.done = threading.Event()
+    self.done, self.error = threading.Event(), None
 
   def sample(self):
     raise NotImplementedError
 
   def run(self):
-    while not self.done.wait(0.3):
-      self.sample()
+    try:
+      while not self.done.wait(0.3):
+        self.sample()
+    except Exception as e:  # pylint: disable=broad-except
+      self.error = e  # Raised in the test's thread on leaving the block.
 
   def __enter__(self):
     self.start()
@@ -188,3 +191,5 @@ class Sampler(threading.Thread):
   def __exit__(self, *_):
     self.done.set()
     self.join()
+    if self.error:
+      raise self.error

@@ -131,6 +131,14 @@ def ssh(hosts, tmp_path_factory):
     yield client
 
 
+@pytest.fixture(autouse=True)
+def nothing_left(hosts):
+  """No rank a failed test left on a host (SSH started it there) runs into the next."""
+  yield
+  for host in hosts:
+    netns_hosts.stop_processes(host)
+
+
 class Sockets(helpers.Sampler):
   """Reads every TCP socket on each host while a job runs: `listening[host index]` =
   {(process name, address)} of those that listen, `names[host index]` = the names of the

@@ -211,7 +211,8 @@ def test_a_horovod_job_across_hosts_listens_on_its_interface_only():
   assert horovodrun.HorovodRun().is_local(2)
   assert horovodrun.HorovodRun(network_interface="lo").is_local(2)
   # Hosts an elastic job's discovery script names later are on that interface's network.
-  assert not horovodrun.HorovodRun(network_interface="eth1").is_local(2)
+  assert not horovodrun.HorovodRun(network_interface="eth1",
+                                   elastic=horovodrun.Elastic(1, 2, "/bin/true")).is_local(2)
   run = horovodrun.HorovodRun(hosts="h1:1,h2:1", network_interface="eth1")
   assert not run.is_local(2)
   env = horovodrun.across_hosts_env({"PATH": "/bin", env_vars.BIND_ADDRESS: "127.0.0.1"},

@@ -38,6 +38,16 @@ def _ip(*args):
   return done.stdout
 
 
+def stop_processes(host, keep=("sshd",)):
+  """Kills every process on `host` but those named in `keep` (what a test left there)."""
+  with contextlib.suppress(RuntimeError):
+    for pid in _ip("netns", "pids", host.namespace).split():
+      with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/comm") as f:
+          if f.read().strip() not in keep:
+            os.kill(int(pid), signal.SIGKILL)
+
+
 def _remove(namespace):
   with contextlib.suppress(RuntimeError):
     for pid in _ip("netns", "pids", namespace).split():

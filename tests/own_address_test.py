@@ -109,7 +109,34 @@ def test_a_gloo_rank_across_hosts_needs_a_horovod_that_all_reduces_on_the_interf
       r"the Horovod at .* runs Gloo's all-reduce on the address of this host's name \(.*\), "
       r"not on --network_interface=nosuchif0 \(None\), .* or use --horovod_controller=mpi")):
     rank_address.check_gloo_interface(str(tmp_path))
+  library = tmp_path / "tensorflow" / "mpi_lib.cpython-311-x86_64-linux-gnu.so"
+  library.parent.mkdir()
+  library.write_bytes(b"")
   (tmp_path / "estimator_dist_fixes.txt").write_text("gloo-process-set-iface\n")
   rank_address.check_gloo_interface(str(tmp_path))  # Built with the fix.
+  os.utime(library, (library.stat().st_mtime + 60,) * 2)  # Installed again since.
+  with pytest.raises(errors.ConfigError):
+    rank_address.check_gloo_interface(str(tmp_path))
   monkeypatch.setenv("HOROVOD_CONTROLLER", "mpi")
   rank_address.check_gloo_interface(str(tmp_path / "unfixed"))  # MPI carries no Gloo.
+
+
+RANK = ("from absl import logging; logging.set_verbosity('info'); "
+        "from estimator_dist.task import rank_address; rank_address.bind(); " + PROBE)
+
+
+@pytest.mark.processes
+def test_a_rank_without_the_launchers_library_starts_again_once_bound(tmp_path):
+  """Another host: the launcher's copy of the library is not there, and this host's cache
+  is a symbolic link (as a home linked to scratch is)."""
+  (tmp_path / "real").mkdir()
+  (tmp_path / "cache").symlink_to(tmp_path / "real")
+  env = helpers.child_env(**{env_vars.CACHE: str(tmp_path / "cache"),
+                             env_vars.BIND_INTERFACE: "lo",
+                             "LD_PRELOAD": "/nowhere/bind_address-x86_64-0.so"})
+  done = subprocess.run([helpers.PYTHON, "-c", RANK], env=env, capture_output=True,
+                        text=True, timeout=120, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split() == ["127.0.0.1", "::ffff:127.0.0.1"], done.stdout
+  assert done.stderr.count("this rank starts its program again, its servers bound to lo "
+                           "(127.0.0.1)") == 1, done.stderr[-3000:]

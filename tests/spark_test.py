@@ -44,6 +44,8 @@ def test_a_job_spark_cannot_run_is_refused_before_spark_starts():
     spark.run(print, num_workers=2, strategy="multi_worker", num_ps=1)
   with pytest.raises(errors.ConfigError, match="horovod_controller"):
     spark.run(print, num_workers=2, strategy="horovod", horovod_controller="tcp")
+  with pytest.raises(errors.ConfigError, match="network_interface applies to strategy horovod"):
+    spark.run(print, num_workers=2, strategy="multi_worker", network_interface="eth1")
 
 
 @pytest.mark.processes

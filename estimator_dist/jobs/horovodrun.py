@@ -111,10 +111,11 @@ class HorovodRun:
     return list(self.machines or [("127.0.0.1", num_workers)])
 
   def is_local(self, num_workers) -> bool:
-    """All ranks on this machine: loopback hosts, and no interface of another network (an
-    elastic job's discovery script may name hosts that come later)."""
-    return self.network_interface in (None, "lo") and all(
-        is_loopback(h) for h, _ in self.machines_for(num_workers))
+    """All ranks on this machine: loopback hosts, and for an elastic job no interface of
+    another network (its discovery script may name other hosts later)."""
+    if self.elastic and self.network_interface not in (None, "lo"):
+      return False
+    return all(is_loopback(h) for h, _ in self.machines_for(num_workers))
 
 
 def across_hosts_env(env, interface):
@@ -129,8 +130,10 @@ def across_hosts_env(env, interface):
   bound = bind_address.interface_env(env, interface)
   if bound is None:
     return env
-  # mpirun starts its daemon on each other host over SSH with none of this environment.
-  return {**bound, _ORTED_VARIABLE: (f"env LD_PRELOAD={bound['LD_PRELOAD']} "
+  # mpirun starts its daemon on each other host over SSH with none of this environment
+  # (Open MPI 4; the agent is split at spaces).
+  library = bound["LD_PRELOAD"].split(":")[0]
+  return {**bound, _ORTED_VARIABLE: (f"env LD_PRELOAD={library} "
                                      f"{env_vars.BIND_INTERFACE}={interface} {agent}")}
 
 

@@ -123,10 +123,10 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                                             preexec_fn=processes.die_with_parent)
     exposed = startup_checks.exposure(options, on_host_network=local and not sandbox,
                                       why_no_namespace=why)
-    if local:
+    if local or not (horovodrun_ranks and run.network_interface):
       group.log(sandbox_lib.describe(sandbox) +
                 (f"; no private namespace here: {why}" if why else ""))
-    else:
+    elif bind_address.library():
       group.log(f"isolation: the hosts' network; every process of the job listens on "
                 f"--network_interface={run.network_interface} only (keep it private)")
     if exposed:
@@ -238,7 +238,7 @@ class _Starter:
       env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
     if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
       env = bind_address.local_only_env(env)
-    elif self.job.traits.ranks_from_horovodrun:
+    elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
       env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
     self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
 

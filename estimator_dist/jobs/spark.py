@@ -91,6 +91,10 @@ def run_job(job, train_fn, *, options=SparkOptions()):
   """
   strategy, num_workers, num_ps, num_tasks = (job.strategy, job.num_workers, job.num_ps,
                                               job.num_tasks)
+  if options.network_interface and not job.traits.ranks_from_horovodrun:
+    raise errors.ConfigError(
+        f"network_interface applies to strategy horovod; {strategy}'s tasks listen on the "
+        f"address their cluster names (their executor's) already.")
   pyspark, cloudpickle = pyspark_modules()
   logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
   sc = options.spark_context or pyspark.SparkContext.getOrCreate()

@@ -100,10 +100,11 @@ def interface_env(env, interface):
 
 
 def loaded():
-  """Whether this process runs with this host's preload library."""
+  """Whether this process runs with this host's preload library (maps names the file
+  with its symbolic links resolved)."""
   path = library()
   with open("/proc/self/maps") as f:
-    return path is not None and path in f.read()
+    return path is not None and os.path.realpath(path) in f.read()
 
 
 def local_only_env(env):

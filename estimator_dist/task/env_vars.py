@@ -11,7 +11,7 @@ reads BIND_ADDRESS and BIND_INTERFACE) uses them as they are.
 # own address (own_address); read by the preload library and own_address ("decided").
 BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
 # Set by the launcher for a Horovod job across hosts (its --network_interface); read by
-# the preload library (that interface's address, on each host) and own_address.
+# the preload library (that interface's address, on each host) and rank_address.
 BIND_INTERFACE = "ESTIMATOR_DIST_BIND_INTERFACE"
 # Set by the user or a test (default ~/.cache/estimator_dist); read by bind_address, which
 # builds the preload library there (`make setup` does, once).

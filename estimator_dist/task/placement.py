@@ -63,15 +63,17 @@ def apply_gpus(task):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   gpus = tf.config.list_physical_devices("GPU")
   kept = gpu_share(task, len(gpus)) if gpus else None
-  if kept is None:
+  if kept is None and not (gpus and task.role == "evaluator"):
     return None
   try:
-    tf.config.set_visible_devices([gpus[i] for i in kept], "GPU")
-    for i in kept:
+    if kept is not None:
+      tf.config.set_visible_devices([gpus[i] for i in kept], "GPU")
+    for i in range(len(gpus)) if kept is None else kept:  # An evaluator shares them all.
       tf.config.experimental.set_memory_growth(gpus[i], True)
   except RuntimeError as e:  # TensorFlow set its devices up already.
     logging.warning("estimator_dist: %s trains on every GPU here: %s", task.role, e)
     return None
-  logging.info("estimator_dist: %s:%d on this host trains on GPU(s) %s of %d", task.role,
-               task.index, kept, len(gpus))
+  if kept is not None:
+    logging.info("estimator_dist: %s:%d on this host trains on GPU(s) %s of %d", task.role,
+                 task.index, kept, len(gpus))
   return kept

@@ -10,6 +10,7 @@ address. Either way a rank whose process lacks the library starts its program ag
 """
 
 import fcntl
+import glob
 import importlib.util
 import os
 import socket
@@ -44,9 +45,6 @@ def bind():
     return
   interface = os.environ.get(env_vars.BIND_INTERFACE)
   if interface:
-    spec = importlib.util.find_spec("horovod")
-    if spec and spec.submodule_search_locations:
-      check_gloo_interface(spec.submodule_search_locations[0])
     _bind_interface(interface)
   elif os.environ.get("SLURMD_NODENAME") and os.environ.get("SLURM_STEP_NODELIST"):
     _bind_node(os.environ["SLURMD_NODENAME"],
@@ -60,9 +58,13 @@ def _bind_interface(interface):
         f"--network_interface={interface} has no IPv4 address on host {socket.gethostname()}"
         f": name the interface of the private network every host of the job has (`ip -br "
         f"addr` lists them), under the same name on each.")
+  spec = importlib.util.find_spec("horovod")
+  if spec and spec.submodule_search_locations:
+    check_gloo_interface(spec.submodule_search_locations[0])
   if bind_address.loaded():
     return
-  _restart(bind_address.interface_env(os.environ, interface), f"{interface} ({address})")
+  # Started again with the address itself: it does not start itself a second time.
+  _restart(bind_address.bound_env(os.environ, address), f"{interface} ({address})")
 
 
 def _bind_node(node, nodes):
@@ -75,7 +77,7 @@ def _bind_node(node, nodes):
   env = bind_address.bound_env(os.environ, address)
   if env is not None:  # MPI's TCP transport offers its peers only that address.
     env = {"OMPI_MCA_btl_tcp_if_include": f"{address}/32",
-           "OMPI_MCA_oob_tcp_if_include": f"{address}/32", **env}
+           "OMPI_MCA_oob_tcp_if_include": f"{address}/32", "FI_PROVIDER": "shm", **env}
   _restart(env, address)
 
 
@@ -97,7 +99,7 @@ def check_gloo_interface(horovod_dir):
   which `make setup` applies, says more)."""
   interface = os.environ.get("HOROVOD_GLOO_IFACE")
   if os.environ.get("HOROVOD_CONTROLLER") != "gloo" or interface in (None, "lo") or (
-      os.path.exists(os.path.join(horovod_dir, "estimator_dist_fixes.txt"))):
+      horovod_fixed(horovod_dir)):
     return
   address = interface_address(interface)
   try:
@@ -111,3 +113,13 @@ def check_gloo_interface(horovod_dir):
         f"other hosts cannot reach it or reach it on another network. Build Horovod with "
         f"estimator_dist's fix (`make setup`, or scripts/fix_horovod_gloo_iface.py on its "
         f"source), or use --horovod_controller=mpi.")
+
+
+def horovod_fixed(horovod_dir):
+  """Whether the Horovod in `horovod_dir` was built with scripts/fix_horovod_gloo_iface.py:
+  `make setup` writes the marker after it builds, so a Horovod installed since (its
+  libraries newer) is not."""
+  marker = os.path.join(horovod_dir, "estimator_dist_fixes.txt")
+  libraries = glob.glob(os.path.join(horovod_dir, "tensorflow", "mpi_lib*.so"))
+  return os.path.exists(marker) and all(
+      os.path.getmtime(marker) >= os.path.getmtime(path) for path in libraries)
