@@ -13,7 +13,6 @@ Usage: python fix_horovod_gloo_iface.py HOROVOD_SOURCE_DIR
 import os
 import sys
 
-NAME = "gloo-process-set-iface"
 _FILE = os.path.join("horovod", "common", "gloo", "gloo_context.cc")
 _BEFORE = """  attr device_attr;
   device_attr.iface = gloo_iface_;

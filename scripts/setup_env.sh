@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates or reuses .venv with the pinned stack and Horovod 0.28.1 built with Gloo and,
-# where Open MPI is installed or can be, MPI; installs Bazel as root where it is missing.
+# Creates or reuses .venv with the pinned stack and Horovod 0.28.1 built from its source
+# (with scripts/fix_horovod_gloo_iface.py) with Gloo and, where Open MPI is installed or
+# can be, MPI; installs Bazel as root where it is missing.
 # Idempotent: what is installed is skipped; a Horovod that does not load against
 # the installed TensorFlow is rebuilt.
 set -euo pipefail

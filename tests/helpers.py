@@ -166,6 +166,15 @@ class Job:
       self.process.wait()
 
 
+def listening(process):
+  """{(address, port)} of the TCP sockets `process` (psutil) listens on; empty once gone."""
+  try:
+    return {(c.laddr.ip, c.laddr.port) for c in process.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN}
+  except psutil.Error:
+    return set()
+
+
 class Sampler(threading.Thread):
   """Calls `sample()` every 0.3 s in a thread while its `with` block runs (a job's
   sockets, read as they come and go)."""

@@ -70,22 +70,14 @@ class ListeningSockets(helpers.Sampler):
     super().__init__()
     self.model_dir, self.found, self.slurms = model_dir, set(), set()
 
-  @staticmethod
-  def _listening(p):
-    try:
-      return {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet")
-              if c.status == psutil.CONN_LISTEN}
-    except psutil.Error:
-      return set()
-
   def sample(self):
     for p in psutil.process_iter(["name"]):
       if p.info["name"] == "slurmstepd":
-        self.slurms |= self._listening(p)
+        self.slurms |= helpers.listening(p)
     for p in processes_of(self.model_dir):
       with contextlib.suppress(psutil.Error):
         if p.name() != "srun":
-          self.found |= self._listening(p)
+          self.found |= helpers.listening(p)
 
   @property
   def seen(self):

@@ -90,6 +90,21 @@ def standalone():
     yield cluster
 
 
+class TrainingSockets(helpers.Sampler):
+  """Every socket a training process of the cluster (a TensorFlow task, a Horovod rank)
+  listens on while a job runs: `found`."""
+
+  def __init__(self, cluster):
+    super().__init__()
+    self.cluster, self.found = cluster, set()
+
+  def sample(self):
+    for p in self.cluster.processes():
+      with contextlib.suppress(psutil.Error):
+        if "exec_fn" in " ".join(p.cmdline()) or "TF_CONFIG" in p.environ():
+          self.found |= helpers.listening(p)
+
+
 @pytest.mark.processes
 @pytest.mark.parametrize("strategy,args", [
     ("multi_worker", []),
@@ -98,27 +113,19 @@ def standalone():
 ])
 def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, args, tmp_path):
   before = standalone.executor_output()
-  listening = set()
-  job = helpers.Job(command=[helpers.PYTHON, "-m", "tests.programs.spark_train",
-                             f"--strategy={strategy}", "--num_workers=2",
-                             f"--spark_master={standalone.master}", f"--model_dir={tmp_path}",
-                             "--train_steps=300", *args])
-  deadline = time.monotonic() + 400
-  try:
-    while job.process.poll() is None and time.monotonic() < deadline:
-      # Every socket a training process (a TensorFlow task, a Horovod rank) listens on.
-      for p in standalone.processes():
-        with contextlib.suppress(psutil.Error):
-          if "exec_fn" in " ".join(p.cmdline()) or "TF_CONFIG" in p.environ():
-            listening |= {c.laddr.ip for c in p.net_connections("inet")
-                          if c.status == psutil.CONN_LISTEN}
-      time.sleep(0.3)
-    code = job.wait(timeout=30)
-  finally:
-    job.kill()
+  with TrainingSockets(standalone) as sockets:
+    job = helpers.Job(command=[helpers.PYTHON, "-m", "tests.programs.spark_train",
+                               f"--strategy={strategy}", "--num_workers=2",
+                               f"--spark_master={standalone.master}",
+                               f"--model_dir={tmp_path}", "--train_steps=300", *args])
+    try:
+      code = job.wait(timeout=400)
+    finally:
+      job.kill()
   output = job.output
   assert code == 0, output[-5000:]
-  assert listening and listening <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, listening
+  seen = {ip for ip, _ in sockets.found}
+  assert seen and seen <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, seen
   chief, *others = results(output)
   assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
   assert others == [None]

@@ -123,10 +123,7 @@ def across_hosts_env(env, interface):
   of the job that inherits it (horovodrun's services, mpirun and its daemons, the ranks)
   listens on `interface` only."""
   agent = env.get(_ORTED_VARIABLE, "orted")
-  # MPI's out-of-band channel on the interface. libfabric binds every interface's address
-  # (the library leaves binds to a given address alone), and horovodrun's MPI carries
-  # nothing over it (pml ob1: TCP between hosts): shared memory only, as on one host.
-  env = {"FI_PROVIDER": "shm", **env, "OMPI_MCA_oob_tcp_if_include": interface}
+  env = {**env, "OMPI_MCA_oob_tcp_if_include": interface}  # MPI's out-of-band channel.
   bound = bind_address.interface_env(env, interface)
   if bound is None:
     return env

@@ -72,13 +72,18 @@ def build():
 
 def _preloaded(env):
   """`env` with this host's preload library first in LD_PRELOAD (and none of another
-  host's or version's); None without a C compiler."""
+  host's or version's), and libfabric on shared memory; None without a C compiler.
+
+  Open MPI's libfabric transport binds each network interface by its own address, which
+  the library leaves alone; the MPI that Horovod runs carries nothing over it (pml ob1:
+  TCP between hosts, shared memory within one).
+  """
   path = library()
   if path is None:
     return None
   kept = [p for p in env.get("LD_PRELOAD", "").split(":")
           if p and not os.path.basename(p).startswith("bind_address-")]
-  return {**env, "LD_PRELOAD": ":".join([path] + kept)}
+  return {"FI_PROVIDER": "shm", **env, "LD_PRELOAD": ":".join([path] + kept)}
 
 
 def bound_env(env, address):
@@ -108,11 +113,5 @@ def loaded():
 
 
 def local_only_env(env):
-  """`env` for a process of a local job: its servers on 127.0.0.1, libfabric on shared
-  memory.
-
-  Open MPI's libfabric transport otherwise binds the machine's network interfaces by
-  their addresses, which the library leaves alone.
-  """
-  env = {"FI_PROVIDER": "shm", **env}
+  """`env` for a process of a local job: its servers on 127.0.0.1."""
   return bound_env(env, "127.0.0.1") or env

@@ -77,7 +77,7 @@ def _bind_node(node, nodes):
   env = bind_address.bound_env(os.environ, address)
   if env is not None:  # MPI's TCP transport offers its peers only that address.
     env = {"OMPI_MCA_btl_tcp_if_include": f"{address}/32",
-           "OMPI_MCA_oob_tcp_if_include": f"{address}/32", "FI_PROVIDER": "shm", **env}
+           "OMPI_MCA_oob_tcp_if_include": f"{address}/32", **env}
   _restart(env, address)
 
 
