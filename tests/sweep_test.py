@@ -19,6 +19,7 @@ from estimator_dist import errors
 from estimator_dist import sweep_cli
 from estimator_dist.experiments import event_files
 from estimator_dist.experiments import failure_cause
+from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import space
@@ -309,6 +310,20 @@ def _sweep(sweep_dir, *flags, program=DNN, timeout=400):
 def _trials(sweep_dir):
   with open(os.path.join(sweep_dir, "sweep.json")) as f:
     return json.load(f)["trials"]
+
+
+def test_the_median_pruner_compares_trials_whose_evaluations_fell_on_other_steps():
+  study = optuna.create_study(direction="maximize", pruner=pruners.StepAlignedMedianPruner(
+      n_startup_trials=1, n_warmup_steps=1))
+  study.add_trial(optuna.trial.create_trial(
+      value=0.99, intermediate_values={0: 0.1, 200: 0.96, 400: 0.97, 600: 0.99}))
+  trial = study.ask()
+  trial.report(0.19, 100)  # Above the finished trial at step 0, where it had reached.
+  assert not trial.should_prune()
+  trial.report(0.38, 300)  # Below it at 200; Optuna's MedianPruner finds no step 300.
+  assert trial.should_prune()
+  assert not optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=1).prune(
+      study, study.trials[-1])
 
 
 @pytest.mark.processes

@@ -17,6 +17,7 @@ import optuna
 
 from estimator_dist import errors
 from estimator_dist.experiments import fixed_points
+from estimator_dist.experiments import pruners
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.strategies import traits as traits_lib
 
@@ -144,8 +145,8 @@ def _sampler(options):
 
 def _pruner(options):
   if options.pruner == "median":
-    return optuna.pruners.MedianPruner(n_startup_trials=options.prune_after_trials,
-                                       n_warmup_steps=options.prune_after_steps)
+    return pruners.StepAlignedMedianPruner(n_startup_trials=options.prune_after_trials,
+                                           n_warmup_steps=options.prune_after_steps)
   if options.pruner == "hyperband":
     return optuna.pruners.HyperbandPruner()
   return optuna.pruners.NopPruner()
