@@ -69,3 +69,8 @@ def check_positive(name, value, allow_none=False):
 def check_non_negative(name, value):
   if not isinstance(value, int) or isinstance(value, bool) or value < 0:
     raise ConfigError(f"{name} ({value!r}) must be a non-negative integer.")
+
+
+def check_non_negative_number(name, value):
+  if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+    raise ConfigError(f"{name} ({value!r}) must be a non-negative number.")

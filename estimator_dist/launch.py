@@ -41,6 +41,7 @@ class LaunchFlags:
   hang_timeout_secs: flags.FlagHolder
   startup_timeout_secs: flags.FlagHolder
   shutdown_timeout_secs: flags.FlagHolder
+  progress_secs: flags.FlagHolder
 
   def options(self) -> launcher.LaunchOptions:
     elastic = None
@@ -58,7 +59,8 @@ class LaunchFlags:
         allow_every_interface=self.allow_every_interface.value,
         max_restarts=self.max_restarts.value, hang_timeout_secs=self.hang_timeout_secs.value,
         startup_timeout_secs=self.startup_timeout_secs.value,
-        shutdown_timeout_secs=self.shutdown_timeout_secs.value, horovod=run)
+        shutdown_timeout_secs=self.shutdown_timeout_secs.value,
+        progress_secs=self.progress_secs.value, horovod=run)
 
 
 def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
@@ -125,7 +127,12 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           lower_bound=0, flag_values=f),
       shutdown_timeout_secs=flags.DEFINE_integer(
           "shutdown_timeout_secs", 300, "After training ends, seconds ps and evaluator tasks "
-          "get to exit.", lower_bound=1, flag_values=f))
+          "get to exit.", lower_bound=1, flag_values=f),
+      progress_secs=flags.DEFINE_float(
+          "progress_secs", 30, "Every this many seconds, a local job's launcher prints how "
+          "far training is: step of the last, steps and examples per second, ETA, the "
+          "slowest task, the latest evaluation; 0 never does.", lower_bound=0.0,
+          flag_values=f))
 
 
 def main(argv, launch_flags):

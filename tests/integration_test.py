@@ -1,5 +1,7 @@
 """Real multi-process training on 127.0.0.1 through the launcher, for every strategy."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,9 +15,10 @@ from tests.programs import plain_model
 pytestmark = pytest.mark.processes
 
 STRATEGIES = ["mirrored", "multi_worker", "parameter_server", "horovod"]
-# parameter_server runs chief + worker + ps + evaluator.
-LAUNCH_ARGS = {"parameter_server": ["--evaluator"]}
-PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=2"]}
+# parameter_server runs chief + worker + ps + evaluator; multi_worker says its progress.
+LAUNCH_ARGS = {"parameter_server": ["--evaluator"], "multi_worker": ["--progress_secs=0.5"]}
+PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=2"],
+                "multi_worker": ["--train_steps=600", "--step_secs=0.005"]}
 
 
 def train(strategy, program, *args):
@@ -60,6 +63,8 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
       "x 1 (none scaling, 2 replicas) = 0.01" if strategy == "parameter_server" else
       "x 2 (linear scaling, 2 replicas) = 0.02")
   assert len(rates) == 1 and rates[0].endswith(expected), rates
+  if strategy == "multi_worker":
+    _check_progress_lines(output, result)
 
   # The reported metrics are a single-process evaluation of the same checkpoint on the
   # same data: each eval example counted once.
@@ -76,6 +81,29 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   predicted = list(estimator.predict(
       tf.compat.v1.estimator.inputs.numpy_input_fn(x_eval, shuffle=False)))
   assert np.mean(np.array(predicted) == y_eval) >= 0.90
+
+
+_PROGRESS = re.compile(r"\[launch\] progress: step (\d+)/(\d+) \((\d+) %\)(?:, ([\d.]+) "
+                       r"steps/s, (\d+) examples/s, ETA (\d+) s)?")
+
+
+def _check_progress_lines(output, result):
+  """The launcher's progress lines agree with the job's summary and with themselves (a
+  line before the first step of training has no rate yet)."""
+  lines = [line for line in output.splitlines() if line.startswith("[launch] progress:")]
+  parsed = [_PROGRESS.match(line) for line in lines]
+  assert all(parsed) and sum(bool(m.group(4)) for m in parsed) >= 3, lines
+  steps = [int(m.group(1)) for m in parsed]
+  assert steps == sorted(steps), lines
+  batch = int(result["global_batch"])
+  for m in parsed:
+    step, last, percent = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    assert last == int(result["steps"]) and 0 <= step <= last, m.group(0)
+    assert percent == 100 * step // last, m.group(0)
+    if m.group(4):
+      rate, examples, eta = float(m.group(4)), int(m.group(5)), int(m.group(6))
+      assert abs(examples - rate * batch) <= 0.05 * batch + 1, m.group(0)
+      assert abs(eta - (last - step) / rate) <= 1 + 0.1 * eta, m.group(0)
 
 
 def test_the_model_zoo_cnn_trains_on_digits(tmp_path):

@@ -15,7 +15,9 @@ from estimator_dist.task import cluster
 from estimator_dist.task import env_vars
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import spec
+from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import local_cluster
+from estimator_dist.task import heartbeat
 from tests import helpers
 
 # A task that reports its TF_CONFIG, then fails if it is worker:0 (exit 3), ends if it
@@ -264,3 +266,21 @@ def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
   assert process.returncode == 0, output[-3000:]
   assert listening, "no listening socket was seen"
   assert {ip for _, ip in listening} <= LOOPBACK, listening
+
+
+def test_a_progress_line_names_a_task_behind_by_more_than_its_beats(tmp_path):
+  def beats(**steps):
+    for name, (step, at) in steps.items():
+      heartbeat.beat(str(tmp_path / name), heartbeat.Progress(
+          step=step, last_step=2000, examples_per_step=64, time=at))
+    return heartbeat.progress_of(str(tmp_path))
+  # 15 steps/s: one beat a second apart leaves a task up to 15 steps behind.
+  tasks = beats(**{"chief:0": (1200, 100.0), "worker:0": (1190, 99.5)})
+  assert live_progress.describe(tasks, previous=(900, 80.0), evaluation=(
+      1000, {"accuracy": 0.97123, "loss": 0.1})) == (
+      "step 1200/2000 (60 %), 15.0 steps/s, 960 examples/s, ETA 53 s, "
+      "eval accuracy 0.9712 @1000")
+  tasks = beats(**{"worker:0": (1100, 93.0)})  # Its beats stopped 7 s ago.
+  assert live_progress.describe(tasks, previous=(900, 80.0)) == (
+      "step 1200/2000 (60 %), 15.0 steps/s, 960 examples/s, ETA 53 s, "
+      "slowest worker:0 (-100 steps)")

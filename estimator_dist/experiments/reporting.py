@@ -12,7 +12,7 @@ import os
 import optuna
 
 from estimator_dist import errors
-from estimator_dist.experiments import event_files
+from estimator_dist.task import event_files
 from estimator_dist.task import stop_files
 
 

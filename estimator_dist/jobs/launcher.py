@@ -23,6 +23,7 @@ from typing import Optional
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
+from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import processes
@@ -58,6 +59,8 @@ class LaunchOptions:
   startup_timeout_secs: a training task that has not started training this long after
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
+  progress_secs: every this many seconds, a local job's progress line (live_progress; 0:
+    none).
   horovod: how horovodrun starts the ranks (strategy horovod only).
 
   A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
@@ -71,6 +74,7 @@ class LaunchOptions:
   hang_timeout_secs: int = 300
   startup_timeout_secs: int = watchdog.DEFAULT_STARTUP_TIMEOUT_SECS
   shutdown_timeout_secs: int = 300
+  progress_secs: float = 30.0
   horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
 
   def __post_init__(self):
@@ -79,6 +83,7 @@ class LaunchOptions:
     errors.check_non_negative("hang_timeout_secs", self.hang_timeout_secs)
     errors.check_non_negative("startup_timeout_secs", self.startup_timeout_secs)
     errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
+    errors.check_non_negative_number("progress_secs", self.progress_secs)
 
 
 def _horovodrun_env():
@@ -113,7 +118,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   # Heartbeats go through a directory of this machine: local jobs only. A remote
   # horovodrun gets a moment to stop the ranks it started over SSH.
   group = processes.TaskGroup(
-      out=out, hang_timeout_secs=options.hang_timeout_secs if local else None,
+      out=out, heartbeats=local, hang_timeout_secs=options.hang_timeout_secs if local else None,
       stop_grace_secs=0.0 if local else 2.0)
   sandbox = made = code = None
   previous = {}
@@ -171,6 +176,8 @@ def _run_attempts(starter):
   one was taken (up to PORT_RETRIES times); returns its exit code."""
   group, options, model_dir = starter.group, starter.options, starter.options.model_dir
   attempt = port_retries = 0
+  lines = live_progress.ProgressLines(heartbeats=group.heartbeats, model_dir=model_dir,
+                                      every_secs=options.progress_secs, log=group.log)
   while True:
     resume = _resume_point(model_dir, group.log)
     if attempt and not port_retries:
@@ -178,7 +185,7 @@ def _run_attempts(starter):
                 f"again; training resumes from "
                 f"{resume or f'the start (no checkpoint in {model_dir})'}")
     code = group.wait(starter.start_tasks(), options.shutdown_timeout_secs,
-                      beating=starter.beating())
+                      beating=starter.beating(), on_tick=lines.tick)
     if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
       port_retries += 1
       group.log(f"another process took a port of the job before its task listened on "

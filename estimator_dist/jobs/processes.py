@@ -186,13 +186,14 @@ class TaskGroup:
   """The tasks of one job: starts them, watches them, and stops them all on failure or
   signal; `log` writes the launcher's own lines."""
 
-  def __init__(self, *, out=sys.stdout, hang_timeout_secs=None, stop_grace_secs=0.0):
+  def __init__(self, *, out=sys.stdout, heartbeats=False, hang_timeout_secs=None,
+               stop_grace_secs=0.0):
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
     self.stop_grace_secs = stop_grace_secs
     self._directories = []
-    self.heartbeats = (self.temporary_directory("heartbeats") if hang_timeout_secs else None)
+    self.heartbeats = self.temporary_directory("heartbeats") if heartbeats else None
     self._idleness = progress.Idleness()
 
   def temporary_directory(self, kind, parent=None):
@@ -225,10 +226,11 @@ class TaskGroup:
     for directory in self._directories:
       shutil.rmtree(directory, ignore_errors=True)
 
-  def wait(self, training, shutdown_timeout_secs, beating=None):
+  def wait(self, training, shutdown_timeout_secs, beating=None, on_tick=None):
     """Waits for the `training` tasks; returns the exit code of the job.
 
-    `beating` names the heartbeats expected (None: the training tasks').
+    `beating` names the heartbeats expected (None: the training tasks'); `on_tick` is
+    called at every look (live_progress).
     """
     deadline, started, stopped_since = None, time.time(), {}
     while True:
@@ -242,7 +244,8 @@ class TaskGroup:
           return _exit_code(code)
       table = _process_table() if self.hang_timeout_secs else None
       stopped = progress.stopped(self.tasks, stopped_since, table) if table else []
-      stuck = self.heartbeats and heartbeat.stalled(
+      watched = self.heartbeats if self.hang_timeout_secs else None
+      stuck = watched and heartbeat.stalled(
           self.heartbeats, self.hang_timeout_secs, expected=training if beating is None else beating,
           started=started)
       if stuck:
@@ -252,7 +255,7 @@ class TaskGroup:
       if too_long and not stuck:
         self.log(f"{'; '.join(too_long)} for {self.hang_timeout_secs}s (SIGSTOP, or a "
                  f"debugger); stopping the job")
-      idle = self.heartbeats and self._idleness.stalled(
+      idle = watched and self._idleness.stalled(
           self.tasks, heartbeat.ended(self.heartbeats), self.hang_timeout_secs, table)
       if idle and not (stuck or too_long):
         self.log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
@@ -265,6 +268,8 @@ class TaskGroup:
       running = [task for task, code in codes if code is None]
       if not running:
         return 0
+      if on_tick:
+        on_tick()
       if not any(t.name in training for t in running):
         deadline = deadline or time.monotonic() + shutdown_timeout_secs
         if time.monotonic() > deadline:

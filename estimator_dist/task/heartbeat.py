@@ -6,10 +6,16 @@ thread until the first step, then `training.hooks.HeartbeatHook` once per step),
 ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
 The training side is `watchdog` and `training.hooks.HeartbeatHook`.
+
+Once training runs, a beat also says how far it is (`Progress`): the task's global step,
+the last step and the examples per step, which the launcher's progress lines read.
 """
 
+import dataclasses
+import json
 import os
 import time
+from typing import Optional
 
 from estimator_dist.task import env_vars
 
@@ -24,9 +30,39 @@ def path_of(task, env):
   return os.path.join(directory, f"{task.role}:{task.index}")
 
 
-def beat(path):
-  with open(path, "a"):
-    os.utime(path)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Progress:
+  """How far a task's training is: its global step of `last_step`, at `time` (time.time())."""
+  step: int
+  last_step: int
+  examples_per_step: Optional[int] = None
+  time: float = 0.0
+
+
+def beat(path, progress=None):
+  """Touches `path`; with a `progress`, writes it there."""
+  if progress is None:
+    with open(path, "a"):
+      os.utime(path)
+    return
+  temporary = path + ".new"  # Replaced whole: a reader never sees half of it.
+  with open(temporary, "w") as f:
+    json.dump(dataclasses.asdict(progress), f)
+  os.replace(temporary, path)
+
+
+def progress_of(directory):
+  """{task name: Progress} of the tasks whose beats say how far they are."""
+  found = {}
+  for name in os.listdir(directory):
+    if name.endswith((_ENDED, ".new")):
+      continue
+    try:
+      with open(os.path.join(directory, name)) as f:
+        found[name] = Progress(**json.load(f))
+    except (OSError, ValueError, TypeError):
+      continue  # Gone, or a beat without progress.
+  return found
 
 
 def end(path):
@@ -54,7 +90,7 @@ def stalled(directory, timeout_secs, expected=(), started=None):
   now, names = time.time(), set()
   present = set(os.listdir(directory))
   for name in present | set(expected):
-    if name.endswith(_ENDED) or name + _ENDED in present:
+    if name.endswith((_ENDED, ".new")) or name + _ENDED in present:
       continue
     try:
       last = os.path.getmtime(os.path.join(directory, name))

@@ -74,24 +74,34 @@ class FiniteCheckpoints(tf.estimator.CheckpointSaverListener):
       raise _diverged("the weights are not finite", global_step_value, self._model_dir)
 
 
-def heartbeat_hooks(task):
+def heartbeat_hooks(task, *, last_step, examples_per_step):
   """The heartbeat hook of this training task, if the launcher asked for heartbeats."""
   path = heartbeat.path_of(task, os.environ)
-  return [HeartbeatHook(path)] if path else []
+  return [HeartbeatHook(path, last_step=last_step,
+                        examples_per_step=examples_per_step)] if path else []
 
 
 class HeartbeatHook(tf.estimator.SessionRunHook):
-  """Beats `path` at most every `every_secs` while training runs; removes it at the end."""
+  """Beats `path` at most every `every_secs` while training runs, with the global step of
+  `last_step`; marks the heartbeat ended at the end."""
 
-  def __init__(self, path, every_secs=1.0):
-    self._path = path
-    self._every_secs = every_secs
+  def __init__(self, path, *, last_step, examples_per_step, every_secs=1.0):
+    self._path, self._every_secs = path, every_secs
+    self._last_step, self._examples_per_step = last_step, examples_per_step
     self._last = None
+
+  def begin(self):
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return tf.estimator.SessionRunArgs(self._global_step)
 
   def after_run(self, run_context, run_values):
     now = time.monotonic()
     if self._last is None or now - self._last >= self._every_secs:
-      heartbeat.beat(self._path)
+      heartbeat.beat(self._path, heartbeat.Progress(
+          step=int(run_values.results), last_step=self._last_step,
+          examples_per_step=self._examples_per_step, time=time.time()))
       self._last = now
 
   def end(self, session):

@@ -149,7 +149,10 @@ class TrainingRun:
         adapter.wrap_input_fn(self._train_input_fn), max_steps=self.options.train_steps,
         hooks=[checkpoints.FitsTheModel(model_dir), hooks_lib.NanLossHook(model_dir),
                hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
-               self._throughput, *hooks_lib.heartbeat_hooks(adapter.task), *more_hooks,
+               self._throughput,
+               *hooks_lib.heartbeat_hooks(adapter.task, last_step=self.options.train_steps,
+                                          examples_per_step=self._examples_per_step(adapter)),
+               *more_hooks,
                *self._hooks],
         saving_listeners=[hooks_lib.FiniteCheckpoints(model_dir)])
 

@@ -3,17 +3,12 @@ by `model_to_estimator`, as production code does it, trained through estimator_d
 unchanged: the toolkit finds the compiled optimizer's rate and scales it. Also an
 `estimator-dist verify` module."""
 
-import time
-
 import tensorflow as tf
-from absl import flags
 
 import estimator_dist as ed
 from model_zoo import data
+from tests.programs import plain_model  # Its --step_secs too.
 
-flags.DEFINE_float("step_secs", 0.0, "Make each training step last this long at least "
-                   "(a model slower than its evaluation).")
-FLAGS = flags.FLAGS
 
 
 def conv_net():
@@ -37,19 +32,6 @@ def serving_input_receiver_fn():
   return tf.estimator.export.build_raw_serving_input_receiver_fn({"image_input": images})()
 
 
-class StepTakes(tf.estimator.SessionRunHook):
-  """Sleeps out the rest of `secs` after each training step."""
-
-  def __init__(self, secs):
-    self._secs = secs
-
-  def before_run(self, run_context):
-    self._start = time.monotonic()
-
-  def after_run(self, run_context, run_values):
-    time.sleep(max(0.0, self._secs - (time.monotonic() - self._start)))
-
-
 (_X, _Y), (_X_EVAL, _Y_EVAL) = data.load()
 input_fn = data.input_fn(_X, _Y, shuffle=True, key="image_input")
 eval_input_fn = data.input_fn(_X_EVAL, _Y_EVAL, shuffle=False, key="image_input")
@@ -59,7 +41,7 @@ def main(_):
   options = ed.options_from_flags()
   ed.train_and_evaluate(estimator(), input_fn, eval_input_fn,
                         params={"batch_size": options.batch_size},
-                        hooks=[StepTakes(FLAGS.step_secs)] if FLAGS.step_secs else [],
+                        hooks=plain_model.step_hooks(),
                         serving_input_receiver_fn=serving_input_receiver_fn, options=options)
 
 

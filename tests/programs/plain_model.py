@@ -4,6 +4,8 @@ No decorator, no hvd import, no sharding, no repeat: the toolkit adds what each
 strategy needs. Every training task prints `steps_run=N` when its training ends.
 """
 
+import time
+
 import tensorflow as tf
 from absl import flags
 
@@ -11,6 +13,8 @@ import estimator_dist as ed
 from model_zoo import data
 
 flags.DEFINE_integer("examples", None, "Train on the first N examples only.")
+flags.DEFINE_float("step_secs", 0.0, "Make each training step last this long at least "
+                   "(a heavier model, or one slower than its evaluation).")
 FLAGS = flags.FLAGS
 
 
@@ -51,6 +55,23 @@ class CountSteps(tf.estimator.SessionRunHook):
   def after_run(self, run_context, run_values):
     self.steps += 1
 
+
+class StepTakes(tf.estimator.SessionRunHook):
+  """Sleeps out the rest of `secs` after each training step."""
+
+  def __init__(self, secs):
+    self._secs = secs
+
+  def before_run(self, run_context):
+    self._start = time.monotonic()
+
+  def after_run(self, run_context, run_values):
+    time.sleep(max(0.0, self._secs - (time.monotonic() - self._start)))
+
+
+def step_hooks():
+  return [StepTakes(FLAGS.step_secs)] if FLAGS.step_secs else []
+
   def end(self, session):
     print(f"steps_run={self.steps}", flush=True)
 
@@ -67,7 +88,8 @@ def main(_, model=model_fn):
 
   def eval_input_fn():
     return tf.data.Dataset.from_tensor_slices((x_eval, y_eval)).batch(100)
-  ed.train_and_evaluate(model, train_input_fn, eval_input_fn, hooks=[CountSteps()], options=options)
+  ed.train_and_evaluate(model, train_input_fn, eval_input_fn,
+                        hooks=[CountSteps(), *step_hooks()], options=options)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""The evaluations in a model_dir's event files, read without TensorFlow.
+"""The scalars in a model_dir's event files, read without TensorFlow.
 
-The sweep runner reads every trial's evaluations while the trial runs. TensorBoard's
-own record reader and Event proto read them in a process that never imports
-TensorFlow. A trial's model_dir is in the sweep dir, on this machine.
+The launcher's progress lines and the sweep runner read a job's evaluations while it
+runs, in processes that never import TensorFlow: TensorBoard's own record reader and
+Event proto read them. The model_dir is on this machine.
 """
 
 import collections
@@ -19,9 +19,14 @@ _EVENT_FILES = "events.out.tfevents.*"
 def eval_metrics(model_dir):
   """{step: {metric: value}} of the evaluations written to model_dir/eval, in step
   order, as Estimator's `read_eval_metrics` gives them."""
-  eval_dir = os.path.join(model_dir, "eval")
+  return scalars(os.path.join(model_dir, "eval"))
+
+
+def scalars(directory):
+  """{step: {tag: value}} of the scalars in the event files of `directory`, in step order
+  (training's: loss, global_step/sec)."""
   found = collections.defaultdict(dict)
-  for path in sorted(glob.glob(os.path.join(eval_dir, _EVENT_FILES))):
+  for path in sorted(glob.glob(os.path.join(directory, _EVENT_FILES))):
     for event in _events(path):
       metrics = {v.tag: v.simple_value for v in event.summary.value
                  if v.HasField("simple_value")}

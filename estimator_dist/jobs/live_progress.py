@@ -1,0 +1,98 @@
+"""How far a running job is, said every --progress_secs by the launcher.
+
+  [launch] progress: step 1200/2000 (60 %), 14.9 steps/s, 954 examples/s, ETA 54 s,
+           slowest worker:1 (-12 steps), eval accuracy 0.971 @1000
+
+(one line). The steps come from the training tasks' heartbeats (`task.heartbeat.Progress`,
+written about once a second), the evaluation from model_dir/eval. The rate is over the
+time since the previous line, so it follows the job as it speeds up or slows down;
+examples/s is the rate times the global batch of the job's summary, and the ETA the steps
+left at that rate. A task is named slowest only when it is further behind than its beats,
+a second apart, explain (a stopped or stuck task shows here long before the hang
+timeout ends the job).
+"""
+
+import os
+import time
+
+from estimator_dist.task import heartbeat
+
+# A task this many beats behind the job's step is slower, not just between two beats.
+_BEATS_BEHIND = 2.0
+
+
+class ProgressLines:
+  """Prints the progress of one job from its heartbeats directory and model_dir."""
+
+  def __init__(self, *, heartbeats, model_dir, every_secs, log):
+    self._heartbeats, self._model_dir, self._log = heartbeats, model_dir, log
+    self._every_secs = every_secs
+    self._next = time.monotonic() + every_secs
+    self._previous = None  # (step, time) of the previous line, or of the first beat.
+
+  def tick(self):
+    """Prints a line when one is due and the tasks said how far they are."""
+    if not self._every_secs or not self._heartbeats or time.monotonic() < self._next:
+      if self._previous is None and self._heartbeats:
+        self._previous = _job_step(heartbeat.progress_of(self._heartbeats))
+      return
+    self._next = time.monotonic() + self._every_secs
+    tasks = heartbeat.progress_of(self._heartbeats)
+    now = _job_step(tasks)
+    if now is None:
+      return
+    self._log("progress: " + describe(tasks, previous=self._previous,
+                                      evaluation=_latest_evaluation(self._model_dir)))
+    self._previous = now
+
+
+def describe(tasks, *, previous, evaluation=None):
+  """The text of one progress line: `tasks` {name: Progress}, `previous` (step, time)."""
+  step, at = _job_step(tasks)
+  last = max(p.last_step for p in tasks.values())
+  parts = [f"step {step}/{last} ({100 * step // max(last, 1)} %)"]
+  rate = None
+  if previous and at > previous[1] and step > previous[0]:
+    rate = (step - previous[0]) / (at - previous[1])
+    parts.append(f"{rate:.1f} steps/s")
+    batch = max((p.examples_per_step or 0) for p in tasks.values())
+    if batch:
+      parts.append(f"{rate * batch:.0f} examples/s")
+    parts.append(f"ETA {_duration((last - step) / rate)}")
+  slowest = min(tasks, key=lambda name: tasks[name].step)
+  behind = step - tasks[slowest].step
+  if len(tasks) > 1 and behind > (rate or 0) * _BEATS_BEHIND:
+    parts.append(f"slowest {slowest} (-{behind} steps)")
+  if evaluation and evaluation[1]:
+    eval_step, metrics = evaluation
+    name = next((m for m in ("accuracy", "loss") if m in metrics), sorted(metrics)[0])
+    parts.append(f"eval {name} {metrics[name]:.4g} @{eval_step}")
+  return ", ".join(parts)
+
+
+def _job_step(tasks):
+  """(step, time) of the task furthest on: the job's global step; None before any."""
+  if not tasks:
+    return None
+  furthest = max(tasks.values(), key=lambda p: (p.step, p.time))
+  return furthest.step, furthest.time
+
+
+def _latest_evaluation(model_dir):
+  """(step, metrics) of the newest evaluation in model_dir/eval, or None."""
+  if not model_dir or "://" in model_dir or not os.path.isdir(os.path.join(model_dir, "eval")):
+    return None
+  from estimator_dist.task import event_files  # pylint: disable=g-import-not-at-top
+  metrics = event_files.eval_metrics(model_dir)  # Imports TensorBoard: once there is one.
+  if not metrics:
+    return None
+  step = max(metrics)
+  return step, {k: v for k, v in metrics[step].items() if k != "global_step"}
+
+
+def _duration(secs):
+  if secs < 120:
+    return f"{secs:.0f} s"
+  if secs < 7200:
+    return f"{secs / 60:.0f} min"
+  return f"{secs / 3600:.1f} h"
