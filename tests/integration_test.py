@@ -18,7 +18,7 @@ STRATEGIES = ["mirrored", "multi_worker", "parameter_server", "horovod"]
 # parameter_server runs chief + worker + ps + evaluator; multi_worker says its progress.
 LAUNCH_ARGS = {"parameter_server": ["--evaluator"], "multi_worker": ["--progress_secs=0.5"]}
 PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=2"],
-                "multi_worker": ["--train_steps=600", "--step_secs=0.005"]}
+                "multi_worker": ["--train_steps=600", "--step_secs=0.01"]}
 
 
 def train(strategy, program, *args):
@@ -65,6 +65,9 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   assert len(rates) == 1 and rates[0].endswith(expected), rates
   if strategy == "multi_worker":
     _check_progress_lines(output, result)
+  # The launcher draws the job's curves with its summary.
+  assert f"[launch] the job's curves: {tmp_path}/curves.png" in output
+  assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
 
   # The reported metrics are a single-process evaluation of the same checkpoint on the
   # same data: each eval example counted once.

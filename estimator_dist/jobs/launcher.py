@@ -21,6 +21,7 @@ import sys
 from typing import Optional
 
 from estimator_dist import errors
+from estimator_dist.jobs import curves
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import live_progress
@@ -59,8 +60,7 @@ class LaunchOptions:
   startup_timeout_secs: a training task that has not started training this long after
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
-  progress_secs: every this many seconds, a local job's progress line (live_progress; 0:
-    none).
+  progress_secs: a local job's progress line this often (live_progress; 0: never).
   horovod: how horovodrun starts the ranks (strategy horovod only).
 
   A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
@@ -205,6 +205,9 @@ def _run_attempts(starter):
   group.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
   for fields in (f for t in group.tasks for f in t.summaries):
     group.log("summary\n" + summary.format_table(fields))
+  drawn = curves.draw(model_dir)
+  if drawn:
+    group.log(drawn)
   return code
 
 
