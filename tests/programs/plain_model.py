@@ -55,6 +55,9 @@ class CountSteps(tf.estimator.SessionRunHook):
   def after_run(self, run_context, run_values):
     self.steps += 1
 
+  def end(self, session):
+    print(f"steps_run={self.steps}", flush=True)
+
 
 class StepTakes(tf.estimator.SessionRunHook):
   """Sleeps out the rest of `secs` after each training step."""
@@ -71,9 +74,6 @@ class StepTakes(tf.estimator.SessionRunHook):
 
 def step_hooks():
   return [StepTakes(FLAGS.step_secs)] if FLAGS.step_secs else []
-
-  def end(self, session):
-    print(f"steps_run={self.steps}", flush=True)
 
 
 def main(_, model=model_fn):
