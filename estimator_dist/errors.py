@@ -74,3 +74,12 @@ def check_non_negative(name, value):
 def check_non_negative_number(name, value):
   if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
     raise ConfigError(f"{name} ({value!r}) must be a non-negative number.")
+
+
+def check_installed(module, purpose):
+  """ConfigError naming the pip extra that installs `module`, when it is not installed."""
+  from estimator_dist import extras  # pylint: disable=g-import-not-at-top
+  try:
+    extras.check_installed(module, purpose)
+  except extras.MissingExtra as e:
+    raise ConfigError(str(e)) from None

@@ -3,7 +3,8 @@
 The core needs TensorFlow 2.15 with tensorflow-estimator 2.15 and leaves the choice of
 TensorFlow's distribution to the environment: `estimator_dist[cpu]` installs
 `tensorflow-cpu`, `estimator_dist[gpu]` `tensorflow[and-cuda]`. Sweeps need
-`estimator_dist[sweep]` (Optuna, matplotlib), Spark jobs `[spark]`, Horovod `[horovod]`.
+`estimator_dist[sweep]` (Optuna, matplotlib), Spark jobs `[spark]`, Horovod `[horovod]`,
+MLflow tracking `[tracking]`.
 Nothing here imports TensorFlow: a process that only starts jobs stays light.
 """
 
@@ -14,7 +15,8 @@ TENSORFLOW = "2.15"
 # The distributions that install the `tensorflow` package.
 _TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu",
                              "tensorflow-intel", "tensorflow-macos", "tf-nightly")
-_EXTRAS = {"sweep": ("optuna", "matplotlib"), "spark": ("pyspark",), "horovod": ("horovod",)}
+_EXTRAS = {"sweep": ("optuna", "matplotlib"), "spark": ("pyspark",), "horovod": ("horovod",),
+           "tracking": ("mlflow",)}
 
 
 class MissingExtra(ImportError):
@@ -60,3 +62,9 @@ def _version(package, distributions):
     except importlib.metadata.PackageNotFoundError:
       continue
   return TENSORFLOW
+
+
+def check_installed(module, purpose):
+  """MissingExtra, naming the extra and `purpose`, when `module` is not installed."""
+  if importlib.util.find_spec(module) is None:
+    raise missing_extra(ModuleNotFoundError(name=module), purpose)

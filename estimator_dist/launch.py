@@ -42,6 +42,7 @@ class LaunchFlags:
   startup_timeout_secs: flags.FlagHolder
   shutdown_timeout_secs: flags.FlagHolder
   progress_secs: flags.FlagHolder
+  mlflow_tracking_uri: flags.FlagHolder
 
   def options(self) -> launcher.LaunchOptions:
     elastic = None
@@ -60,7 +61,8 @@ class LaunchFlags:
         max_restarts=self.max_restarts.value, hang_timeout_secs=self.hang_timeout_secs.value,
         startup_timeout_secs=self.startup_timeout_secs.value,
         shutdown_timeout_secs=self.shutdown_timeout_secs.value,
-        progress_secs=self.progress_secs.value, horovod=run)
+        progress_secs=self.progress_secs.value,
+        mlflow_tracking_uri=self.mlflow_tracking_uri.value, horovod=run)
 
 
 def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
@@ -132,7 +134,11 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "progress_secs", 30, "Every this many seconds, a local job's launcher prints how "
           "far training is: step of the last, steps and examples per second, ETA, the "
           "slowest task, the latest evaluation; 0 never does.", lower_bound=0.0,
-          flag_values=f))
+          flag_values=f),
+      mlflow_tracking_uri=flags.DEFINE_string(
+          "mlflow_tracking_uri", None, "Record the job as a run of this MLflow tracking "
+          "server (http://host:5000): the program's flags, evaluations, throughput, summary "
+          "and exports (pip install 'estimator_dist[tracking]').", flag_values=f))
 
 
 def main(argv, launch_flags):

@@ -48,6 +48,7 @@ class SweepFlags:
   engine: flags.FlagHolder
   spark_master: flags.FlagHolder
   report: flags.FlagHolder
+  mlflow_tracking_uri: flags.FlagHolder
 
   def options(self) -> study_lib.SweepOptions:
     return study_lib.SweepOptions(
@@ -57,7 +58,8 @@ class SweepFlags:
         pruner=self.pruner.value, prune_after_trials=self.prune_after_trials.value,
         prune_after_steps=self.prune_after_steps.value, metric=self.metric.value,
         direction=self.direction.value, sweep_dir=self.sweep_dir.value,
-        storage=self.storage.value, retry_failed=self.retry_failed.value)
+        storage=self.storage.value, retry_failed=self.retry_failed.value,
+        mlflow_tracking_uri=self.mlflow_tracking_uri.value)
 
 
 def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
@@ -115,7 +117,11 @@ def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
           "spark_master", None, "--engine=spark: local[N] or spark://host:port (default: the "
           "master spark-submit gives).", flag_values=f),
       report=flags.DEFINE_bool("report", False, "Only write the report of --sweep_dir's "
-                               "study.", flag_values=f))
+                               "study.", flag_values=f),
+      mlflow_tracking_uri=flags.DEFINE_string(
+          "mlflow_tracking_uri", None, "Record the sweep as a run of this MLflow tracking "
+          "server, each trial's job a run nested in it (pip install "
+          "'estimator_dist[tracking]').", flag_values=f))
 
 
 def main(argv, sweep_flags):

@@ -18,7 +18,7 @@ from tensorflow_estimator.python.estimator.early_stopping import read_eval_metri
 from estimator_dist import errors
 from estimator_dist import sweep_cli
 from estimator_dist.task import event_files
-from estimator_dist.experiments import failure_cause
+from estimator_dist.jobs import failure_cause
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
 from estimator_dist.experiments import runner

@@ -25,6 +25,7 @@ from estimator_dist import errors
 from estimator_dist.experiments import results
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import study as study_lib
+from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
@@ -109,9 +110,19 @@ def run(program, *, options, slots, out=sys.stdout):
             f"sampler, {options.pruner} pruner, {options.direction} eval {options.metric}; "
             f"study {options.storage_url}\n")
   out.flush()
-  run_trials(study, program=program, options=options, slots=slots, out=out)
-  report = results.summarize(study, options=options, out=out)
-  check_no_failed_points(report, options=options)
+  tracked = sweep_tracking.SweepRun.start(
+      study, options, warn=lambda message: out.write(f"estimator_dist.sweep: {message}\n"))
+  report = None
+  try:
+    run_trials(study, program=program, options=options, slots=slots, out=out, tracked=tracked)
+    report = results.summarize(study, options=options, out=out)
+    check_no_failed_points(report, options=options)
+  except BaseException as e:
+    if tracked:
+      tracked.finished(report, error=e)
+    raise
+  if tracked:
+    tracked.finished(report)
   return report
 
 
@@ -131,10 +142,11 @@ def check_no_failed_points(report, *, options):
       f"report lists them; {again} to retry them.")
 
 
-def run_trials(study, *, program, options, slots, out):
+def run_trials(study, *, program, options, slots, out, tracked=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
-  queued or running); TrialFailed at once when one fails."""
+  queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
+  SweepRun, which gets a run for each trial."""
   running = {}  # slot index: TrialJob
   waiting_told = False
   storage = study._storage  # pylint: disable=protected-access
@@ -149,9 +161,13 @@ def run_trials(study, *, program, options, slots, out):
         except Exception:
           del running[index]
           job.fail(study)
+          if tracked:
+            tracked.trial_ended(job.trial, "failed")
           raise
         if ended:
           del running[index]
+          if tracked:
+            tracked.trial_ended(job.trial, state)
           out.write(f"estimator_dist.sweep: trial {job.trial.number} {state}: "
                     f"{_described(job.trial, study)}\n")
           out.flush()
@@ -163,8 +179,9 @@ def run_trials(study, *, program, options, slots, out):
         if study_lib.surplus(study, trial, options):
           continue
         slot = slots[free[0]]
-        running[free[0]] = job = trial_job.TrialJob(trial, options=options, program=program,
-                                                     slot=slot)
+        running[free[0]] = job = trial_job.TrialJob(
+            trial, options=options, program=program, slot=slot,
+            env=tracked.trial_env(trial) if tracked else {})
         job.beat(storage, 0)
         out.write(f"estimator_dist.sweep: trial {trial.number} started on {slot}: "
                   f"{' '.join(_flags(trial))} "

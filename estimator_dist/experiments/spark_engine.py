@@ -86,7 +86,8 @@ class SparkSlot:
     log.write(f"{' '.join(job.program)}\n".encode())
     log.flush()
     options = spark.SparkOptions(spark_context=self._sc, env={
-        env_vars.WATCH_STOP_REQUESTS: env[env_vars.WATCH_STOP_REQUESTS]})
+        name: env[name] for name in (env_vars.WATCH_STOP_REQUESTS, env_vars.MLFLOW_TRACKING_URI,
+                                     env_vars.MLFLOW_RUN_ID) if name in env})
     run = functools.partial(run_program, list(job.program), log.name)
     return _Stage(self._sc, f"estimator_dist {os.path.basename(model_dir)}",
                   lambda: spark.run_job(job, run, options=options))

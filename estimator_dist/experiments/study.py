@@ -53,6 +53,8 @@ class SweepOptions:
   retry_failed: a grid or --zip sweep run again queues each point whose trials failed
     once more; False leaves them failed (the sweep runs the rest, reports them and
     fails). It may differ from run to run.
+  mlflow_tracking_uri: the MLflow server of the sweep's run and its trials' nested runs
+    (`sweep_tracking`).
   """
   space: str
   trials: int = 10
@@ -70,6 +72,7 @@ class SweepOptions:
   sweep_dir: str
   storage: Optional[str] = None
   retry_failed: bool = True
+  mlflow_tracking_uri: Optional[str] = None
 
   def __post_init__(self):
     for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
@@ -80,6 +83,8 @@ class SweepOptions:
       errors.check_positive(name, getattr(self, name))
     errors.check_non_negative("prune_after_trials", self.prune_after_trials)
     errors.check_non_negative("prune_after_steps", self.prune_after_steps)
+    if self.mlflow_tracking_uri:
+      errors.check_installed("mlflow", "--mlflow_tracking_uri")
     if not self.sweep_dir:
       raise errors.ConfigError("give the sweep a --sweep_dir: its trials' model_dirs, its "
                                "study and its report go there.")

@@ -15,7 +15,7 @@ import time
 import optuna
 
 from estimator_dist import errors
-from estimator_dist.experiments import failure_cause
+from estimator_dist.jobs import failure_cause
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.jobs import processes
@@ -68,9 +68,10 @@ class LocalSlot:
 
 
 class TrialJob:
-  """A running trial: its job (started in a slot), its reporter, and its heartbeat."""
+  """A running trial: its job (started in a slot, with `env` added to this process's),
+  its reporter, and its heartbeat."""
 
-  def __init__(self, trial, *, options, program, slot):
+  def __init__(self, trial, *, options, program, slot, env=None):
     self.trial, self.started = trial, time.monotonic()
     self.model_dir = model_dir_of(options.sweep_dir, trial)
     os.makedirs(self.model_dir, exist_ok=True)
@@ -83,7 +84,8 @@ class TrialJob:
       log.write(f"# trial {trial.number}: ".encode())
       self.process = slot.start([*program, *space_lib.as_flags(trial.params)],
                                 model_dir=self.model_dir, log=log,
-                                env={**os.environ, env_vars.WATCH_STOP_REQUESTS: "1"})
+                                env={**os.environ, env_vars.WATCH_STOP_REQUESTS: "1",
+                                     **(env or {})})
     self._last_beat = 0.0
 
   def beat(self, storage, every_secs):

@@ -191,3 +191,17 @@ def _elastic_command(program, num_workers, run):
           str(elastic.min_workers), "--max-np", str(elastic.max_workers),
           "--host-discovery-script", elastic.discovery_script, "--network-interface",
           run.network_interface or "lo", *_passed(run.extra_args), *program]
+
+
+def local_discovery_script(num_workers, *, directory, log):
+  """A host discovery script in `directory` that prints a file of this machine's slots;
+  returns its path."""
+  hosts, script = os.path.join(directory, "hosts"), os.path.join(directory, "discover.sh")
+  with open(hosts, "w") as f:
+    f.write(f"localhost:{num_workers}\n")
+  with open(script, "w") as f:
+    f.write(f"#!/bin/sh\ncat {hosts}\n")
+  os.chmod(script, 0o755)
+  log(f"elastic: the hosts are the lines of {hosts} (host:slots); edit it to add "
+      f"or remove workers")
+  return script

@@ -14,7 +14,6 @@ The job's temporary directories go with it, however it ends (job_dirs).
 """
 
 import dataclasses
-import os
 import shutil
 import signal
 import sys
@@ -24,6 +23,7 @@ from estimator_dist import errors
 from estimator_dist.jobs import curves
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
+from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
@@ -61,6 +61,7 @@ class LaunchOptions:
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
   progress_secs: a local job's progress line this often (live_progress; 0: never).
+  mlflow_tracking_uri: the MLflow server the job's chief records its run in.
   horovod: how horovodrun starts the ranks (strategy horovod only).
 
   A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
@@ -75,6 +76,7 @@ class LaunchOptions:
   startup_timeout_secs: int = watchdog.DEFAULT_STARTUP_TIMEOUT_SECS
   shutdown_timeout_secs: int = 300
   progress_secs: float = 30.0
+  mlflow_tracking_uri: Optional[str] = None
   horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
 
   def __post_init__(self):
@@ -84,6 +86,8 @@ class LaunchOptions:
     errors.check_non_negative("startup_timeout_secs", self.startup_timeout_secs)
     errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
     errors.check_non_negative_number("progress_secs", self.progress_secs)
+    if self.mlflow_tracking_uri:
+      errors.check_installed("mlflow", "--mlflow_tracking_uri")
 
 
 def _horovodrun_env():
@@ -120,7 +124,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   group = processes.TaskGroup(
       out=out, heartbeats=local, hang_timeout_secs=options.hang_timeout_secs if local else None,
       stop_grace_secs=0.0 if local else 2.0)
-  sandbox = made = code = None
+  sandbox = made = code = tracked = None
   previous = {}
   try:
     previous = processes.stop_on_signals(group)
@@ -142,7 +146,8 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
               + (" (a new temporary directory)" if made else ""))
     if run.elastic and not run.elastic.discovery_script:
       run = dataclasses.replace(run, elastic=dataclasses.replace(
-          run.elastic, discovery_script=_local_discovery_script(job.num_workers, group)))
+          run.elastic, discovery_script=horovodrun.local_discovery_script(
+              job.num_workers, directory=group.temporary_directory("elastic"), log=group.log)))
     private = {}
     if sandbox:
       # Open MPI names its session directory and shared memory after mpirun's pid, which
@@ -155,11 +160,15 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
     starter = _Starter(job=job, command=command, options=resolved, group=group,
                        sandbox=sandbox, local=local, private_env=private)
+    tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job, model_dir=model_dir,
+                                    log=group.log)
     with model_dir_lock.held(model_dir, group.log):
       code = _run_attempts(starter)
     return code
   finally:
     processes.ignore_signals(previous)  # Until everything below is done.
+    if tracked:
+      tracked.ended(code, group.tasks)
     group.close()
     if sandbox:
       sandbox.close()
@@ -246,6 +255,7 @@ class _Starter:
            env_vars.MODEL_DIR_LOCK: self.options.model_dir}
     if self.group.heartbeats:
       env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
+    env = {k: v for k, v in env.items() if k not in launch_tracking.VARIABLES}
     if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
@@ -284,17 +294,3 @@ class _Starter:
                     processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
     return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
             for i in range(len(cluster.get(role, ())))}
-
-
-def _local_discovery_script(num_workers, group):
-  """A host discovery script that prints a file of this machine's slots; returns its path."""
-  directory = group.temporary_directory("elastic")
-  hosts, script = os.path.join(directory, "hosts"), os.path.join(directory, "discover.sh")
-  with open(hosts, "w") as f:
-    f.write(f"localhost:{num_workers}\n")
-  with open(script, "w") as f:
-    f.write(f"#!/bin/sh\ncat {hosts}\n")
-  os.chmod(script, 0o755)
-  group.log(f"elastic: the hosts are the lines of {hosts} (host:slots); edit it to add "
-            f"or remove workers")
-  return script

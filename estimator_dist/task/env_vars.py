@@ -43,3 +43,9 @@ MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"
 # Set by a sweep's engines (experiments: trial_job, spark_engine) for a trial; read by
 # early_stopping: the chief watches the model_dir for the sweep's stop request.
 WATCH_STOP_REQUESTS = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
+# Set by the launcher's and the sweep's --mlflow_tracking_uri (or the user, for SLURM,
+# Kubernetes, Spark); read by the chief (training.job_tracking): the MLflow server.
+MLFLOW_TRACKING_URI = "ESTIMATOR_DIST_MLFLOW_TRACKING_URI"
+# Set by a sweep for a trial's job; read by its chief: the MLflow run to write into (the
+# trial's run, nested in the sweep's).
+MLFLOW_RUN_ID = "ESTIMATOR_DIST_MLFLOW_RUN_ID"

@@ -13,6 +13,7 @@ from estimator_dist.strategies import factory
 from estimator_dist.strategies import local
 from estimator_dist.task import checkpoints
 from estimator_dist.training import decorator
+from estimator_dist.training import job_tracking
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.training import hooks as hooks_lib
@@ -122,6 +123,7 @@ class TrainingRun:
       evaluation.check_eval_input(eval_input_fn, steps=options.eval_steps, params=self.params)
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
+    self.summary = None  # The chief's summary fields, once it has printed them.
     self._evaluations = evaluation.Evaluations(
         _evaluating_estimator(self.model_fn, model_dir=options.model_dir, params=self.params),
         self.eval_spec)
@@ -208,12 +210,30 @@ class TrainingRun:
                          params=self.params, eval_steps=self.options.eval_steps,
                          timeout_secs=self.options.eval_timeout_secs)
     # The step training ended at (an early stop ends before train_steps).
-    _print_summary(adapter, int(metrics.get("global_step", train_steps)),
-                   self._examples_per_step(adapter), self._throughput.steps_per_sec, metrics)
+    self.summary = _print_summary(adapter, int(metrics.get("global_step", train_steps)),
+                                  self._examples_per_step(adapter),
+                                  self._throughput.steps_per_sec, metrics)
     return metrics
 
   def run(self):
-    """Trains this task's share, then returns the chief's final metrics."""
+    """Trains this task's share, then returns the chief's final metrics; the chief writes
+    the job's parameters, and its MLflow run where an engine asks for one (job_tracking)."""
+    tracked = None
+    if self.adapter.task.is_chief:
+      params = job_tracking.write_params(task=self.adapter.task, options=self.options,
+                                         examples_per_step=self._examples_per_step(self.adapter))
+      tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
+    try:
+      metrics = self._run()
+    except BaseException as e:
+      if tracked:
+        tracked.failed(e)
+      raise
+    if tracked:
+      tracked.finished(self.summary)
+    return metrics
+
+  def _run(self):
     with self.chief_guards():
       adapter, metrics = self.adapter.run_training(self._train_round,
                                                    model_dir=self.options.model_dir)
@@ -258,6 +278,7 @@ def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
     if key in metrics:
       fields[f"eval_{key}"] = f"{float(metrics[key]):.4f}"
   print(summary.format_line(fields), flush=True)
+  return fields
 
 
 def _warn(message):

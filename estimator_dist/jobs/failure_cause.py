@@ -1,4 +1,5 @@
-"""The line of a failed job's log that says why it failed, for a sweep's one-line message.
+"""The line of a failed job's log that says why it failed: a sweep's one-line message, a
+tracked run's failure.
 
 A job's log interleaves its tasks' lines (`[chief:0] ...`, `[worker:0] ...`, the
 launcher's `[launch] ...`), most of them TensorFlow's and absl's INFO lines; the last
