@@ -15,8 +15,8 @@ TENSORFLOW = "2.15"
 # The distributions that install the `tensorflow` package.
 _TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu",
                              "tensorflow-intel", "tensorflow-macos", "tf-nightly")
-_EXTRAS = {"sweep": ("optuna", "matplotlib"), "spark": ("pyspark",), "horovod": ("horovod",),
-           "tracking": ("mlflow",)}
+_EXTRAS = {"sweep": ("optuna", "matplotlib", "optuna_dashboard"), "spark": ("pyspark",),
+           "horovod": ("horovod",), "tracking": ("mlflow",)}
 
 
 class MissingExtra(ImportError):

@@ -18,11 +18,13 @@ from absl import app
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist.experiments import dashboard
 from estimator_dist.experiments import results
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import slurm_array
 from estimator_dist.experiments import spark_engine
+from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 from estimator_dist.strategies import traits as traits_lib
 
@@ -49,6 +51,9 @@ class SweepFlags:
   spark_master: flags.FlagHolder
   report: flags.FlagHolder
   mlflow_tracking_uri: flags.FlagHolder
+  progress_secs: flags.FlagHolder
+  dashboard: flags.FlagHolder
+  dashboard_port: flags.FlagHolder
 
   def options(self) -> study_lib.SweepOptions:
     return study_lib.SweepOptions(
@@ -59,7 +64,8 @@ class SweepFlags:
         prune_after_steps=self.prune_after_steps.value, metric=self.metric.value,
         direction=self.direction.value, sweep_dir=self.sweep_dir.value,
         storage=self.storage.value, retry_failed=self.retry_failed.value,
-        mlflow_tracking_uri=self.mlflow_tracking_uri.value)
+        mlflow_tracking_uri=self.mlflow_tracking_uri.value,
+        progress_secs=self.progress_secs.value)
 
 
 def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
@@ -121,7 +127,17 @@ def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
       mlflow_tracking_uri=flags.DEFINE_string(
           "mlflow_tracking_uri", None, "Record the sweep as a run of this MLflow tracking "
           "server, each trial's job a run nested in it (pip install "
-          "'estimator_dist[tracking]').", flag_values=f))
+          "'estimator_dist[tracking]').", flag_values=f),
+      progress_secs=flags.DEFINE_float(
+          "progress_secs", 30, "Every this many seconds, say how many trials finished, "
+          "run and failed, the best so far and the ETA; 0 never does.", lower_bound=0.0,
+          flag_values=f),
+      dashboard=flags.DEFINE_bool(
+          "dashboard", False, "Serve optuna-dashboard over the sweep's study on 127.0.0.1 "
+          "while it runs, and after it until Ctrl-C.", flag_values=f),
+      dashboard_port=flags.DEFINE_integer(
+          "dashboard_port", 0, "--dashboard's port (0: a free one, printed).", lower_bound=0,
+          flag_values=f))
 
 
 def main(argv, sweep_flags):
@@ -139,21 +155,49 @@ def main(argv, sweep_flags):
       raise errors.ConfigError("give the sweep a --space, e.g. "
                                "--space='learning_rate=loguniform(1e-4,1e-1)'.")
     if f.engine.value == "slurm":
+      if f.dashboard.value:
+        raise errors.ConfigError("--dashboard serves a sweep that runs here or on Spark; for "
+                                 "--engine=slurm run `optuna-dashboard STORAGE` where the "
+                                 "study's storage is reachable.")
       options = f.options()
-      runner.prepare(argv[1:], options=options)
+      study = runner.prepare(argv[1:], options=options)
+      sweep_tracking.SweepRun.start(study, options, warn=_warn)  # Before its runners.
       sys.stdout.write(slurm_array.sbatch_array(argv[1:], options=options))
-    elif f.engine.value == "spark":
-      spark_context = spark_engine.context(f.spark_master.value)
-      try:
-        spark_engine.sweep(argv[1:], options=f.options(), spark_context=spark_context)
-      finally:
-        spark_context.stop()
     else:
-      runner.sweep(argv[1:], options=f.options())
+      _sweep_here(argv[1:], f)
     return 0
   except (errors.ConfigError, trial_job.TrialFailed) as e:
     sys.stderr.write(f"estimator_dist.sweep: {e}\n")
     return 2 if isinstance(e, errors.ConfigError) else 1
+
+
+def _sweep_here(program, f):
+  """Runs the sweep here or on Spark; with --dashboard, serves it during and after."""
+  dashboards, stopped = [], False
+
+  def start_dashboard(study):
+    if f.dashboard.value:
+      dashboards.append(dashboard.start(study, port=f.dashboard_port.value))
+  try:
+    if f.engine.value == "spark":
+      spark_context = spark_engine.context(f.spark_master.value)
+      try:
+        spark_engine.sweep(program, options=f.options(), spark_context=spark_context,
+                           on_study=start_dashboard)
+      finally:
+        spark_context.stop()
+    else:
+      runner.sweep(program, options=f.options(), on_study=start_dashboard)
+  except (KeyboardInterrupt, SystemExit):
+    stopped = True
+    raise
+  finally:
+    for served in dashboards:
+      served.close() if stopped else served.serve_until_stopped(sys.stdout)
+
+
+def _warn(message):
+  sys.stderr.write(f"estimator_dist.sweep: {message}\n")
 
 
 def run():

@@ -76,7 +76,7 @@ def test_unknown_strategy():
 
 def test_unknown_option_lists_the_known_ones():
   with pytest.raises(ed.ConfigError, match=r"does not take option\(s\) \['fusion'\]; it takes "
-                     r"\['backward_passes_per_step', 'batch_size', 'compression'"):
+                     r"\['autotune', 'backward_passes_per_step', 'batch_size', 'compression'"):
     ed.create_strategy("horovod", fusion=64)
 
 

@@ -34,7 +34,8 @@ def test_backend_options_reach_their_strategy():
       "--warmup_steps=10", "--batch_size=16"))
   assert dict(options.strategy_options) == {
       "intra_op_threads": 0, "inter_op_threads": 0, "cpu_affinity": "auto", "compression": "fp16",
-      "reduction": "sum", "backward_passes_per_step": 2, "gradient_predivide_factor": 1.0}
+      "reduction": "sum", "backward_passes_per_step": 2, "gradient_predivide_factor": 1.0,
+      "autotune": False}
   assert (options.learning_rate, options.lr_scaling, options.warmup_steps,
           options.batch_size) == (0.5, "sqrt", 10, 16)
 
@@ -102,6 +103,10 @@ BACKEND_FLAGS = [
      "horovod: divide gradients by this before the sum, the rest after.", None, None),
     ("global_batch_size", "int", None, "horovod: examples per update, whatever the number of "
      "ranks; each rank accumulates micro-batches of --batch_size.", None, 1),
+    ("hvd_timeline", "string", None, "horovod: write Horovod's timeline (a Chrome trace, "
+     "JSON) to this file; rank 0 writes it, under any engine.", None, None),
+    ("hvd_autotune", "bool", False, "horovod: let Horovod tune its fusion buffer and cycle "
+     "time while it trains.", None, None),
     ("remote_cluster", "string", None, "parameter_server: train as a standalone client of "
      "standard TensorFlow servers, given as JSON: '{\"worker\": [...], \"ps\": [...]}'.", None,
      None),
@@ -114,7 +119,8 @@ def test_backend_flags_are_made_from_the_options_as_they_were_listed():
   assert [b.holder.name for b in defined.backend] == [
       "intra_op_threads", "inter_op_threads", "cpu_affinity", "num_devices", "communication",
       "collective_timeout_secs", "remote_cluster", "hvd_compression", "hvd_reduction",
-      "backward_passes_per_step", "gradient_predivide_factor", "global_batch_size"]
+      "backward_passes_per_step", "gradient_predivide_factor", "global_batch_size",
+      "hvd_timeline", "hvd_autotune"]
   for name, kind, default, help_text, enum_values, lower_bound in BACKEND_FLAGS:
     flag = values[name]
     if enum_values:  # absl puts the values in front of an enum's help.

@@ -1,5 +1,6 @@
 """Helpers of the tests that start real processes."""
 
+import json
 import os
 import signal
 import socket
@@ -202,3 +203,11 @@ class Sampler(threading.Thread):
     self.join()
     if self.error:
       raise self.error
+
+
+def chrome_trace(path):
+  """The events of a Chrome trace file as Horovod writes its timeline: a JSON array whose
+  closing bracket may be missing (it is written as the events come)."""
+  with open(path) as f:
+    text = f.read().rstrip().rstrip(",")
+  return json.loads(text if text.endswith("]") else text + "]")

@@ -1,5 +1,6 @@
 """Real multi-process training on 127.0.0.1 through the launcher, for every strategy."""
 
+import json
 import re
 
 import numpy as np
@@ -48,7 +49,8 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   """One job asserts what it shows: the accuracy and topology, each worker's shard, the
   scaled rate, metrics a single process recomputes, and a checkpoint a plain Estimator
   serves."""
-  result, output = train(strategy, "tests.programs.plain_model", f"--model_dir={tmp_path}")
+  result, output = train(strategy, "tests.programs.plain_model", f"--model_dir={tmp_path}",
+                         "--profile_steps=100:110")
   assert float(result["eval_accuracy"]) >= 0.90
   assert (result["workers"], result["replicas"]) == (
       ("1", "2") if strategy == "mirrored" else ("2", "2"))
@@ -65,6 +67,7 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   assert len(rates) == 1 and rates[0].endswith(expected), rates
   if strategy == "multi_worker":
     _check_progress_lines(output, result)
+  _check_profiles(tmp_path, PROFILED[strategy])
   # The launcher draws the job's curves with its summary.
   assert f"[launch] the job's curves: {tmp_path}/curves.png" in output
   assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
@@ -86,8 +89,29 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   assert np.mean(np.array(predicted) == y_eval) >= 0.90
 
 
+# The training tasks, each with its profile (Horovod's ranks: chief:0, worker:1).
+PROFILED = {"mirrored": ["chief_0"], "multi_worker": ["chief_0", "worker_0"],
+            "parameter_server": ["chief_0", "worker_0"], "horovod": ["chief_0", "worker_1"]}
+
+
+def _check_profiles(model_dir, tasks):
+  """One profile session of steps 100 to 110, a trace of each task, which the profile
+  plugin's own converter reads into TensorBoard's trace viewer."""
+  from tensorboard_plugin_profile.convert import raw_to_tool_data  # pylint: disable=g-import-not-at-top
+  session = model_dir / "plugins" / "profile" / "steps_100_110"
+  traces = sorted(session.glob("*.xplane.pb"))
+  assert [t.name for t in traces] == [f"{task}.xplane.pb" for task in tasks], traces
+  for trace in traces:
+    assert "trace_viewer@^" in raw_to_tool_data.xspace_to_tool_names([str(trace)])
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(trace)], "trace_viewer^", {})
+    names = {event.get("name", "") for event in json.loads(data)["traceEvents"]}
+    # TensorFlow's executor ran the training graph's ops while it recorded.
+    assert {"ExecutorState::Process", "MatMul"} & names and len(names) > 20, (trace, names)
+
+
 _PROGRESS = re.compile(r"\[launch\] progress: step (\d+)/(\d+) \((\d+) %\)(?:, ([\d.]+) "
-                       r"steps/s, (\d+) examples/s, ETA (\d+) s)?")
+                       r"steps/s, (\d+) examples/s, ETA ([\d.]+) (s|min|h))?")
+_SECONDS = {"s": 1, "min": 60, "h": 3600}
 
 
 def _check_progress_lines(output, result):
@@ -104,9 +128,10 @@ def _check_progress_lines(output, result):
     assert last == int(result["steps"]) and 0 <= step <= last, m.group(0)
     assert percent == 100 * step // last, m.group(0)
     if m.group(4):
-      rate, examples, eta = float(m.group(4)), int(m.group(5)), int(m.group(6))
+      rate, examples = float(m.group(4)), int(m.group(5))
+      eta = float(m.group(6)) * _SECONDS[m.group(7)]
       assert abs(examples - rate * batch) <= 0.05 * batch + 1, m.group(0)
-      assert abs(eta - (last - step) / rate) <= 1 + 0.1 * eta, m.group(0)
+      assert abs(eta - (last - step) / rate) <= _SECONDS[m.group(7)] + 0.1 * eta, m.group(0)
 
 
 def test_the_model_zoo_cnn_trains_on_digits(tmp_path):

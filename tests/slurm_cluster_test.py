@@ -94,7 +94,9 @@ class ListeningSockets(helpers.Sampler):
 def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, strategy, args,
                                               overcommit):
   model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
-  text = script(cluster, monkeypatch, strategy, *args, model_dir=model_dir, steps=300)
+  timeline = tmp_path / "timeline.json"
+  text = script(cluster, monkeypatch, strategy, *args, model_dir=model_dir, steps=300,
+                program_args=[f"--hvd_timeline={timeline}"] if strategy == "horovod" else [])
   assert ("#SBATCH --overcommit" in text) == overcommit, text
   with ListeningSockets(model_dir) as sockets:
     job_id = cluster.sbatch(text, output=output)
@@ -112,6 +114,9 @@ def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, st
   assert sockets.seen <= {"127.0.0.1", "::ffff:127.0.0.1", "::1"}, sockets.seen
   if strategy != "horovod":  # MPI's listeners may come and go between two looks.
     assert bool(sockets.seen) == (strategy != "mirrored"), sockets.seen
+  else:  # Rank 0's timeline of the job, a Chrome trace: the all-reduces are in it.
+    events = helpers.chrome_trace(timeline)
+    assert any("ALLREDUCE" in e.get("name", "") for e in events), events[:20]
 
 
 def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):

@@ -24,6 +24,7 @@ from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import space
 from estimator_dist.experiments import study as study_lib
+from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
 from model_zoo import data as model_zoo_data
 from tests import helpers
@@ -326,28 +327,17 @@ def test_the_median_pruner_compares_trials_whose_evaluations_fell_on_other_steps
       study, study.trials[-1])
 
 
-@pytest.mark.processes
-def test_a_grid_sweep_runs_every_point_two_at_a_time(tmp_path):
-  code, output = _sweep(tmp_path, "--space=learning_rate=choice(0.1,1e9) "
-                        "batch_size=choice(16,32)", "--sampler=grid", "--trials=6",
-                        "--parallel=2", program=[*DNN, "--train_steps=200"])
-  assert code == 0, output[-5000:]
-  assert "the grid has 4 points; running 4 trials, not 6" in output
-  trials = _trials(tmp_path)
-  assert sorted((t["params"]["batch_size"], t["params"]["learning_rate"]) for t in trials) == [
-      (16, 0.1), (16, 1e9), (32, 0.1), (32, 1e9)]
-  for trial in trials:
-    log = open(os.path.join(trial["model_dir"], "launch.log")).read()
-    assert f"--learning_rate={trial['params']['learning_rate']}" in log
-    if trial["params"]["learning_rate"] == 0.1:
-      assert trial["state"] == "complete" and trial["steps"] == 200, trial
-      assert trial["value"] > 0.8, trial  # Digits, 200 steps.
-    else:  # A result of its values, not an error of the sweep.
-      assert trial["state"] == "diverged" and trial["value"] is None, trial
-  # Two at a time, on CPU 0 and CPU 1.
-  started = [line for line in output.splitlines() if "started on CPUs" in line]
-  assert {line.split("CPUs ")[1].split("]")[0] for line in started[:2]} == {"[0", "[1"}
-  assert "Best (maximize eval accuracy)" in (tmp_path / "report.md").read_text()
+def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(tmp_path):
+  study = optuna.create_study(direction="maximize")
+  for state, value, seconds in ((optuna.trial.TrialState.COMPLETE, 0.9, 10),
+                                (optuna.trial.TrialState.PRUNED, None, 5)):
+    study.add_trial(optuna.trial.create_trial(state=state, value=value,
+                                              user_attrs={"seconds": seconds}))
+  study.ask()  # Running.
+  options = _options(tmp_path, trials=6)
+  assert sweep_progress.describe(study, options, slots=2) == (
+      "2 of 6 finished (1 complete, 1 pruned, 0 diverged), 1 running, 0 failed; best "
+      "accuracy 0.9 (trial 0); ETA 15 s")  # 4 trials left, 7.5 s each, two at once.
 
 
 @pytest.mark.processes

@@ -1,5 +1,12 @@
-"""Experiment tracking in a real MLflow server: a job's run and a sweep's nested runs,
-read back with MLflow's own client; a server that cannot be reached."""
+"""Watching jobs and sweeps: a job's run and a grid sweep's nested runs in a real MLflow
+server, read back with MLflow's own client; the sweep's results, progress lines and
+optuna-dashboard; a server that cannot be reached."""
+
+import json
+import os
+import re
+import time
+import urllib.request
 
 import pytest
 
@@ -20,6 +27,49 @@ def _runs(client, **tags):
   return [r for r in found if all(r.data.tags.get(k) == str(v) for k, v in tags.items())]
 
 
+def _check_grid_sweep(sweep_dir, output):
+  """Every point of the grid ran, two at a time; two diverge; the progress lines count."""
+  assert "the grid has 4 points; running 4 trials, not 6" in output
+  with open(sweep_dir / "sweep.json") as f:
+    trials = json.load(f)["trials"]
+  assert sorted((t["params"]["batch_size"], t["params"]["learning_rate"]) for t in trials) == [
+      (16, 0.1), (16, 1e9), (32, 0.1), (32, 1e9)]
+  for trial in trials:
+    log = open(os.path.join(trial["model_dir"], "launch.log")).read()
+    assert f"--learning_rate={trial['params']['learning_rate']}" in log
+    if trial["params"]["learning_rate"] == 0.1:
+      assert trial["state"] == "complete" and trial["steps"] == 200, trial
+      assert trial["value"] > 0.8, trial  # Digits, 200 steps.
+    else:  # A result of its values, not an error of the sweep.
+      assert trial["state"] == "diverged" and trial["value"] is None, trial
+  # Two at a time, on CPU 0 and CPU 1.
+  started = [line for line in output.splitlines() if "started on CPUs" in line]
+  assert {line.split("CPUs ")[1].split("]")[0] for line in started[:2]} == {"[0", "[1"}
+  assert "Best (maximize eval accuracy)" in (sweep_dir / "report.md").read_text()
+  counts = [tuple(map(int, m.groups())) for m in re.finditer(
+      r"progress: (\d+) of 4 finished \((\d+) complete, 0 pruned, (\d+) diverged\), "
+      r"(\d+) running, 0 failed", output)]
+  assert counts and all(f == c + d and r <= 2 for f, c, d, r in counts), output[-3000:]
+  assert [f for f, _, _, _ in counts] == sorted(f for f, _, _, _ in counts), counts
+
+
+def _check_dashboard(sweep):
+  """The dashboard serves the study while the sweep runs and after, on 127.0.0.1."""
+  deadline = time.monotonic() + 400
+  while not sweep.first("serves until Ctrl-C")[1]:
+    assert sweep.process.poll() is None and time.monotonic() < deadline, sweep.output[-5000:]
+    time.sleep(0.5)
+  _, line = sweep.first("estimator_dist.sweep: dashboard at ")
+  url = re.search(r"(http://127\.0\.0\.1:\d+)", line).group(1)
+  with urllib.request.urlopen(f"{url}/api/studies", timeout=10) as answer:
+    (study,) = json.load(answer)["study_summaries"]
+  with urllib.request.urlopen(f"{url}/api/studies/{study['study_id']}?after=0",
+                              timeout=10) as answer:
+    trials = json.load(answer)["trials"]
+  assert sorted(t["number"] for t in trials) == [0, 1, 2, 3], trials
+  assert sorted(t["state"] for t in trials) == ["Complete", "Complete", "Fail", "Fail"], trials
+
+
 def test_a_job_and_a_sweep_are_runs_of_a_real_mlflow_server(tmp_path):
   import mlflow  # pylint: disable=g-import-not-at-top
   with mlflow_server.running() as uri:
@@ -30,16 +80,21 @@ def test_a_job_and_a_sweep_are_runs_of_a_real_mlflow_server(tmp_path):
         timeout=300)
     assert code == 0, output[-5000:]
     sweep_dir = tmp_path / "sweep"
-    code, sweep_output = helpers.run([
+    sweep = helpers.Job(command=[
         helpers.PYTHON, "-m", "estimator_dist.cli", "sweep", f"--sweep_dir={sweep_dir}",
         "--space=learning_rate=choice(0.1,1e9) batch_size=choice(16,32)", "--sampler=grid",
-        "--parallel=2", f"--mlflow_tracking_uri={uri}", "--", *DNN, "--train_steps=200"],
-        timeout=400)
-    assert code == 0, sweep_output[-5000:]
+        "--trials=6", "--parallel=2", "--progress_secs=1", f"--mlflow_tracking_uri={uri}",
+        "--dashboard", "--", *DNN, "--train_steps=200"])
+    try:
+      _check_dashboard(sweep)
+    finally:
+      sweep.process.terminate()  # The dashboard serves until then.
+    assert sweep.wait(timeout=60) == 0, sweep.output[-5000:]
+    _check_grid_sweep(sweep_dir, sweep.output)
     mlflow.set_tracking_uri(uri)  # Its artifacts are listed through the global URI.
     client = mlflow.tracking.MlflowClient(tracking_uri=uri)
 
-    # The job: one run, by its chief, with what it was, how it went and what it made.
+    # The job: one run, with what it was, how it went and what it made.
     (job,) = _runs(client, **{"estimator_dist.model_dir": job_dir})
     assert job.info.status == "FINISHED", job
     params = job.data.params

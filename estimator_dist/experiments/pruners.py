@@ -5,8 +5,8 @@ one sweep evaluate at different steps (100, 300, 500 beside 200, 400, 600). Optu
 MedianPruner compares a trial's step only with the same step of finished trials and, when no
 finished trial has it, never prunes: such a sweep silently spends the whole budget. Here each
 finished trial counts with its latest evaluation at or before the step asked about, what it
-had reached by then; a bar that can only be lower than at the step itself, so a trial is
-never pruned for where its evaluations fell.
+had reached by then: for a metric that improves with training, a bar no higher than at
+the step itself, so a trial is not pruned for where its evaluations fell.
 """
 
 import math

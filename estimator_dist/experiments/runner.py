@@ -25,6 +25,7 @@ from estimator_dist import errors
 from estimator_dist.experiments import results
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import study as study_lib
+from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import model_dir_arg
@@ -88,19 +89,23 @@ def prepare(program, *, options):
   return study_lib.open_study(options, create=True)
 
 
-def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout):
+def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout, on_study=None):
   """Runs the sweep here to `options.trial_count` finished trials, `options.parallel` at
   once on disjoint CPUs (and GPUs by index, where there are GPUs); writes and returns the
-  report (see `results.summarize`). A sweep run again resumes its study."""
+  report (see `results.summarize`). A sweep run again resumes its study. `on_study` is
+  called with the study once it exists."""
   slots = [trial_job.LocalSlot(cpus=cpus, gpus=gpus, options=options)
            for cpus, gpus in zip(cpu_shares(options.parallel),
                                  gpu_shares(options.parallel, visible_gpus()))]
-  return run(program, options=options, slots=slots, out=out)
+  return run(program, options=options, slots=slots, out=out, on_study=on_study)
 
 
-def run(program, *, options, slots, out=sys.stdout):
-  """Creates or resumes the study, runs its trials in `slots`, and reports."""
+def run(program, *, options, slots, out=sys.stdout, on_study=None):
+  """Creates or resumes the study (then calls `on_study` with it), runs its trials in
+  `slots`, and reports."""
   study = prepare(program, options=options)
+  if on_study:
+    on_study(study)
   if options.trial_count < options.trials:
     out.write(f"estimator_dist.sweep: the {'zipped lists' if options.zip else 'grid'} has "
               f"{options.trial_count} points; running {options.trial_count} trials, not "
@@ -149,6 +154,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
   SweepRun, which gets a run for each trial."""
   running = {}  # slot index: TrialJob
   waiting_told = False
+  progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
   storage = study._storage  # pylint: disable=protected-access
   try:
     while True:
@@ -173,6 +179,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
           out.flush()
       if not running and study_lib.over(study, options):
         return
+      progress.tick()
       free = [i for i in range(len(slots)) if i not in running]
       if free and study_lib.wants_trial(study, options):
         trial = study_lib.ask(study, options)

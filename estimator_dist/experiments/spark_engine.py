@@ -106,7 +106,7 @@ def context(master=None):
   return pyspark.SparkContext.getOrCreate(conf)
 
 
-def sweep(program, *, options, spark_context, out=sys.stdout):
+def sweep(program, *, options, spark_context, out=sys.stdout, on_study=None):
   """Runs the sweep with `options.parallel` trials at once on Spark; see `runner.sweep`."""
   slots = [SparkSlot(spark_context, options, i) for i in range(options.parallel)]
-  return runner.run(program, options=options, slots=slots, out=out)
+  return runner.run(program, options=options, slots=slots, out=out, on_study=on_study)

@@ -55,6 +55,7 @@ class SweepOptions:
     fails). It may differ from run to run.
   mlflow_tracking_uri: the MLflow server of the sweep's run and its trials' nested runs
     (`sweep_tracking`).
+  progress_secs: a progress line this often (`sweep_progress`; 0: never).
   """
   space: str
   trials: int = 10
@@ -73,6 +74,7 @@ class SweepOptions:
   storage: Optional[str] = None
   retry_failed: bool = True
   mlflow_tracking_uri: Optional[str] = None
+  progress_secs: float = 30.0
 
   def __post_init__(self):
     for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
@@ -83,6 +85,7 @@ class SweepOptions:
       errors.check_positive(name, getattr(self, name))
     errors.check_non_negative("prune_after_trials", self.prune_after_trials)
     errors.check_non_negative("prune_after_steps", self.prune_after_steps)
+    errors.check_non_negative_number("progress_secs", self.progress_secs)
     if self.mlflow_tracking_uri:
       errors.check_installed("mlflow", "--mlflow_tracking_uri")
     if not self.sweep_dir:

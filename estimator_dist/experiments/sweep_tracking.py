@@ -1,14 +1,16 @@
 """A sweep in MLflow: a parent run, and in it a nested run for each trial, which the
-trial's chief writes into.
+trial's job writes into.
 
 The parent run is named after the sweep dir and its id kept in the study, so a sweep run
-again (after a kill, or by another runner) writes into the same one. Its parameters are
+again (after a kill, or by another runner) writes into the same one; `--engine=slurm`
+makes it before it prints the array, whose runners then share it. Its parameters are
 the space, sampler, pruner, metric and trials' shape; at the end it gets the best value
 and the trials counted by state. Each trial's run is made when the trial starts and
-passed to its job (env_vars.MLFLOW_RUN_ID), whose chief records the job in it
-(`training.job_tracking`); the sweep tags it with the trial's number and, once the trial
-ended, `estimator_dist.state` (complete, pruned, diverged or failed). Like the jobs', a
-server that cannot be reached is warned about once and slows nothing (`task.tracking`).
+passed to its job (env_vars.MLFLOW_RUN_ID), which records itself in it (the trial's
+launcher; on Spark, its chief); the sweep tags it with the trial's number and, once the
+trial ended, `estimator_dist.state` (complete, pruned, diverged or failed). Like the jobs', a
+server that cannot be reached is warned about once, and the trials that start after
+that are not tracked (`task.tracking`).
 """
 
 import collections
@@ -23,8 +25,8 @@ _RUN_ID = "mlflow_run_id"  # A study's and a trial's user attribute.
 class SweepRun:
   """The sweep's parent run and its trials' runs."""
 
-  def __init__(self, run, *, uri, warn):
-    self._run, self._uri, self._warn = run, uri, warn
+  def __init__(self, run, *, uri):
+    self._run, self._uri = run, uri
     self._trials = {}  # trial number: its Run
 
   @classmethod
@@ -46,13 +48,12 @@ class SweepRun:
                       "direction": options.direction, "strategy": options.strategy,
                       "workers_per_trial": options.workers_per_trial,
                       "trials": options.trial_count})
-    return cls(run, uri=uri, warn=warn)
+    return cls(run, uri=uri)
 
   def trial_env(self, trial):
-    """The variables that make `trial`'s chief write into a new run nested in the sweep's."""
-    child = tracking.Run.start(self._uri, warn=self._warn, name=f"trial_{trial.number}",
-                               parent_run_id=self._run.run_id,
-                               tags={"estimator_dist.trial": trial.number})
+    """The variables that make `trial`'s job write into a new run nested in the sweep's
+    (none once the server failed)."""
+    child = self._run.child(f"trial_{trial.number}", {"estimator_dist.trial": trial.number})
     if child is None:
       return {}
     self._trials[trial.number] = child
@@ -64,7 +65,7 @@ class SweepRun:
     child = self._trials.pop(trial.number, None)
     if child:
       child.set_tags({"estimator_dist.state": state})
-      if state == "failed":  # Its chief may not have got to say so.
+      if state == "failed":  # Its job may not have got to say so.
         child.end("FAILED")
 
   def finished(self, report, *, error=None):

@@ -10,8 +10,6 @@ file system, the launcher says why in one line; a job that wrote no summary draw
 
 import os
 
-from estimator_dist.task import event_files
-
 FILE_NAME = "curves.png"
 
 
@@ -20,14 +18,16 @@ def draw(model_dir):
   (None when the job wrote no summary)."""
   if "://" in model_dir:
     return f"no {FILE_NAME}: the model_dir is on a remote file system"
-  training, evaluations = event_files.scalars(model_dir), event_files.eval_metrics(model_dir)
-  if not training and not evaluations:
-    return None
   try:
-    from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    return f"no {FILE_NAME}: matplotlib is not installed (pip install estimator_dist[charts])"
-  try:
+    from estimator_dist.task import event_files  # pylint: disable=g-import-not-at-top
+    training, evaluations = event_files.scalars(model_dir), event_files.eval_metrics(model_dir)
+    if not training and not evaluations:
+      return None
+    try:
+      from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      return (f"no {FILE_NAME}: matplotlib is not installed "
+              f"(pip install estimator_dist[charts])")
     return f"the job's curves: {_draw(Figure, model_dir, training, evaluations)}"
   except Exception as e:  # pylint: disable=broad-except
     return f"no {FILE_NAME}: {type(e).__name__}: {e}"  # A chart never fails a job.

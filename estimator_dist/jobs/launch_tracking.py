@@ -2,12 +2,11 @@
 
 The launcher is on the network the tracking server is on; its tasks may not be (a local
 job's tasks have a network namespace of their own). So the launcher writes the run, and
-its tasks never see the tracking variables. It starts the run before the tasks (or
-writes into the one a sweep made for the trial: env_vars.MLFLOW_RUN_ID in its own
-environment), and once the job has ended records it (`task.tracking.record_job`) with
-its summary. The run ends FINISHED; FAILED with the line of the tasks' output that says
-why (`failure_cause`, the `estimator_dist.failure` tag); KILLED when the launcher was
-stopped.
+its tasks never see the tracking variables (VARIABLES). It starts the run once it holds
+the model_dir (or writes into the one a sweep made for the trial: env_vars.MLFLOW_RUN_ID
+in its own environment), and once the job has ended records it (`task.tracking`): FINISHED;
+FAILED with the line of the tasks' output that says why (`failure_cause`, the
+`estimator_dist.failure` tag) or the launcher's own error; KILLED when it was stopped.
 """
 
 import os
@@ -16,7 +15,12 @@ from estimator_dist.jobs import failure_cause
 from estimator_dist.task import env_vars
 from estimator_dist.task import tracking
 
-VARIABLES = (env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)  # Not for the tasks.
+VARIABLES = (env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
+
+
+def task_env(env):
+  """`env` without what the launcher's tracking reads or set for itself."""
+  return {k: v for k, v in env.items() if k not in VARIABLES and k not in tracking.SET_HERE}
 
 
 def start(uri, *, job, model_dir, log, env=os.environ):
@@ -40,12 +44,17 @@ class LaunchRun:
   def __init__(self, run, model_dir):
     self._run, self._model_dir = run, model_dir
 
-  def ended(self, code, tasks):
-    """Records the job that ended with exit `code` (None: stopped) and its `tasks`."""
+  def ended(self, code, tasks, error=None):
+    """Records the job that ended with exit `code` and its `tasks`; `error`: what ended
+    the launcher instead (None with no code: it was stopped)."""
     summaries = [fields for task in tasks for fields in task.summaries]
-    tracking.record_job(self._run, self._model_dir, summary=summaries[0] if summaries else None)
+    failure = None
     if code:
-      output = "\n".join(line for task in tasks for line in task.tail)
+      failed = sorted(tasks, key=lambda t: t.process.returncode in (0, None))  # Failed first.
+      output = "\n".join(f"[{t.name}] {line}" for t in failed for line in t.tail)
       why = failure_cause.first_error_line(output) or "its output says no more"
-      self._run.set_tags({"estimator_dist.failure": f"exit code {code}: {why}"})
-    self._run.end("FINISHED" if code == 0 else "KILLED" if code is None else "FAILED")
+      failure = f"exit code {code}: {why}"
+    elif code is None and error is not None:
+      failure = f"the launcher failed: {type(error).__name__}: {error}"
+    tracking.record_job(self._run, self._model_dir, succeeded=code == 0,
+                        summary=summaries[0] if summaries else None, failure=failure)

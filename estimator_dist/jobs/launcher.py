@@ -61,7 +61,7 @@ class LaunchOptions:
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
   progress_secs: a local job's progress line this often (live_progress; 0: never).
-  mlflow_tracking_uri: the MLflow server the job's chief records its run in.
+  mlflow_tracking_uri: the MLflow server the launcher records the job's run in.
   horovod: how horovodrun starts the ranks (strategy horovod only).
 
   A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
@@ -160,16 +160,17 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
     starter = _Starter(job=job, command=command, options=resolved, group=group,
                        sandbox=sandbox, local=local, private_env=private)
-    tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job, model_dir=model_dir,
-                                    log=group.log)
     with model_dir_lock.held(model_dir, group.log):
+      tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
+                                      model_dir=model_dir, log=group.log)
       code = _run_attempts(starter)
     return code
   finally:
     processes.ignore_signals(previous)  # Until everything below is done.
-    if tracked:
-      tracked.ended(code, group.tasks)
+    error = sys.exc_info()[1]
     group.close()
+    if tracked:
+      tracked.ended(code, group.tasks, None if isinstance(error, SystemExit) else error)
     if sandbox:
       sandbox.close()
     if made and code != 0 and not model_dir_arg.has_checkpoint(model_dir):
@@ -255,7 +256,7 @@ class _Starter:
            env_vars.MODEL_DIR_LOCK: self.options.model_dir}
     if self.group.heartbeats:
       env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
-    env = {k: v for k, v in env.items() if k not in launch_tracking.VARIABLES}
+    env = launch_tracking.task_env(env)
     if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:

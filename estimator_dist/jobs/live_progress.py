@@ -31,7 +31,15 @@ class ProgressLines:
     self._previous = None  # (step, time) of the previous line, or of the first beat.
 
   def tick(self):
-    """Prints a line when one is due and the tasks said how far they are."""
+    """Prints a line when one is due and the tasks said how far they are; an error turns
+    the lines off, in one line, and never ends the job."""
+    try:
+      self._tick()
+    except Exception as e:  # pylint: disable=broad-except
+      self._every_secs = 0
+      self._log(f"no more progress lines: {type(e).__name__}: {e}")
+
+  def _tick(self):
     if not self._every_secs or not self._heartbeats or time.monotonic() < self._next:
       if self._previous is None and self._heartbeats:
         self._previous = _job_step(heartbeat.progress_of(self._heartbeats))
@@ -58,10 +66,11 @@ def describe(tasks, *, previous, evaluation=None):
     batch = max((p.examples_per_step or 0) for p in tasks.values())
     if batch:
       parts.append(f"{rate * batch:.0f} examples/s")
-    parts.append(f"ETA {_duration((last - step) / rate)}")
-  slowest = min(tasks, key=lambda name: tasks[name].step)
-  behind = step - tasks[slowest].step
-  if len(tasks) > 1 and behind > (rate or 0) * _BEATS_BEHIND:
+    parts.append(f"ETA {duration((last - step) / rate)}")
+  training = {name: p for name, p in tasks.items() if not p.ended}
+  slowest = min(training, key=lambda name: training[name].step, default=None)
+  behind = step - training[slowest].step if slowest else 0
+  if rate and len(tasks) > 1 and behind > rate * _BEATS_BEHIND:
     parts.append(f"slowest {slowest} (-{behind} steps)")
   if evaluation and evaluation[1]:
     eval_step, metrics = evaluation
@@ -90,7 +99,8 @@ def _latest_evaluation(model_dir):
   return step, {k: v for k, v in metrics[step].items() if k != "global_step"}
 
 
-def _duration(secs):
+def duration(secs):
+  """`secs` as people read it: 54 s, 12 min, 3.4 h."""
   if secs < 120:
     return f"{secs:.0f} s"
   if secs < 7200:

@@ -6,6 +6,7 @@ watches every process of each: its exit, its heartbeat, and whether it is stoppe
 """
 
 import collections
+import contextlib
 import os
 import re
 import shutil
@@ -188,6 +189,7 @@ class TaskGroup:
 
   def __init__(self, *, out=sys.stdout, heartbeats=False, hang_timeout_secs=None,
                stop_grace_secs=0.0):
+    """heartbeats: whether the tasks get a directory to beat in (`self.heartbeats`)."""
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
@@ -219,7 +221,8 @@ class TaskGroup:
     self.tasks, self._idleness = [], progress.Idleness()
     if self.heartbeats:
       for name in os.listdir(self.heartbeats):
-        os.remove(os.path.join(self.heartbeats, name))
+        with contextlib.suppress(FileNotFoundError):  # A late task's rename.
+          os.remove(os.path.join(self.heartbeats, name))
 
   def close(self):
     self.stop_all()

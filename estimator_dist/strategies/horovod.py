@@ -9,10 +9,8 @@ read the same model_dir (so all agree where training stands) and write nothing.
 """
 
 import contextlib
-import dataclasses
 import os
 import threading
-from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -22,23 +20,11 @@ from estimator_dist.strategies import accumulation
 from estimator_dist.strategies import base
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import elastic
+from estimator_dist.strategies import horovod_options
 from estimator_dist.strategies import keras_allreduce
 from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import rank_address
 
-REDUCTIONS = ("average", "sum", "adasum")
-COMPRESSIONS = ("none", "fp16")
-# Environment defaults for ranks that train on CPUs (an environment value wins), measured
-# with benchmarks/compare_strategies.py; see benchmarks/RESULTS.md.
-CPU_DEFAULTS = {
-    # Open MPI's shared-memory transport busy-polls while a rank waits for its peers;
-    # on CPUs that poll takes the core from the rank's own computation.
-    "OMPI_MCA_mpi_yield_when_idle": "1",
-    # A tensor larger than the fusion buffer is all-reduced in place. Fusing a CPU tensor
-    # copies it in and out of the buffer, which for megabytes costs more than the
-    # per-message latency fusion saves; small tensors are still fused.
-    "HOROVOD_FUSION_THRESHOLD": str(8 * 1024 * 1024),
-}
 _Optimizer = tf.compat.v1.train.Optimizer
 _ORIGINAL = {"compute_gradients": _Optimizer.compute_gradients,
              "apply_gradients": _Optimizer.apply_gradients}
@@ -55,50 +41,10 @@ def _import_horovod():
   return hvd
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class HorovodOptions(base.Options):
-  """Horovod's options, each told by its flag's help (and strategies.accumulation)."""
-  compression: str = base.option("none", name="hvd_compression", kind="enum",
-                                 values=COMPRESSIONS, help="gradient compression.")
-  reduction: str = base.option("average", name="hvd_reduction", kind="enum",
-                               values=REDUCTIONS, help="how gradients are combined.")
-  backward_passes_per_step: int = base.option(
-      1, name="backward_passes_per_step", kind="integer", lower_bound=1,
-      help="micro-batches accumulated per all-reduce.")
-  gradient_predivide_factor: float = base.option(
-      1.0, name="gradient_predivide_factor", kind="float",
-      help="divide gradients by this before the sum, the rest after.")
-  global_batch_size: Optional[int] = base.option(
-      None, name="global_batch_size", kind="integer", lower_bound=1,
-      help="examples per update, whatever the number of ranks; each rank accumulates "
-      "micro-batches of --batch_size.")
-  batch_size: Optional[int] = None  # global_batch_size's micro-batch (from --batch_size).
-
-  def __post_init__(self):
-    super().__post_init__()
-    errors.check_choice("compression", self.compression, COMPRESSIONS)
-    errors.check_choice("reduction", self.reduction, REDUCTIONS)
-    errors.check_positive("backward_passes_per_step", self.backward_passes_per_step)
-    factor = self.gradient_predivide_factor
-    if factor <= 0:
-      raise errors.ConfigError(f"gradient_predivide_factor ({factor}) must be > 0.")
-    if factor != 1.0 and self.reduction != "average":
-      raise errors.ConfigError(
-          f"gradient_predivide_factor ({factor}) works only with reduction='average', not "
-          f"{self.reduction!r}.")
-    if self.global_batch_size is not None and (
-        self.backward_passes_per_step != 1 or self.reduction != "average" or
-        factor != 1.0 or self.batch_size is None):
-      raise errors.ConfigError(
-          f"global_batch_size ({self.global_batch_size}) needs batch_size, the micro-batch, "
-          f"and sets the passes per update itself: drop backward_passes_per_step, "
-          f"gradient_predivide_factor and reduction={self.reduction!r}.")
-
-
 class HorovodAdapter(base.StrategyAdapter):
   """Synchronous data parallelism with Horovod's all-reduce."""
   name = "horovod"
-  Options = HorovodOptions
+  Options = horovod_options.HorovodOptions
   passes = None  # With global_batch_size: micro-batches this rank accumulates per update.
 
   hvd = None  # horovod.tensorflow, once this adapter has initialised it.
@@ -109,9 +55,8 @@ class HorovodAdapter(base.StrategyAdapter):
       return
     rank_address.bind()  # May start this program again, bound to the job's network.
     hvd = _import_horovod()
-    if not tf.config.list_physical_devices("GPU"):
-      for name, value in CPU_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+    horovod_options.set_environment(self.options,
+                                    on_cpus=not tf.config.list_physical_devices("GPU"))
     hvd.init()
     self.hvd = hvd
 

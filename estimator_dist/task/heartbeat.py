@@ -37,6 +37,7 @@ class Progress:
   last_step: int
   examples_per_step: Optional[int] = None
   time: float = 0.0
+  ended: bool = False  # The task's training ended at `step`.
 
 
 def beat(path, progress=None):
@@ -45,30 +46,40 @@ def beat(path, progress=None):
     with open(path, "a"):
       os.utime(path)
     return
-  temporary = path + ".new"  # Replaced whole: a reader never sees half of it.
+  _write(path, progress)
+
+
+def _write(path, progress):
+  temporary = f"{path}.{os.getpid()}.new"  # Replaced whole: a reader never sees half of it.
   with open(temporary, "w") as f:
     json.dump(dataclasses.asdict(progress), f)
   os.replace(temporary, path)
 
 
 def progress_of(directory):
-  """{task name: Progress} of the tasks whose beats say how far they are."""
+  """{task name: Progress} of the tasks whose beats, or whose end, say how far they are."""
   found = {}
   for name in os.listdir(directory):
-    if name.endswith((_ENDED, ".new")):
+    if name.endswith(".new"):
       continue
     try:
       with open(os.path.join(directory, name)) as f:
-        found[name] = Progress(**json.load(f))
+        progress = Progress(**json.load(f))
     except (OSError, ValueError, TypeError):
       continue  # Gone, or a beat without progress.
+    task = name[:-len(_ENDED)] if name.endswith(_ENDED) else name
+    if task not in found or progress.ended:
+      found[task] = progress
   return found
 
 
-def end(path):
-  """Marks the task's training as ended: its heartbeat stops on purpose."""
-  with open(path + _ENDED, "w"):
-    pass
+def end(path, progress=None):
+  """Marks the task's training as ended (at `progress`): its heartbeat stops on purpose."""
+  if progress is None:
+    with open(path + _ENDED, "w"):
+      pass
+  else:
+    _write(path + _ENDED, dataclasses.replace(progress, ended=True))
   try:
     os.remove(path)
   except FileNotFoundError:

@@ -86,6 +86,8 @@ class TrainingFlags:
   early_stopping_patience_steps: flags.FlagHolder
   early_stopping_metric: flags.FlagHolder
   early_stopping_mode: flags.FlagHolder
+  profile_steps: flags.FlagHolder
+  profile_tasks: flags.FlagHolder
   backend: Tuple[BackendFlag, ...]
 
   @classmethod
@@ -131,7 +133,8 @@ class TrainingFlags:
         eval_throttle_secs=self.eval_throttle_secs.value,
         eval_timeout_secs=self.eval_timeout_secs.value, random_seed=self.random_seed.value,
         exporters=self.exporters.value, exports_to_keep=self.exports_to_keep.value,
-        early_stopping=stopping)
+        early_stopping=stopping, profile_steps=self.profile_steps.value,
+        profile_tasks=self.profile_tasks.value)
 
 
 def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
@@ -190,6 +193,13 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
       early_stopping_mode=flags.DEFINE_enum(
           "early_stopping_mode", "min", early_stopping.MODES,
           "min: the metric should decrease; max: increase.", flag_values=f),
+      profile_steps=flags.DEFINE_string(
+          "profile_steps", None, "FIRST:LAST: record TensorFlow's profiler from global step "
+          "FIRST to LAST on every training task, into model_dir/plugins/profile for "
+          "TensorBoard's Profile tab.", flag_values=f),
+      profile_tasks=flags.DEFINE_list(
+          "profile_tasks", [], "With --profile_steps: only these tasks (chief:0,worker:1); "
+          "default every training task.", flag_values=f),
       backend=tuple(
           BackendFlag(holder=_define_backend_flag(spec, default=default, strategies=strategies,
                                                   flag_values=f),

@@ -12,6 +12,7 @@ import os
 import time
 
 import tensorflow as tf
+from absl import logging
 
 from estimator_dist import errors
 from estimator_dist.task import heartbeat
@@ -88,7 +89,7 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
   def __init__(self, path, *, last_step, examples_per_step, every_secs=1.0):
     self._path, self._every_secs = path, every_secs
     self._last_step, self._examples_per_step = last_step, examples_per_step
-    self._last = None
+    self._last, self._progress = None, None
 
   def begin(self):
     self._global_step = tf.compat.v1.train.get_global_step()
@@ -98,14 +99,21 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
 
   def after_run(self, run_context, run_values):
     now = time.monotonic()
+    self._progress = heartbeat.Progress(
+        step=int(run_values.results), last_step=self._last_step,
+        examples_per_step=self._examples_per_step, time=time.time())
     if self._last is None or now - self._last >= self._every_secs:
-      heartbeat.beat(self._path, heartbeat.Progress(
-          step=int(run_values.results), last_step=self._last_step,
-          examples_per_step=self._examples_per_step, time=time.time()))
+      self._beat(heartbeat.beat, self._path, self._progress)
       self._last = now
 
   def end(self, session):
-    heartbeat.end(self._path)
+    self._beat(heartbeat.end, self._path, self._progress)
+
+  def _beat(self, write, *args):
+    try:
+      write(*args)
+    except OSError as e:  # The launcher's directory, full or gone: training goes on.
+      logging.warning("estimator_dist: heartbeat %s not written: %s", self._path, e)
 
 
 class StepAdvances(tf.estimator.SessionRunHook):

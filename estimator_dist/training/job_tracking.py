@@ -11,7 +11,6 @@ ends the run FINISHED, or FAILED with the reason (the `estimator_dist.failure` t
 
 import json
 import os
-import sys
 
 import tensorflow as tf
 from absl import flags
@@ -22,13 +21,17 @@ from estimator_dist.task import tracking
 
 
 def write_params(*, task, options, examples_per_step):
-  """The chief writes the job's parameters into its model_dir; returns them."""
+  """The chief writes the job's parameters into its model_dir (a warning, never a failure,
+  when it cannot); returns them."""
   params = {**_program_flags(), "strategy": options.strategy, "workers": task.size,
             "global_batch": examples_per_step, "train_steps": options.train_steps}
   path = os.path.join(options.model_dir, tracking.PARAMS)
-  tf.io.gfile.makedirs(os.path.dirname(path))
-  with tf.io.gfile.GFile(path, "w") as f:
-    f.write(json.dumps(params, indent=1, default=str) + "\n")
+  try:
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    with tf.io.gfile.GFile(path, "w") as f:
+      f.write(json.dumps(params, indent=1, default=str) + "\n")
+  except (tf.errors.OpError, OSError) as e:
+    logging.warning("estimator_dist: the job's parameters were not written to %s: %s", path, e)
   return params
 
 
@@ -53,20 +56,23 @@ class JobRun:
     self._run, self._model_dir, self._params = run, model_dir, params
 
   def finished(self, summary):
-    tracking.record_job(self._run, self._model_dir, summary=summary, params=self._params)
-    self._run.end("FINISHED")
+    tracking.record_job(self._run, self._model_dir, succeeded=True, summary=summary,
+                        params=self._params)
 
   def failed(self, error):
-    self._run.log_params(self._params)
-    self._run.set_tags({"estimator_dist.failure": f"{type(error).__name__}: {error}"})
-    self._run.end("FAILED")
+    tracking.record_job(self._run, self._model_dir, succeeded=False, params=self._params,
+                        failure=f"{type(error).__name__}: {error}")
+
+
+_NOT_THE_PROGRAMS = ("absl", "tensorflow", "tensorboard", "keras", "horovod")
 
 
 def _program_flags():
-  """The values of the program's own flags and of estimator_dist's (absl programs)."""
+  """The values of the flags the program and estimator_dist defined (absl programs):
+  those of every module but absl's, TensorFlow's and the like."""
   values = flags.FLAGS
   if not values.is_parsed():
     return {}
-  modules = values.flags_by_module_dict()
-  own = [*modules.get(sys.argv[0], []), *modules.get("estimator_dist.training.flags", [])]
-  return {flag.name: flag.value for flag in own}
+  return {flag.name: flag.value for module, defined in values.flags_by_module_dict().items()
+          if not module.split(".")[0].startswith(_NOT_THE_PROGRAMS) for flag in defined
+          if not flag.name.startswith("estimator_dist_")}  # define_flags' own marker.

@@ -15,6 +15,7 @@ from estimator_dist import errors
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import early_stopping as early_stopping_lib
+from estimator_dist.training import profiling
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,6 +44,8 @@ class TrainOptions:
     task at one step when the eval metric stops improving.
   random_seed: the graph seed of every task; one seed everywhere keeps the workers'
     shuffle orders equal, which sharding relies on.
+  profile_steps: (first, last) global steps the profiler records on every training task
+    (or "FIRST:LAST"; see `profiling`); profile_tasks: only these ("worker:1"), if given.
   """
   strategy: str = "local"
   strategy_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
@@ -61,6 +64,8 @@ class TrainOptions:
   exports_to_keep: int = 5
   early_stopping: Optional[early_stopping_lib.EarlyStopping] = None
   random_seed: int = 0
+  profile_steps: Optional[Tuple[int, int]] = None
+  profile_tasks: Tuple[str, ...] = ()
 
   def __post_init__(self):
     object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
@@ -85,6 +90,9 @@ class TrainOptions:
     if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
       raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "
                                f"patience_steps=...), got {self.early_stopping!r}.")
+    if self.profile_steps is not None:
+      object.__setattr__(self, "profile_steps", profiling.checked_steps(self.profile_steps))
+    object.__setattr__(self, "profile_tasks", tuple(self.profile_tasks or ()))
     if self.warmup_steps is not None and self.warmup_steps >= self.train_steps:
       raise errors.ConfigError(f"warmup_steps ({self.warmup_steps}) must be smaller than "
                                f"train_steps ({self.train_steps}).")

@@ -20,6 +20,7 @@ from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.task import inputs
 from estimator_dist.task import model_dir_lock
 from estimator_dist.training import options as options_lib
+from estimator_dist.training import profiling
 from estimator_dist.task import own_port
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
@@ -154,6 +155,8 @@ class TrainingRun:
                self._throughput,
                *hooks_lib.heartbeat_hooks(adapter.task, last_step=self.options.train_steps,
                                           examples_per_step=self._examples_per_step(adapter)),
+               *profiling.hooks(adapter.task, steps=self.options.profile_steps,
+                                tasks=self.options.profile_tasks, model_dir=model_dir),
                *more_hooks,
                *self._hooks],
         saving_listeners=[hooks_lib.FiniteCheckpoints(model_dir)])

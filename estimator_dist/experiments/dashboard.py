@@ -1,0 +1,66 @@
+"""`estimator-dist sweep --dashboard`: optuna-dashboard over the sweep's study, while the
+sweep runs and after it.
+
+optuna-dashboard (the `sweep` extra installs it) serves the study's storage from a thread
+of the sweep, on 127.0.0.1 only, at a free port or --dashboard_port; the sweep prints
+its address as soon as the study exists. Once the sweep has ended, however it ended, the
+program goes on serving until Ctrl-C or SIGTERM. Its API lists the study at
+/api/studies and its trials at /api/studies/<id>.
+"""
+
+import signal
+import sys
+import threading
+from wsgiref import simple_server
+
+HOST = "127.0.0.1"
+
+
+class _Quiet(simple_server.WSGIRequestHandler):
+  def log_message(self, *args):  # One line per request would bury the sweep's own.
+    pass
+
+
+class Dashboard:
+  """optuna-dashboard over `storage` (an Optuna storage), served from a thread."""
+
+  def __init__(self, storage, *, port=0):
+    from estimator_dist import errors  # pylint: disable=g-import-not-at-top
+    errors.check_installed("optuna_dashboard", "--dashboard")
+    import optuna_dashboard  # pylint: disable=g-import-not-at-top
+    try:
+      self._server = simple_server.make_server(HOST, port, optuna_dashboard.wsgi(storage),
+                                               handler_class=_Quiet)
+    except OSError as e:
+      raise errors.ConfigError(f"--dashboard_port={port}: {e.strerror}; give another port, "
+                               f"or 0 for a free one.") from None
+    self.url = f"http://{HOST}:{self._server.server_port}"
+    threading.Thread(target=self._server.serve_forever, name="estimator_dist_dashboard",
+                     daemon=True).start()
+
+  def serve_until_stopped(self, out):
+    """Serves until Ctrl-C or SIGTERM, then stops."""
+    out.write(f"estimator_dist.sweep: the dashboard at {self.url} serves until Ctrl-C\n")
+    out.flush()
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+      while not stopped.wait(0.5):
+        pass
+    except KeyboardInterrupt:
+      pass
+    finally:
+      signal.signal(signal.SIGTERM, previous)
+      self.close()
+
+  def close(self):
+    self._server.shutdown()
+    self._server.server_close()
+
+
+def start(study, *, port, out=sys.stdout):
+  """The Dashboard of `study`, its address printed."""
+  dashboard = Dashboard(study._storage, port=port)  # pylint: disable=protected-access
+  out.write(f"estimator_dist.sweep: dashboard at {dashboard.url} (optuna-dashboard)\n")
+  out.flush()
+  return dashboard

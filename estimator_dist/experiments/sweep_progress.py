@@ -1,0 +1,66 @@
+"""How far a running sweep is, said every --progress_secs by its runner.
+
+  estimator_dist.sweep: progress: 5 of 12 finished (3 complete, 1 pruned, 1 diverged),
+      2 running, 0 failed; best accuracy 0.9861 (trial 3); ETA 4 min
+
+(one line). The counts are the study's, so runners that share a study (a SLURM array)
+each see all of them. The ETA is the trials still to finish times the mean time of a
+finished trial, over the trials this runner runs at once.
+"""
+
+import time
+
+import optuna
+
+from estimator_dist.jobs import live_progress
+
+_STATES = ("complete", "pruned", "diverged")
+
+
+class SweepProgress:
+  """Prints the progress of a sweep from its study."""
+
+  def __init__(self, study, *, options, slots, out):
+    self._study, self._options, self._slots, self._out = study, options, slots, out
+    self._next = time.monotonic() + options.progress_secs
+
+  def tick(self):
+    if not self._options.progress_secs or time.monotonic() < self._next:
+      return
+    self._next = time.monotonic() + self._options.progress_secs
+    line = describe(self._study, self._options, self._slots)
+    self._out.write(f"estimator_dist.sweep: progress: {line}\n")
+    self._out.flush()
+
+
+def describe(study, options, slots):
+  """The text of one progress line."""
+  trials = [t for t in study.get_trials(deepcopy=False) if not t.user_attrs.get("surplus")]
+  counts = dict.fromkeys(_STATES + ("running", "failed"), 0)
+  seconds = []
+  for trial in trials:
+    state = _state(trial)
+    counts[state] = counts.get(state, 0) + 1
+    if state in _STATES and trial.user_attrs.get("seconds"):
+      seconds.append(trial.user_attrs["seconds"])
+  finished = sum(counts[s] for s in _STATES)
+  text = (f"{finished} of {options.trial_count} finished ("
+          + ", ".join(f"{counts[s]} {s}" for s in _STATES) + f"), {counts['running']} "
+          f"running, {counts['failed']} failed")
+  complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+  if complete:
+    best = study.best_trial
+    text += f"; best {options.metric} {best.value:.4g} (trial {best.number})"
+  left = options.trial_count - finished
+  if seconds and left > 0:
+    text += f"; ETA {live_progress.duration(left * sum(seconds) / len(seconds) / max(slots, 1))}"
+  return text
+
+
+def _state(trial):
+  if trial.user_attrs.get("diverged"):
+    return "diverged"
+  return {optuna.trial.TrialState.COMPLETE: "complete", optuna.trial.TrialState.PRUNED:
+          "pruned", optuna.trial.TrialState.RUNNING: "running",
+          optuna.trial.TrialState.FAIL: "failed"}.get(trial.state, "waiting")
+

@@ -1,0 +1,100 @@
+"""--profile_steps=A:B: TensorFlow's profiler over global steps A to B on every training
+task (or those of --profile_tasks), for TensorBoard's Profile tab.
+
+Each task records with the profiler of tf.profiler.experimental (tf.compat.v1's
+ProfilerHook breaks under MirroredStrategy: tensorflow/tensorflow#24428) into a directory
+of its own, from the step at which the global step is A to the one at which it is B,
+then copies its trace to model_dir/plugins/profile/steps_A_B/<role>_<index>.xplane.pb:
+one profile session whose hosts are the job's tasks, which `tensorboard
+--logdir=MODEL_DIR` shows (pip install tensorboard-plugin-profile). A profile that
+cannot be taken (another profiler runs) is warned about; training goes on.
+"""
+
+import glob
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+from absl import logging
+
+from estimator_dist import errors
+
+
+def checked_steps(steps):
+  """(first, last) of "A:B" or of a pair; ConfigError naming the form otherwise."""
+  text = steps if isinstance(steps, str) else ":".join(map(str, steps))
+  try:
+    first, last = (int(part) for part in text.split(":"))
+  except ValueError:
+    first = last = None
+  if first is None or not 0 <= first < last:
+    raise errors.ConfigError(f"--profile_steps={text}: give FIRST:LAST global steps, "
+                             f"0 <= FIRST < LAST (e.g. 100:110).")
+  return first, last
+
+
+def session_dir(model_dir, steps):
+  return os.path.join(model_dir, "plugins", "profile", f"steps_{steps[0]}_{steps[1]}")
+
+
+class ProfileSteps(tf.estimator.SessionRunHook):
+  """Profiles this task from global step `steps[0]` to `steps[1]`."""
+
+  def __init__(self, *, steps, model_dir, task_name):
+    self._first, self._last = steps
+    self._target = os.path.join(session_dir(model_dir, steps),
+                                task_name.replace(":", "_") + ".xplane.pb")
+    self._recording = None  # The directory the profiler writes to, while it records.
+    self._done = False
+
+  def begin(self):
+    self._step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return None if self._done else tf.estimator.SessionRunArgs(self._step)
+
+  def after_run(self, run_context, run_values):
+    if self._done:
+      return
+    step = int(run_values.results)
+    if self._recording is None and self._first <= step < self._last:
+      self._recording = tempfile.mkdtemp(prefix="estimator_dist_profile_")
+      try:
+        tf.profiler.experimental.start(self._recording)
+      except Exception as e:  # pylint: disable=broad-except
+        logging.warning("estimator_dist: no profile of steps %d to %d: %s", self._first,
+                        self._last, e)
+        self._forget()
+    elif self._recording is not None and step >= self._last:
+      self._save()
+
+  def end(self, session):
+    if self._recording is not None:  # Training ended within the steps.
+      self._save()
+
+  def _save(self):
+    try:
+      tf.profiler.experimental.stop()
+      (trace,) = glob.glob(os.path.join(self._recording, "plugins", "profile", "*",
+                                        "*.xplane.pb"))
+      tf.io.gfile.makedirs(os.path.dirname(self._target))
+      tf.io.gfile.copy(trace, self._target, overwrite=True)
+      logging.info("estimator_dist: profiled global steps %d to %d: %s", self._first,
+                   self._last, self._target)
+    except Exception as e:  # pylint: disable=broad-except
+      logging.warning("estimator_dist: the profile of steps %d to %d was not saved: %s",
+                      self._first, self._last, e)
+    self._forget()
+
+  def _forget(self):
+    shutil.rmtree(self._recording, ignore_errors=True)
+    self._recording, self._done = None, True
+
+
+def hooks(task, *, steps, tasks, model_dir):
+  """The profiling hook of this training task, if --profile_steps asks for one."""
+  name = f"{task.role}:{task.index}"
+  if steps is None or (tasks and name not in tasks) or not task.is_training:
+    return []
+  return [ProfileSteps(steps=steps, model_dir=model_dir, task_name=name)]
