@@ -186,8 +186,8 @@ def _run_attempts(starter):
   one was taken (up to PORT_RETRIES times); returns its exit code."""
   group, options, model_dir = starter.group, starter.options, starter.options.model_dir
   attempt = port_retries = 0
-  lines = live_progress.ProgressLines(heartbeats=group.heartbeats, model_dir=model_dir,
-                                      every_secs=options.progress_secs, log=group.log)
+  lines = live_progress.ProgressLines.of(group, model_dir=model_dir,
+                                         every_secs=options.progress_secs)
   while True:
     resume = _resume_point(model_dir, group.log)
     if attempt and not port_retries:
@@ -206,6 +206,7 @@ def _run_attempts(starter):
     else:
       attempt, port_retries = attempt + 1, 0
     group.forget_tasks()
+  lines.close()
   if code == errors.DIVERGED_EXIT_CODE:
     group.log("training diverged; a restart from the same checkpoint would diverge again")
   if code == errors.PORT_IN_USE_EXIT_CODE:

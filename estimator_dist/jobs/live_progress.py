@@ -15,6 +15,7 @@ timeout ends the job).
 import os
 import time
 
+from estimator_dist.jobs import terminal_bar
 from estimator_dist.task import heartbeat
 
 # A task this many beats behind the job's step is slower, not just between two beats.
@@ -24,11 +25,24 @@ _BEATS_BEHIND = 2.0
 class ProgressLines:
   """Prints the progress of one job from its heartbeats directory and model_dir."""
 
-  def __init__(self, *, heartbeats, model_dir, every_secs, log):
+  def __init__(self, *, heartbeats, model_dir, every_secs, log, bar=None):
     self._heartbeats, self._model_dir, self._log = heartbeats, model_dir, log
-    self._every_secs = every_secs
+    self._every_secs, self._bar = every_secs, bar  # bar: a terminal_bar.TerminalBar
     self._next = time.monotonic() + every_secs
+    self._next_bar, self._details = 0.0, ""
     self._previous = None  # (step, time) of the previous line, or of the first beat.
+
+  @classmethod
+  def of(cls, group, *, model_dir, every_secs):
+    """The progress of `group`'s job (a processes.TaskGroup); on a terminal, also a live
+    bar that takes over the group's output until `close`."""
+    bar = terminal_bar.TerminalBar.on(group) if every_secs else None
+    return cls(heartbeats=group.heartbeats, model_dir=model_dir, every_secs=every_secs,
+               log=group.log, bar=bar)
+
+  def close(self):
+    if self._bar:
+      self._bar.close()
 
   def tick(self):
     """Prints a line when one is due and the tasks said how far they are; an error turns
@@ -40,6 +54,12 @@ class ProgressLines:
       self._log(f"no more progress lines: {type(e).__name__}: {e}")
 
   def _tick(self):
+    if self._bar and self._heartbeats and time.monotonic() >= self._next_bar:
+      self._next_bar = time.monotonic() + 1  # As often as the tasks beat.
+      tasks = heartbeat.progress_of(self._heartbeats)
+      if tasks:  # tqdm says the rate and the ETA; the latest line the slowest and the eval.
+        self._bar.show(_job_step(tasks)[0], max(p.last_step for p in tasks.values()),
+                       self._details)
     if not self._every_secs or not self._heartbeats or time.monotonic() < self._next:
       if self._previous is None and self._heartbeats:
         self._previous = _job_step(heartbeat.progress_of(self._heartbeats))
@@ -47,15 +67,17 @@ class ProgressLines:
     self._next = time.monotonic() + self._every_secs
     tasks = heartbeat.progress_of(self._heartbeats)
     now = _job_step(tasks)
-    if now is None:
-      return
-    self._log("progress: " + describe(tasks, previous=self._previous,
-                                      evaluation=_latest_evaluation(self._model_dir)))
+    if now is None or (self._previous == now and all(p.ended for p in tasks.values())):
+      return  # Nothing yet, or training ended and was said.
+    parts = describe(tasks, previous=self._previous,
+                     evaluation=_latest_evaluation(self._model_dir))
+    self._log("progress: " + ", ".join(parts))
+    self._details = ", ".join(p for p in parts if p.startswith(("slowest", "eval")))
     self._previous = now
 
 
 def describe(tasks, *, previous, evaluation=None):
-  """The text of one progress line: `tasks` {name: Progress}, `previous` (step, time)."""
+  """The parts of one progress line: `tasks` {name: Progress}, `previous` (step, time)."""
   step, at = _job_step(tasks)
   last = max(p.last_step for p in tasks.values())
   parts = [f"step {step}/{last} ({100 * step // max(last, 1)} %)"]
@@ -76,7 +98,7 @@ def describe(tasks, *, previous, evaluation=None):
     eval_step, metrics = evaluation
     name = next((m for m in ("accuracy", "loss") if m in metrics), sorted(metrics)[0])
     parts.append(f"eval {name} {metrics[name]:.4g} @{eval_step}")
-  return ", ".join(parts)
+  return parts
 
 
 def _job_step(tasks):

@@ -7,6 +7,7 @@ finite, so the last good checkpoint stays the latest one. `HeartbeatHook` lets t
 launcher notice a task that stopped making progress (estimator_dist.task.heartbeat).
 """
 
+import dataclasses
 import math
 import os
 import time
@@ -107,6 +108,12 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
       self._last = now
 
   def end(self, session):
+    if self._progress is not None:  # The last run's fetch read the step before it ran.
+      try:
+        step = int(session.run(self._global_step))
+      except tf.errors.OpError:
+        step = self._progress.step
+      self._progress = dataclasses.replace(self._progress, step=step, time=time.time())
     self._beat(heartbeat.end, self._path, self._progress)
 
   def _beat(self, write, *args):
