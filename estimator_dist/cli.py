@@ -8,6 +8,8 @@ _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
     "k8s": ("estimator_dist.jobs.kubernetes", "Print the Kubeflow job manifest of a job."),
     "slurm": ("estimator_dist.jobs.slurm", "Print the sbatch script of a job."),
+    "progress": ("estimator_dist.jobs.progress_watch",
+                 "Say how far a job is from its heartbeats (the sbatch script runs it)."),
     "verify": ("estimator_dist.jobs.verify",
                "Check that a strategy does the math of one worker."),
     "sweep": ("estimator_dist.sweep_cli",

@@ -164,16 +164,18 @@ def main(argv, sweep_flags):
       sweep_tracking.SweepRun.start(study, options, warn=_warn)  # Before its runners.
       sys.stdout.write(slurm_array.sbatch_array(argv[1:], options=options))
     else:
-      _sweep_here(argv[1:], f)
+      if f.dashboard.value:  # Before the study is made.
+        errors.check_installed("optuna_dashboard", "--dashboard")
+      return _sweep_here(argv[1:], f)
     return 0
   except (errors.ConfigError, trial_job.TrialFailed) as e:
-    sys.stderr.write(f"estimator_dist.sweep: {e}\n")
-    return 2 if isinstance(e, errors.ConfigError) else 1
+    return _failed(e)
 
 
 def _sweep_here(program, f):
-  """Runs the sweep here or on Spark; with --dashboard, serves it during and after."""
-  dashboards, stopped = [], False
+  """Runs the sweep here or on Spark; its exit code. With --dashboard, serves the study
+  during the sweep and after it (after its error, if it failed)."""
+  dashboards, code = [], 0
 
   def start_dashboard(study):
     if f.dashboard.value:
@@ -188,12 +190,20 @@ def _sweep_here(program, f):
         spark_context.stop()
     else:
       runner.sweep(program, options=f.options(), on_study=start_dashboard)
-  except (KeyboardInterrupt, SystemExit):
-    stopped = True
-    raise
-  finally:
+  except (errors.ConfigError, trial_job.TrialFailed) as e:
+    code = _failed(e)
+  except BaseException:  # Ctrl-C, or an error of its own: no serving after it.
     for served in dashboards:
-      served.close() if stopped else served.serve_until_stopped(sys.stdout)
+      served.close()
+    raise
+  for served in dashboards:
+    served.serve_until_stopped(sys.stdout)
+  return code
+
+
+def _failed(error):
+  sys.stderr.write(f"estimator_dist.sweep: {error}\n")
+  return 2 if isinstance(error, errors.ConfigError) else 1
 
 
 def _warn(message):

@@ -3,12 +3,14 @@ sweep runs and after it.
 
 optuna-dashboard (the `sweep` extra installs it) serves the study's storage from a thread
 of the sweep, on 127.0.0.1 only, at a free port or --dashboard_port; the sweep prints
-its address as soon as the study exists. Once the sweep has ended, however it ended, the
-program goes on serving until Ctrl-C or SIGTERM. Its API lists the study at
+its address as soon as the study exists. Once the sweep has ended, complete or failed
+(its error said first), the program goes on serving until Ctrl-C or SIGTERM; a sweep
+stopped by Ctrl-C closes it. Its API lists the study at
 /api/studies and its trials at /api/studies/<id>.
 """
 
 import signal
+import socketserver
 import sys
 import threading
 from wsgiref import simple_server
@@ -17,8 +19,14 @@ HOST = "127.0.0.1"
 
 
 class _Quiet(simple_server.WSGIRequestHandler):
+  timeout = 30  # An idle connection (a browser's preconnect) is dropped, never waited on.
+
   def log_message(self, *args):  # One line per request would bury the sweep's own.
     pass
+
+
+class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+  daemon_threads = True  # A request being served never holds the program.
 
 
 class Dashboard:
@@ -30,7 +38,7 @@ class Dashboard:
     import optuna_dashboard  # pylint: disable=g-import-not-at-top
     try:
       self._server = simple_server.make_server(HOST, port, optuna_dashboard.wsgi(storage),
-                                               handler_class=_Quiet)
+                                               server_class=_Server, handler_class=_Quiet)
     except OSError as e:
       raise errors.ConfigError(f"--dashboard_port={port}: {e.strerror}; give another port, "
                                f"or 0 for a free one.") from None
@@ -43,14 +51,14 @@ class Dashboard:
     out.write(f"estimator_dist.sweep: the dashboard at {self.url} serves until Ctrl-C\n")
     out.flush()
     stopped = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    previous = {s: signal.signal(s, lambda *_: stopped.set())
+                for s in (signal.SIGINT, signal.SIGTERM)}  # Spark's SIGINT handler too.
     try:
       while not stopped.wait(0.5):
         pass
-    except KeyboardInterrupt:
-      pass
     finally:
-      signal.signal(signal.SIGTERM, previous)
+      for s, handler in previous.items():
+        signal.signal(s, handler)
       self.close()
 
   def close(self):

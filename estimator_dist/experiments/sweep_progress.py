@@ -4,10 +4,11 @@
       2 running, 0 failed; best accuracy 0.9861 (trial 3); ETA 4 min
 
 (one line). The counts are the study's, so runners that share a study (a SLURM array)
-each see all of them. The ETA is the trials still to finish times the mean time of a
-finished trial, over the trials this runner runs at once.
+each see all of them. The ETA is the mean time of a finished trial times the rounds the
+trials still to finish take, as many at once as run now (at least this runner's).
 """
 
+import math
 import time
 
 import optuna
@@ -52,8 +53,9 @@ def describe(study, options, slots):
     best = study.best_trial
     text += f"; best {options.metric} {best.value:.4g} (trial {best.number})"
   left = options.trial_count - finished
-  if seconds and left > 0:
-    text += f"; ETA {live_progress.duration(left * sum(seconds) / len(seconds) / max(slots, 1))}"
+  if seconds and left > 0:  # Rounds of the trials at once (a SLURM array's: all running).
+    rounds = math.ceil(left / max(slots, counts["running"], 1))
+    text += f"; ETA {live_progress.duration(rounds * sum(seconds) / len(seconds))}"
   return text
 
 

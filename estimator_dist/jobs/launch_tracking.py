@@ -50,7 +50,9 @@ class LaunchRun:
     summaries = [fields for task in tasks for fields in task.summaries]
     failure = None
     if code:
-      failed = sorted(tasks, key=lambda t: t.process.returncode in (0, None))  # Failed first.
+      # Those that failed by themselves first, then those the launcher stopped.
+      failed = sorted(tasks, key=lambda t: (t.process.returncode in (0, None),
+                                            (t.process.returncode or 0) < 0))
       output = "\n".join(f"[{t.name}] {line}" for t in failed for line in t.tail)
       why = failure_cause.first_error_line(output) or "its output says no more"
       failure = f"exit code {code}: {why}"

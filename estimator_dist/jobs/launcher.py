@@ -25,15 +25,12 @@ from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import live_progress
-from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
-from estimator_dist.jobs import spec
 from estimator_dist.jobs import startup_checks
+from estimator_dist.jobs import task_starter
 from estimator_dist.task import bind_address
-from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import env_vars
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
@@ -88,14 +85,6 @@ class LaunchOptions:
     errors.check_non_negative_number("progress_secs", self.progress_secs)
     if self.mlflow_tracking_uri:
       errors.check_installed("mlflow", "--mlflow_tracking_uri")
-
-
-def _horovodrun_env():
-  # mpirun tags every write, not every line, and an unbuffered print writes each of
-  # its arguments on its own; buffered, a flushed print or log record is one write.
-  env = processes.child_env()
-  env.pop("PYTHONUNBUFFERED")
-  return env
 
 
 def launch(job, *, options=LaunchOptions(), out=sys.stdout):
@@ -158,7 +147,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                      group.temporary_directory("shm", job_dirs.shared_memory())}
     # The options as this job resolved them: its model_dir, horovodrun's discovery script.
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
-    starter = _Starter(job=job, command=command, options=resolved, group=group,
+    starter = task_starter.Starter(job=job, command=command, options=resolved, group=group,
                        sandbox=sandbox, local=local, private_env=private)
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
@@ -183,30 +172,14 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
 
 def _run_attempts(starter):
   """Runs the job, again after a failure up to max_restarts times, and on new ports when
-  one was taken (up to PORT_RETRIES times); returns its exit code."""
-  group, options, model_dir = starter.group, starter.options, starter.options.model_dir
-  attempt = port_retries = 0
+  one was taken (up to PORT_RETRIES times), saying how far it is; returns its exit code."""
+  group, model_dir = starter.group, starter.options.model_dir
   lines = live_progress.ProgressLines.of(group, model_dir=model_dir,
-                                         every_secs=options.progress_secs)
-  while True:
-    resume = _resume_point(model_dir, group.log)
-    if attempt and not port_retries:
-      group.log(f"restart {attempt} of {options.max_restarts}: starting every task "
-                f"again; training resumes from "
-                f"{resume or f'the start (no checkpoint in {model_dir})'}")
-    code = group.wait(starter.start_tasks(), options.shutdown_timeout_secs,
-                      beating=starter.beating(), on_tick=lines.tick)
-    if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
-      port_retries += 1
-      group.log(f"another process took a port of the job before its task listened on "
-                f"it; starting every task again on new ports ({port_retries} of "
-                f"{PORT_RETRIES})")
-    elif code in (0, errors.DIVERGED_EXIT_CODE) or attempt == options.max_restarts:
-      break
-    else:
-      attempt, port_retries = attempt + 1, 0
-    group.forget_tasks()
-  lines.close()
+                                         every_secs=starter.options.progress_secs)
+  try:
+    code = _attempts(starter, on_tick=lines.tick)
+  finally:
+    lines.close()
   if code == errors.DIVERGED_EXIT_CODE:
     group.log("training diverged; a restart from the same checkpoint would diverge again")
   if code == errors.PORT_IN_USE_EXIT_CODE:
@@ -222,6 +195,30 @@ def _run_attempts(starter):
   return code
 
 
+def _attempts(starter, *, on_tick):
+  group, options, model_dir = starter.group, starter.options, starter.options.model_dir
+  attempt = port_retries = 0
+  while True:
+    resume = _resume_point(model_dir, group.log)
+    if attempt and not port_retries:
+      group.log(f"restart {attempt} of {options.max_restarts}: starting every task "
+                f"again; training resumes from "
+                f"{resume or f'the start (no checkpoint in {model_dir})'}")
+    code = group.wait(starter.start_tasks(), options.shutdown_timeout_secs,
+                      beating=starter.beating(), on_tick=on_tick)
+    if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
+      port_retries += 1
+      group.log(f"another process took a port of the job before its task listened on "
+                f"it; starting every task again on new ports ({port_retries} of "
+                f"{PORT_RETRIES})")
+    elif code in (0, errors.DIVERGED_EXIT_CODE) or attempt == options.max_restarts:
+      break
+    else:
+      attempt, port_retries = attempt + 1, 0
+    group.forget_tasks()
+  return code
+
+
 def _resume_point(model_dir, log):
   """The checkpoint every task resumes from, vouched for before any task starts.
 
@@ -232,67 +229,3 @@ def _resume_point(model_dir, log):
     return None
   from estimator_dist.task import checkpoints  # pylint: disable=g-import-not-at-top
   return checkpoints.resume_point(model_dir, log)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class _Starter:
-  """Starts every task of a job: inside its sandbox, with a local job's environment.
-
-  job: the JobSpec; command: the program every task runs, with its --model_dir.
-  options: the LaunchOptions as the job resolved them (model_dir, horovod).
-  group: the job's TaskGroup; sandbox: its private namespaces, or None.
-  local: every task on this machine; private_env: variables of the job's own namespaces.
-  """
-  job: spec.JobSpec
-  command: list
-  options: LaunchOptions
-  group: processes.TaskGroup
-  sandbox: Optional[sandbox_lib.Sandbox]
-  local: bool
-  private_env: dict
-
-  def _start(self, name, command, env):
-    env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
-           env_vars.STARTUP_TIMEOUT_SECS: str(self.options.startup_timeout_secs),
-           env_vars.MODEL_DIR_LOCK: self.options.model_dir}
-    if self.group.heartbeats:
-      env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
-    env = launch_tracking.task_env(env)
-    if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
-      env = bind_address.local_only_env(env)
-    elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
-      env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
-    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
-
-  def beating(self):
-    """The heartbeats of the job's training tasks: None for one per task, else per
-    Horovod rank (none expected in elastic mode, where ranks come and go)."""
-    if not self.job.traits.ranks_from_horovodrun:
-      return None
-    if self.options.horovod.elastic:
-      return set()
-    return {"chief:0", *(f"worker:{rank}" for rank in range(1, self.job.num_workers))}
-
-  def start_tasks(self):
-    """Starts every task of the job; returns the names of the training tasks."""
-    job, command = self.job, self.command
-    if job.traits.ranks_from_horovodrun:
-      self._start("horovodrun",
-                  horovodrun.command(command, num_workers=job.num_workers,
-                                     run=self.options.horovod),
-                  _horovodrun_env())
-      return {"horovodrun"}
-    if job.traits.one_process:
-      devices = str(job.num_workers) if job.traits.replicas_are_devices else None
-      self._start("chief:0", command, processes.child_env(**{env_vars.NUM_DEVICES: devices}))
-      return {"chief:0"}
-    cluster = local_cluster.local_cluster(job, host=self.options.host)
-    self.group.log("cluster: " + ", ".join(
-        f"{role}:{i} at {address}" for role, addresses in cluster.items()
-        for i, address in enumerate(addresses)))
-    for role, addresses in cluster.items():
-      for index in range(len(addresses)):
-        self._start(f"{role}:{index}", command,
-                    processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
-    return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
-            for i in range(len(cluster.get(role, ())))}

@@ -44,13 +44,16 @@ class ProgressLines:
     if self._bar:
       self._bar.close()
 
-  def tick(self):
-    """Prints a line when one is due and the tasks said how far they are; an error turns
-    the lines off, in one line, and never ends the job."""
+  def tick(self, *, final=False):
+    """Prints a line when one is due (`final`: now) and the tasks said how far they are;
+    an error turns the lines off, in one line, and never ends the job."""
+    if final:
+      self._next = 0.0
     try:
       self._tick()
     except Exception as e:  # pylint: disable=broad-except
-      self._every_secs = 0
+      self.close()
+      self._every_secs, self._bar = 0, None
       self._log(f"no more progress lines: {type(e).__name__}: {e}")
 
   def _tick(self):

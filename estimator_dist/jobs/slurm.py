@@ -17,6 +17,7 @@ from absl import app
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
 from estimator_dist.task import env_vars
 from estimator_dist.task import slurm_env
@@ -34,6 +35,7 @@ class SlurmOptions:
   port_base: int = slurm_env.DEFAULT_PORT_BASE
   srun_mpi: str = "pmix"
   overcommit: bool = False
+  progress_secs: float = 30.0  # The batch step's progress lines (progress_watch); 0: none.
 
 
 def partition_cpus(partition=None):
@@ -82,6 +84,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
   lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
             "output is appended.", "set -euo pipefail", ""]
   program = shlex.join(job.program)
+  lines += _progress_lines(job, options)
   if traits.ranks_from_horovodrun:
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
               f"srun --kill-on-bad-exit=1 --mpi={options.srun_mpi} {program}"]
@@ -101,6 +104,24 @@ def sbatch_script(job, *, options=SlurmOptions()):
   return "\n".join(lines) + "\n"
 
 
+def _progress_lines(job, options):
+  """The batch step's watcher of the tasks' heartbeats, in the shared model_dir, which
+  prints the job's progress lines into its output (`progress_watch`)."""
+  model_dir = model_dir_arg.program_model_dir(list(job.program[1:]))
+  if not options.progress_secs or not model_dir or "://" in model_dir:
+    return []
+  beats = shlex.quote(f"{model_dir}/estimator_dist/heartbeats-") + "${SLURM_JOB_ID}"
+  watch = shlex.join([sys.executable, "-m", "estimator_dist.cli", "progress",
+                      f"--model_dir={model_dir}", f"--progress_secs={options.progress_secs:g}"])
+  return ["# Progress lines: the tasks beat in the model_dir, and a watcher here reads them.",
+          f"export {env_vars.HEARTBEAT_DIR}={beats}",
+          f'rm -rf "${env_vars.HEARTBEAT_DIR}" && mkdir -p "${env_vars.HEARTBEAT_DIR}"',
+          f'{watch} --heartbeats="${env_vars.HEARTBEAT_DIR}" &',
+          "progress_pid=$!",
+          f"trap '{{ kill $progress_pid; wait $progress_pid; }} 2>/dev/null || true; "
+          f"rm -rf \"${env_vars.HEARTBEAT_DIR}\"' EXIT", ""]
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SlurmFlags:
   """The flags of `estimator-dist slurm`, as FlagHolders."""
@@ -114,6 +135,7 @@ class SlurmFlags:
   port_base: flags.FlagHolder
   srun_mpi: flags.FlagHolder
   overcommit: flags.FlagHolder
+  progress_secs: flags.FlagHolder
 
   def script(self, command, *, err=None):
     """The sbatch script of `command` run as the flags say; `err` (default stderr) gets
@@ -124,7 +146,7 @@ class SlurmFlags:
         gpus_per_task=self.gpus_per_task.value, time=self.time.value,
         partition=self.partition.value, job_name=self.job_name.value,
         port_base=self.port_base.value, srun_mpi=self.srun_mpi.value,
-        overcommit=bool(self.overcommit.value))
+        overcommit=bool(self.overcommit.value), progress_secs=self.progress_secs.value)
     if self.overcommit.value is None:  # Not given: as sinfo tells.
       options = dataclasses.replace(options, overcommit=_overcommit_from_sinfo(
           job, options, err or sys.stderr))
@@ -155,7 +177,11 @@ def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
       overcommit=flags.DEFINE_bool("overcommit", None, "#SBATCH --overcommit: let tasks "
                                    "share CPUs. Default: added when the job has more tasks "
                                    "than the partition's nodes have CPUs (read with sinfo).",
-                                   flag_values=f))
+                                   flag_values=f),
+      progress_secs=flags.DEFINE_float(
+          "progress_secs", 30, "The job's progress lines in its output this often (the "
+          "program's --model_dir holds the tasks' heartbeats); 0: none.", lower_bound=0.0,
+          flag_values=f))
 
 
 def _overcommit_from_sinfo(job, options, err):

@@ -152,8 +152,11 @@ def record_job(run, model_dir, *, succeeded, summary=None, params=None, failure=
   if failure:
     run.set_tags({"estimator_dist.failure": failure})
   run.end("FINISHED" if succeeded else "FAILED" if failure else "KILLED")
-  for name, export in _newest_exports(model_dir) if succeeded and local else []:
-    run.log_artifacts(export, f"export/{name}/{os.path.basename(export)}")
+  try:
+    for name, export in _newest_exports(model_dir) if succeeded and local else []:
+      run.log_artifacts(export, f"export/{name}/{os.path.basename(export)}")
+  except OSError:
+    pass  # An export directory that is not one: nothing to upload.
 
 
 def _metrics(model_dir, summary, local):

@@ -11,6 +11,7 @@ ends the run FINISHED, or FAILED with the reason (the `estimator_dist.failure` t
 
 import json
 import os
+import sys
 
 import tensorflow as tf
 from absl import flags
@@ -64,7 +65,9 @@ class JobRun:
                         failure=f"{type(error).__name__}: {error}")
 
 
-_NOT_THE_PROGRAMS = ("absl", "tensorflow", "tensorboard", "keras", "horovod")
+# Packages whose flags are not the program's.
+_NOT_THE_PROGRAMS = {"absl", "tensorflow", "tensorflow_estimator", "tensorboard", "keras",
+                     "horovod"}
 
 
 def _program_flags():
@@ -74,5 +77,5 @@ def _program_flags():
   if not values.is_parsed():
     return {}
   return {flag.name: flag.value for module, defined in values.flags_by_module_dict().items()
-          if not module.split(".")[0].startswith(_NOT_THE_PROGRAMS) for flag in defined
-          if not flag.name.startswith("estimator_dist_")}  # define_flags' own marker.
+          if module == sys.argv[0] or module.split(".")[0] not in _NOT_THE_PROGRAMS
+          for flag in defined if not flag.name.startswith("estimator_dist_")}

@@ -92,7 +92,10 @@ class TrainOptions:
                                f"patience_steps=...), got {self.early_stopping!r}.")
     if self.profile_steps is not None:
       object.__setattr__(self, "profile_steps", profiling.checked_steps(self.profile_steps))
-    object.__setattr__(self, "profile_tasks", tuple(self.profile_tasks or ()))
+      if self.profile_steps[0] >= self.train_steps:
+        raise errors.ConfigError(f"--profile_steps starts at step {self.profile_steps[0]}, "
+                                 f"which training (to step {self.train_steps}) never reaches.")
+    object.__setattr__(self, "profile_tasks", profiling.checked_tasks(self.profile_tasks))
     if self.warmup_steps is not None and self.warmup_steps >= self.train_steps:
       raise errors.ConfigError(f"warmup_steps ({self.warmup_steps}) must be smaller than "
                                f"train_steps ({self.train_steps}).")

@@ -12,6 +12,7 @@ cannot be taken (another profiler runs) is warned about; training goes on.
 
 import glob
 import os
+import re
 import shutil
 import tempfile
 
@@ -23,10 +24,10 @@ from estimator_dist import errors
 
 def checked_steps(steps):
   """(first, last) of "A:B" or of a pair; ConfigError naming the form otherwise."""
-  text = steps if isinstance(steps, str) else ":".join(map(str, steps))
+  text = steps if isinstance(steps, str) else ":".join(map(str, steps or ()))
   try:
     first, last = (int(part) for part in text.split(":"))
-  except ValueError:
+  except (TypeError, ValueError):
     first = last = None
   if first is None or not 0 <= first < last:
     raise errors.ConfigError(f"--profile_steps={text}: give FIRST:LAST global steps, "
@@ -34,21 +35,41 @@ def checked_steps(steps):
   return first, last
 
 
+def checked_tasks(tasks):
+  """The task names of --profile_tasks ("chief:0", "worker:1"); ConfigError otherwise."""
+  tasks = tuple(tasks or ())
+  wrong = [t for t in tasks if not re.fullmatch(r"(chief|worker|evaluator):\d+", t)]
+  if wrong:
+    raise errors.ConfigError(f"--profile_tasks={','.join(tasks)}: {', '.join(wrong)} is not "
+                             f"a training task; name them ROLE:INDEX, e.g. chief:0,worker:1.")
+  return tasks
+
+
 def session_dir(model_dir, steps):
   return os.path.join(model_dir, "plugins", "profile", f"steps_{steps[0]}_{steps[1]}")
 
 
 class ProfileSteps(tf.estimator.SessionRunHook):
-  """Profiles this task from global step `steps[0]` to `steps[1]`."""
+  """Profiles this task from global step `steps[0]` to `steps[1]`.
+
+  It records from the first step at or after FIRST (so a global step that jumps over a
+  narrow window, as a parameter-server worker's does, still gets one) to the first at or
+  after LAST. A job that resumed past LAST, or ended before FIRST, says so. One
+  recording per process: a new round of training (elastic Horovod) saves what an
+  interrupted one was recording.
+  """
 
   def __init__(self, *, steps, model_dir, task_name):
     self._first, self._last = steps
     self._target = os.path.join(session_dir(model_dir, steps),
                                 task_name.replace(":", "_") + ".xplane.pb")
     self._recording = None  # The directory the profiler writes to, while it records.
-    self._done = False
+    self._done, self._seen = False, None
 
   def begin(self):
+    global _recording  # pylint: disable=global-statement
+    if _recording is not None and _recording is not self:
+      _recording._save()  # Its round ended without end().
     self._step = tf.compat.v1.train.get_global_step()
 
   def before_run(self, run_context):
@@ -58,20 +79,33 @@ class ProfileSteps(tf.estimator.SessionRunHook):
     if self._done:
       return
     step = int(run_values.results)
-    if self._recording is None and self._first <= step < self._last:
-      self._recording = tempfile.mkdtemp(prefix="estimator_dist_profile_")
-      try:
-        tf.profiler.experimental.start(self._recording)
-      except Exception as e:  # pylint: disable=broad-except
-        logging.warning("estimator_dist: no profile of steps %d to %d: %s", self._first,
-                        self._last, e)
-        self._forget()
+    if self._seen is None and step >= self._last:
+      logging.info("estimator_dist: training resumed at step %d, past --profile_steps=%d:%d; "
+                   "no profile", step, self._first, self._last)
+      self._done = True
+    elif self._recording is None and step >= self._first:
+      self._start()
     elif self._recording is not None and step >= self._last:
       self._save()
+    self._seen = step
 
   def end(self, session):
     if self._recording is not None:  # Training ended within the steps.
       self._save()
+    elif not self._done:
+      logging.warning("estimator_dist: training ended at step %s, before --profile_steps=%d:%d "
+                      "began; no profile", self._seen, self._first, self._last)
+
+  def _start(self):
+    global _recording  # pylint: disable=global-statement
+    self._recording = tempfile.mkdtemp(prefix="estimator_dist_profile_")
+    try:
+      tf.profiler.experimental.start(self._recording)
+      _recording = self
+    except Exception as e:  # pylint: disable=broad-except
+      logging.warning("estimator_dist: no profile of steps %d to %d: %s", self._first,
+                      self._last, e)
+      self._forget()
 
   def _save(self):
     try:
@@ -88,8 +122,14 @@ class ProfileSteps(tf.estimator.SessionRunHook):
     self._forget()
 
   def _forget(self):
+    global _recording  # pylint: disable=global-statement
     shutil.rmtree(self._recording, ignore_errors=True)
     self._recording, self._done = None, True
+    if _recording is self:
+      _recording = None
+
+
+_recording = None  # The ProfileSteps that is recording in this process.
 
 
 def hooks(task, *, steps, tasks, model_dir):

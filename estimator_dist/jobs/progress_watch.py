@@ -1,0 +1,48 @@
+"""`estimator-dist progress`: how far a job is, from its heartbeats, where no launcher runs.
+
+  estimator-dist progress --heartbeats=DIR --model_dir=DIR --progress_secs=30
+
+The sbatch script of `estimator-dist slurm` runs it in the background of its batch step:
+the tasks beat in a directory of the (shared) model_dir, and this prints the launcher's
+progress lines (`live_progress`) into the job's output until the job's tasks have ended
+or it is stopped.
+"""
+
+import signal
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+from estimator_dist.jobs import live_progress
+from estimator_dist.task import heartbeat
+
+
+def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout):
+  """Prints progress lines until every task that beat has ended its training."""
+  def log(message):
+    out.write(f"[progress] {message}\n")
+    out.flush()
+  lines = live_progress.ProgressLines(heartbeats=heartbeats, model_dir=model_dir,
+                                      every_secs=every_secs, log=log)
+  while True:
+    lines.tick()
+    tasks = heartbeat.progress_of(heartbeats)
+    if tasks and all(p.ended for p in tasks.values()):
+      lines.tick(final=True)
+      return
+    time.sleep(0.5)
+
+
+def run():
+  heartbeats = flags.DEFINE_string("heartbeats", None, "The directory the tasks beat in "
+                                   "(their ESTIMATOR_DIST_HEARTBEAT_DIR).", required=True)
+  model_dir = flags.DEFINE_string("model_dir", None, "The job's model_dir (its evaluations).")
+  every = flags.DEFINE_float("progress_secs", 30, "A line this often.", lower_bound=0.1)
+
+  def main(_):
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # The batch step ends it.
+    watch(heartbeats=heartbeats.value, model_dir=model_dir.value, every_secs=every.value)
+    return 0
+  app.run(main)

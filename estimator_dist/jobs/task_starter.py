@@ -1,0 +1,89 @@
+"""Starts the tasks of one job of the local launcher: inside its sandbox, with the
+environment a local job's tasks get (its lock, the watchdog's settings, heartbeats, the
+bind library, never the tracking variables)."""
+
+import dataclasses
+from typing import Optional
+
+from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import launch_tracking
+from estimator_dist.jobs import local_cluster
+from estimator_dist.jobs import processes
+from estimator_dist.jobs import sandbox as sandbox_lib
+from estimator_dist.jobs import spec
+from estimator_dist.task import bind_address
+from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import env_vars
+from estimator_dist.task import watchdog
+
+
+def _horovodrun_env():
+  # mpirun tags every write, not every line, and an unbuffered print writes each of
+  # its arguments on its own; buffered, a flushed print or log record is one write.
+  env = processes.child_env()
+  env.pop("PYTHONUNBUFFERED")
+  return env
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Starter:
+  """Starts every task of a job: inside its sandbox, with a local job's environment.
+
+  job: the JobSpec; command: the program every task runs, with its --model_dir.
+  options: the LaunchOptions as the job resolved them (model_dir, horovod).
+  group: the job's TaskGroup; sandbox: its private namespaces, or None.
+  local: every task on this machine; private_env: variables of the job's own namespaces.
+  """
+  job: spec.JobSpec
+  command: list
+  options: object  # launcher.LaunchOptions
+  group: processes.TaskGroup
+  sandbox: Optional[sandbox_lib.Sandbox]
+  local: bool
+  private_env: dict
+
+  def _start(self, name, command, env):
+    env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
+           env_vars.STARTUP_TIMEOUT_SECS: str(self.options.startup_timeout_secs),
+           env_vars.MODEL_DIR_LOCK: self.options.model_dir}
+    if self.group.heartbeats:
+      env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
+    env = launch_tracking.task_env(env)
+    if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
+      env = bind_address.local_only_env(env)
+    elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
+      env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
+    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
+
+  def beating(self):
+    """The heartbeats of the job's training tasks: None for one per task, else per
+    Horovod rank (none expected in elastic mode, where ranks come and go)."""
+    if not self.job.traits.ranks_from_horovodrun:
+      return None
+    if self.options.horovod.elastic:
+      return set()
+    return {"chief:0", *(f"worker:{rank}" for rank in range(1, self.job.num_workers))}
+
+  def start_tasks(self):
+    """Starts every task of the job; returns the names of the training tasks."""
+    job, command = self.job, self.command
+    if job.traits.ranks_from_horovodrun:
+      self._start("horovodrun",
+                  horovodrun.command(command, num_workers=job.num_workers,
+                                     run=self.options.horovod),
+                  _horovodrun_env())
+      return {"horovodrun"}
+    if job.traits.one_process:
+      devices = str(job.num_workers) if job.traits.replicas_are_devices else None
+      self._start("chief:0", command, processes.child_env(**{env_vars.NUM_DEVICES: devices}))
+      return {"chief:0"}
+    cluster = local_cluster.local_cluster(job, host=self.options.host)
+    self.group.log("cluster: " + ", ".join(
+        f"{role}:{i} at {address}" for role, addresses in cluster.items()
+        for i, address in enumerate(addresses)))
+    for role, addresses in cluster.items():
+      for index in range(len(addresses)):
+        self._start(f"{role}:{index}", command,
+                    processes.child_env(TF_CONFIG=cluster_lib.tf_config(cluster, role, index)))
+    return {f"{role}:{i}" for role in cluster_lib.TRAINING_ROLES
+            for i in range(len(cluster.get(role, ())))}
