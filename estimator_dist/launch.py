@@ -42,6 +42,7 @@ class LaunchFlags:
   startup_timeout_secs: flags.FlagHolder
   shutdown_timeout_secs: flags.FlagHolder
   progress_secs: flags.FlagHolder
+  curves: flags.FlagHolder
   mlflow_tracking_uri: flags.FlagHolder
 
   def options(self) -> launcher.LaunchOptions:
@@ -61,7 +62,7 @@ class LaunchFlags:
         max_restarts=self.max_restarts.value, hang_timeout_secs=self.hang_timeout_secs.value,
         startup_timeout_secs=self.startup_timeout_secs.value,
         shutdown_timeout_secs=self.shutdown_timeout_secs.value,
-        progress_secs=self.progress_secs.value,
+        progress_secs=self.progress_secs.value, curves=self.curves.value,
         mlflow_tracking_uri=self.mlflow_tracking_uri.value, horovod=run)
 
 
@@ -135,6 +136,9 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "far training is: step of the last, steps and examples per second, ETA, the "
           "slowest task, the latest evaluation; 0 never does.", lower_bound=0.0,
           flag_values=f),
+      curves=flags.DEFINE_bool(
+          "curves", True, "When the job ends, draw model_dir/curves.png: loss, eval metrics "
+          "and training rate against the step (matplotlib).", flag_values=f),
       mlflow_tracking_uri=flags.DEFINE_string(
           "mlflow_tracking_uri", None, "Record the job as a run of this MLflow tracking "
           "server (http://host:5000): the program's flags, evaluations, throughput, summary "

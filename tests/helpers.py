@@ -89,8 +89,10 @@ def wait_until_gone(find, timeout=30):
 
 def launch_command(*launch_args, program=(PYTHON, "-m", "tests.programs.plain_model")):
   """The one command line of a launcher run: `python -m estimator_dist.launch ARGS --
-  PROGRAM` (a command: a Python module is `(PYTHON, "-m", module, args...)`)."""
-  return [PYTHON, "-m", "estimator_dist.launch", *launch_args, "--", *program]
+  PROGRAM` (a command: a Python module is `(PYTHON, "-m", module, args...)`). The job
+  draws no curves.png (half a second a job) unless ARGS say --curves."""
+  curves = [] if "--curves" in launch_args else ["--nocurves"]
+  return [PYTHON, "-m", "estimator_dist.launch", *curves, *launch_args, "--", *program]
 
 
 def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300):

@@ -108,8 +108,10 @@ def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, st
   assert len(found) == 1, printed[-5000:]
   assert (found[0]["strategy"], found[0]["replicas"]) == (strategy, "2"), found
   assert float(found[0]["eval_accuracy"]) >= 0.85, found
-  # The batch step's watcher of the tasks' heartbeats said where training ended.
-  assert "[progress] progress: step 300/300 (100 %)" in printed, printed[-5000:]
+  # The batch step's watcher of the tasks' heartbeats said where training ended (with
+  # parameter_server's asynchronous workers, a step or two past it).
+  ended = re.findall(r"\[progress\] progress: step (\d+)/300 \(100 %\)", printed)
+  assert ended and 300 <= int(ended[-1]) <= 305, printed[-5000:]
   assert not processes_of(model_dir)
   # Every server of the job on the node's address ('localhost'): TensorFlow's; MPI's
   # (without the binding, Horovod's ranks listened on 0.0.0.0 and [::]).

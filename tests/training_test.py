@@ -1,5 +1,7 @@
 """train_and_evaluate in one process: what it returns, what it takes, what it refuses."""
 
+import logging
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -189,3 +191,20 @@ def test_an_evaluation_past_its_timeout_is_stopped_naming_the_cause(tmp_path):
                            r"an eval input that repeats for ever: set eval_steps"):
     ed.train_and_evaluate(make_model_fn([]), input_fn, eval_input_fn, model_dir=str(tmp_path),
                           train_steps=5, params={"learning_rate": 0.1}, eval_timeout_secs=2)
+
+
+def test_profile_steps_record_once_and_a_job_resumed_past_them_says_so(tmp_path, caplog):
+  options = dict(model_dir=str(tmp_path), params={"learning_rate": 0.1}, batch_size=16)
+  ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, train_steps=30,
+                        profile_steps="10:15", **options)
+  trace = tmp_path / "plugins" / "profile" / "steps_10_15" / "chief_0.xplane.pb"
+  recorded = trace.stat()
+  assert recorded.st_size > 0
+  with caplog.at_level(logging.INFO, logger="absl"):
+    ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, train_steps=60,
+                          profile_steps=(10, 15), **options)
+  assert "training resumed at step 30, past --profile_steps=10:15; no profile" in caplog.text
+  assert trace.stat().st_mtime_ns == recorded.st_mtime_ns
+  with pytest.raises(errors.ConfigError, match="never reaches"):
+    ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, train_steps=60,
+                          profile_steps="60:70", **options)

@@ -58,6 +58,7 @@ class LaunchOptions:
     it started exits, naming its phase and the peers that do not answer (0: never).
   shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
   progress_secs: a local job's progress line this often (live_progress; 0: never).
+  curves: draw model_dir/curves.png when the job ends (`curves`).
   mlflow_tracking_uri: the MLflow server the launcher records the job's run in.
   horovod: how horovodrun starts the ranks (strategy horovod only).
 
@@ -73,6 +74,7 @@ class LaunchOptions:
   startup_timeout_secs: int = watchdog.DEFAULT_STARTUP_TIMEOUT_SECS
   shutdown_timeout_secs: int = 300
   progress_secs: float = 30.0
+  curves: bool = True
   mlflow_tracking_uri: Optional[str] = None
   horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
 
@@ -189,7 +191,7 @@ def _run_attempts(starter):
   group.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
   for fields in (f for t in group.tasks for f in t.summaries):
     group.log("summary\n" + summary.format_table(fields))
-  drawn = curves.draw(model_dir)
+  drawn = starter.options.curves and curves.draw(model_dir)
   if drawn:
     group.log(drawn)
   return code

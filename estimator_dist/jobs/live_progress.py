@@ -83,7 +83,7 @@ def describe(tasks, *, previous, evaluation=None):
   """The parts of one progress line: `tasks` {name: Progress}, `previous` (step, time)."""
   step, at = _job_step(tasks)
   last = max(p.last_step for p in tasks.values())
-  parts = [f"step {step}/{last} ({100 * step // max(last, 1)} %)"]
+  parts = [f"step {step}/{last} ({min(100, 100 * step // max(last, 1))} %)"]
   rate = None
   if previous and at > previous[1] and step > previous[0]:
     rate = (step - previous[0]) / (at - previous[1])
@@ -91,7 +91,7 @@ def describe(tasks, *, previous, evaluation=None):
     batch = max((p.examples_per_step or 0) for p in tasks.values())
     if batch:
       parts.append(f"{rate * batch:.0f} examples/s")
-    parts.append(f"ETA {duration((last - step) / rate)}")
+    parts.append(f"ETA {duration(max(last - step, 0) / rate)}")
   training = {name: p for name, p in tasks.items() if not p.ended}
   slowest = min(training, key=lambda name: training[name].step, default=None)
   behind = step - training[slowest].step if slowest else 0
