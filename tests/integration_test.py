@@ -92,9 +92,11 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   assert np.mean(np.array(predicted) == y_eval) >= 0.90
 
 
-# The training tasks, each with its profile (Horovod's ranks: chief:0, worker:1).
+# The training tasks, each with its profile (Horovod's ranks: chief:0, worker:1). An
+# asynchronous parameter_server worker that starts after the chief passed step 110 has
+# none (it says so).
 PROFILED = {"mirrored": ["chief_0"], "multi_worker": ["chief_0", "worker_0"],
-            "parameter_server": ["chief_0", "worker_0"], "horovod": ["chief_0", "worker_1"]}
+            "parameter_server": ["chief_0", "worker_0?"], "horovod": ["chief_0", "worker_1"]}
 
 
 def _check_profiles(model_dir, tasks):
@@ -103,7 +105,9 @@ def _check_profiles(model_dir, tasks):
   from tensorboard_plugin_profile.convert import raw_to_tool_data  # pylint: disable=g-import-not-at-top
   session = model_dir / "plugins" / "profile" / "steps_100_110"
   traces = sorted(session.glob("*.xplane.pb"))
-  assert [t.name for t in traces] == [f"{task}.xplane.pb" for task in tasks], traces
+  names = {t.name[:-len(".xplane.pb")] for t in traces}
+  required = {t for t in tasks if not t.endswith("?")}
+  assert required <= names <= required | {t.rstrip("?") for t in tasks}, traces
   for trace in traces:
     assert "trace_viewer@^" in raw_to_tool_data.xspace_to_tool_names([str(trace)])
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(trace)], "trace_viewer^", {})

@@ -31,6 +31,7 @@ class ProgressLines:
     self._next = time.monotonic() + every_secs
     self._next_bar, self._details = 0.0, ""
     self._previous = None  # (step, time) of the previous line, or of the first beat.
+    self._end_said = False  # Whether a line said where training ended.
 
   @classmethod
   def of(cls, group, *, model_dir, every_secs):
@@ -69,14 +70,14 @@ class ProgressLines:
       return
     self._next = time.monotonic() + self._every_secs
     tasks = heartbeat.progress_of(self._heartbeats)
-    now = _job_step(tasks)
-    if now is None or (self._previous == now and all(p.ended for p in tasks.values())):
+    now, ended = _job_step(tasks), all(p.ended for p in tasks.values())
+    if now is None or (ended and self._end_said):
       return  # Nothing yet, or training ended and was said.
     parts = describe(tasks, previous=self._previous,
                      evaluation=_latest_evaluation(self._model_dir))
     self._log("progress: " + ", ".join(parts))
     self._details = ", ".join(p for p in parts if p.startswith(("slowest", "eval")))
-    self._previous = now
+    self._previous, self._end_said = now, ended
 
 
 def describe(tasks, *, previous, evaluation=None):

@@ -20,19 +20,22 @@ from estimator_dist.task import heartbeat
 
 
 def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout):
-  """Prints progress lines until every task that beat has ended its training."""
+  """Prints progress lines until every task that beat has ended its training (or this
+  is stopped), the last one saying where they got to."""
   def log(message):
     out.write(f"[progress] {message}\n")
     out.flush()
   lines = live_progress.ProgressLines(heartbeats=heartbeats, model_dir=model_dir,
                                       every_secs=every_secs, log=log)
-  while True:
-    lines.tick()
-    tasks = heartbeat.progress_of(heartbeats)
-    if tasks and all(p.ended for p in tasks.values()):
-      lines.tick(final=True)
-      return
-    time.sleep(0.5)
+  try:
+    while True:
+      lines.tick()
+      tasks = heartbeat.progress_of(heartbeats)
+      if tasks and all(p.ended for p in tasks.values()):
+        return
+      time.sleep(0.5)
+  finally:  # Also when the batch step stops it: where the tasks got to.
+    lines.tick(final=True)
 
 
 def run():

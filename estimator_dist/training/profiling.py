@@ -54,7 +54,8 @@ class ProfileSteps(tf.estimator.SessionRunHook):
 
   It records from the first step at or after FIRST (so a global step that jumps over a
   narrow window, as a parameter-server worker's does, still gets one) to the first at or
-  after LAST. A job that resumed past LAST, or ended before FIRST, says so. One
+  after LAST. A task whose training began past LAST (a resumed job, a parameter-server
+  worker that started after the others had passed it), or ended before FIRST, says so. One
   recording per process: a new round of training (elastic Horovod) saves what an
   interrupted one was recording.
   """
@@ -80,8 +81,9 @@ class ProfileSteps(tf.estimator.SessionRunHook):
       return
     step = int(run_values.results)
     if self._seen is None and step >= self._last:
-      logging.info("estimator_dist: training resumed at step %d, past --profile_steps=%d:%d; "
-                   "no profile", step, self._first, self._last)
+      logging.info("estimator_dist: this task's training began at step %d, past "
+                   "--profile_steps=%d:%d (a resumed job, or a parameter-server worker that "
+                   "started late); no profile", step, self._first, self._last)
       self._done = True
     elif self._recording is None and step >= self._first:
       self._start()
