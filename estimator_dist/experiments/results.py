@@ -52,10 +52,14 @@ def summarize(study, *, options, out=None):
   return data
 
 
+def state_of(trial):
+  """How a trial stands: complete, pruned, diverged, fail, running or waiting."""
+  return "diverged" if trial.user_attrs.get("diverged") else trial.state.name.lower()
+
+
 def _row(trial):
   return {"number": trial.number, "params": trial.params, "value": trial.value,
-          "state": ("diverged" if trial.user_attrs.get("diverged")
-                    else trial.state.name.lower()),
+          "state": state_of(trial),
           "steps": trial.user_attrs.get("steps"), "seconds": trial.user_attrs.get("seconds"),
           "model_dir": trial.user_attrs.get("model_dir")}
 

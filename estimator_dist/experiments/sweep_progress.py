@@ -13,6 +13,7 @@ import time
 
 import optuna
 
+from estimator_dist.experiments import results
 from estimator_dist.jobs import live_progress
 
 _STATES = ("complete", "pruned", "diverged")
@@ -37,17 +38,17 @@ class SweepProgress:
 def describe(study, options, slots):
   """The text of one progress line."""
   trials = [t for t in study.get_trials(deepcopy=False) if not t.user_attrs.get("surplus")]
-  counts = dict.fromkeys(_STATES + ("running", "failed"), 0)
+  counts = dict.fromkeys(_STATES + ("running", "fail"), 0)
   seconds = []
   for trial in trials:
-    state = _state(trial)
+    state = results.state_of(trial)
     counts[state] = counts.get(state, 0) + 1
     if state in _STATES and trial.user_attrs.get("seconds"):
       seconds.append(trial.user_attrs["seconds"])
   finished = sum(counts[s] for s in _STATES)
   text = (f"{finished} of {options.trial_count} finished ("
           + ", ".join(f"{counts[s]} {s}" for s in _STATES) + f"), {counts['running']} "
-          f"running, {counts['failed']} failed")
+          f"running, {counts['fail']} failed")
   complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
   if complete:
     best = study.best_trial
@@ -57,12 +58,4 @@ def describe(study, options, slots):
     rounds = math.ceil(left / max(slots, counts["running"], 1))
     text += f"; ETA {live_progress.duration(rounds * sum(seconds) / len(seconds))}"
   return text
-
-
-def _state(trial):
-  if trial.user_attrs.get("diverged"):
-    return "diverged"
-  return {optuna.trial.TrialState.COMPLETE: "complete", optuna.trial.TrialState.PRUNED:
-          "pruned", optuna.trial.TrialState.RUNNING: "running",
-          optuna.trial.TrialState.FAIL: "failed"}.get(trial.state, "waiting")
 

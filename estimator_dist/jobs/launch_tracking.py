@@ -28,14 +28,9 @@ def start(uri, *, job, model_dir, log, env=os.environ):
   uri = uri or env.get(env_vars.MLFLOW_TRACKING_URI)
   if not uri:
     return None
-  run = tracking.Run.start(uri, warn=log, run_id=env.get(env_vars.MLFLOW_RUN_ID),
-                           name=os.path.basename(os.path.normpath(model_dir)),
-                           tags={"estimator_dist.model_dir": model_dir,
-                                 "estimator_dist.command": " ".join(job.program)})
-  if run is None:
-    return None
-  log(f"tracked in MLflow at {uri}, run {run.run_id}")
-  return LaunchRun(run, model_dir)
+  run = tracking.job_run(uri, model_dir=model_dir, log=log, env=env,
+                         tags={"estimator_dist.command": " ".join(job.program)})
+  return run and LaunchRun(run, model_dir)
 
 
 class LaunchRun:

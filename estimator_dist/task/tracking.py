@@ -27,6 +27,7 @@ import time
 from typing import Callable, Optional
 
 from estimator_dist import extras
+from estimator_dist.task import env_vars
 
 REQUEST_TIMEOUT_SECS = 5
 EXPERIMENT = "estimator_dist"  # Unless MLFLOW_EXPERIMENT_NAME names another.
@@ -119,6 +120,18 @@ class Run:
   def end(self, status):
     """status: FINISHED, FAILED or KILLED."""
     self._connection.call(lambda c: c.set_terminated(self.run_id, status=status))
+
+
+def job_run(uri, *, model_dir, log, env=os.environ, tags=None):
+  """The run of the job of `model_dir`: the one a sweep made for it (env_vars.MLFLOW_RUN_ID
+  in `env`), or a new one named after the model_dir; None when it cannot be had. `log`
+  gets one line: which run, or why none."""
+  run = Run.start(uri, warn=log, run_id=env.get(env_vars.MLFLOW_RUN_ID),
+                  name=os.path.basename(os.path.normpath(model_dir)),
+                  tags={"estimator_dist.model_dir": model_dir, **(tags or {})})
+  if run is not None:
+    log(f"tracked in MLflow at {uri}, run {run.run_id}")
+  return run
 
 
 def _client(uri):

@@ -41,13 +41,9 @@ def start(*, params, model_dir, env=os.environ):
   uri = env.get(env_vars.MLFLOW_TRACKING_URI)
   if not uri:
     return None
-  run = tracking.Run.start(uri, warn=logging.warning, run_id=env.get(env_vars.MLFLOW_RUN_ID),
-                           name=os.path.basename(os.path.normpath(model_dir)),
-                           tags={"estimator_dist.model_dir": model_dir})
-  if run is None:
-    return None
-  logging.info("estimator_dist: tracked in MLflow at %s, run %s", uri, run.run_id)
-  return JobRun(run, model_dir=model_dir, params=params)
+  run = tracking.job_run(uri, model_dir=model_dir, env=env,
+                         log=lambda message: logging.warning("estimator_dist: %s", message))
+  return run and JobRun(run, model_dir=model_dir, params=params)
 
 
 class JobRun:
