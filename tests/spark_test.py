@@ -5,6 +5,7 @@ its call form builds, checked before Spark starts."""
 import contextlib
 import glob
 import json
+import re
 import time
 
 import psutil
@@ -53,8 +54,15 @@ def test_chief_worker_and_ps_train_through_spark_in_local_mode(tmp_path):
   # Three tasks at once need three slots. The ps exits by itself, which lets the barrier
   # stage end.
   code, output = spark_train("--strategy=parameter_server", "--num_workers=2",
-                             "--spark_slots=3", f"--model_dir={tmp_path}", "--train_steps=300")
+                             "--spark_slots=3", f"--model_dir={tmp_path}", "--train_steps=300",
+                             "--progress_secs=0.5")
   assert code == 0, output[-5000:]
+  # The driver says how far the tasks are, from their heartbeats in the model_dir, and
+  # removes them after.
+  steps = [int(s) for s in re.findall(r"^\[progress\] progress: step (\d+)/300 ", output,
+                                      re.MULTILINE)]
+  assert steps and steps == sorted(steps) and steps[-1] >= 300, steps
+  assert not list((tmp_path / "estimator_dist").glob("heartbeats-*"))
   chief, *others = results(output)
   # The bar of the launcher's tests (tests/integration_test.py).
   assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
@@ -129,6 +137,8 @@ def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, args
   chief, *others = results(output)
   assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
   assert others == [None]
+  # The driver said where training ended (Horovod's ranks too beat in the model_dir).
+  assert re.search(r"^\[progress\] progress: step 30\d/300 \(100 %\)", output, re.MULTILINE)
   # The tasks ran in the executors the worker started: their output has the summary (MPI's
   # ranks print through mpirun, which runs in the driver).
   apps = {app: text for app, text in standalone.executor_output().items() if app not in before}

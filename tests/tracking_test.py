@@ -65,7 +65,9 @@ def _check_dashboard(sweep):
     (study,) = json.load(answer)["study_summaries"]
   with urllib.request.urlopen(f"{url}/api/studies/{study['study_id']}?after=0",
                               timeout=10) as answer:
-    trials = json.load(answer)["trials"]
+    detail = json.load(answer)
+  trials = detail["trials"]
+  assert detail["objective_names"] == ["accuracy"], detail.keys()  # Named after the metric.
   assert sorted(t["number"] for t in trials) == [0, 1, 2, 3], trials
   assert sorted(t["state"] for t in trials) == ["Complete", "Complete", "Fail", "Fail"], trials
 

@@ -177,6 +177,9 @@ def open_study(options, *, create):
   stored = study.user_attrs.get("options")
   if stored is None:
     study.set_user_attr("options", searched)
+    with warnings.catch_warnings():  # The dashboard names the objective after the metric.
+      warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+      study.set_metric_names([options.metric])
   elif stored != searched:
     changed = ", ".join(f"--{n}={stored[n]!r} (now {searched[n]!r})"
                         for n in _KEPT if stored[n] != searched[n])

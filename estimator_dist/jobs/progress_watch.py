@@ -2,15 +2,15 @@
 
   estimator-dist progress --heartbeats=DIR --model_dir=DIR --progress_secs=30
 
-The sbatch script of `estimator-dist slurm` runs it in the background of its batch step:
-the tasks beat in a directory of the (shared) model_dir, and this prints the launcher's
-progress lines (`live_progress`) into the job's output until the job's tasks have ended
-or it is stopped.
+The sbatch script of `estimator-dist slurm` runs it in the background of its batch step,
+and `jobs.spark` in a thread of its driver: the tasks beat in a directory of the (shared)
+model_dir, and this prints the launcher's progress lines (`live_progress`) into the job's
+output until the job's tasks have ended or it is stopped.
 """
 
 import signal
 import sys
-import time
+import threading
 
 from absl import app
 from absl import flags
@@ -19,9 +19,10 @@ from estimator_dist.jobs import live_progress
 from estimator_dist.task import heartbeat
 
 
-def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout):
-  """Prints progress lines until every task that beat has ended its training (or this
-  is stopped), the last one saying where they got to."""
+def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout, stop=None):
+  """Prints progress lines until every task that beat has ended its training, or `stop`
+  (a threading.Event) is set or this is stopped; the last one says where they got to."""
+  stop = stop or threading.Event()
   def log(message):
     out.write(f"[progress] {message}\n")
     out.flush()
@@ -33,7 +34,8 @@ def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout):
       tasks = heartbeat.progress_of(heartbeats)
       if tasks and all(p.ended for p in tasks.values()):
         return
-      time.sleep(0.5)
+      if stop.wait(0.5):
+        return
   finally:  # Also when the batch step stops it: where the tasks got to.
     lines.tick(final=True)
 

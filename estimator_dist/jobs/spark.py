@@ -12,14 +12,21 @@ task picks a free port on its executor, the tasks exchange their addresses with
 its TF_CONFIG: chief, evaluator, ps, then workers, in partition order. Horovod goes
 through `horovod.spark.run`. `train_fn` calls `estimator_dist.train_and_evaluate` with
 the same strategy and a model_dir every executor can reach.
+
+Given that model_dir (`SparkOptions.model_dir`), the driver prints the launcher's progress
+lines (`[progress] progress: step 1200/2000 (60 %), ...`) every `progress_secs`: the tasks
+beat in a directory of it, and a thread of the driver reads them.
 """
 
+import contextlib
 import dataclasses
 import functools
 import logging
 import os
+import shutil
 import sys
 import tempfile
+import threading
 import types
 from typing import Any, Mapping, Optional
 
@@ -27,6 +34,7 @@ from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import processes
+from estimator_dist.jobs import progress_watch
 from estimator_dist.jobs import spec
 from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import env_vars
@@ -46,15 +54,24 @@ class SparkOptions:
     name on each; Gloo, MPI and the ranks listen there only (default: Horovod picks the
     interfaces every executor shares, and the ranks listen on every interface).
   env: environment variables every task gets on top of its executor's.
+  model_dir: the model_dir `train_fn` trains in, when the driver reaches it at this path
+    too: the driver then prints progress lines (none when the executors' tasks cannot
+    reach the directory the driver makes in it).
+  progress_secs: a progress line this often; 0: none.
   """
   spark_context: Optional[Any] = None
   horovod_controller: str = "gloo"
   network_interface: Optional[str] = None
   env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  model_dir: Optional[str] = None
+  progress_secs: float = 30
 
   def __post_init__(self):
     errors.check_choice("horovod_controller", self.horovod_controller,
                         horovodrun.CONTROLLERS[1:])
+    if self.progress_secs < 0:
+      raise errors.ConfigError(f"progress_secs is {self.progress_secs:g}: give a number of "
+                               f"seconds, or 0 for no progress lines.")
     object.__setattr__(self, "env", types.MappingProxyType(dict(self.env or {})))
 
 
@@ -73,7 +90,8 @@ def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(
   """Runs `train_fn(*args, **kwargs)` as the tasks of `strategy` on Spark's executors.
 
   The job's fields as keywords (see `spec.JobSpec`), and `options` as `SparkOptions`'
-  fields (spark_context, horovod_controller, network_interface, env); see `run_job`.
+  fields (spark_context, horovod_controller, network_interface, env, model_dir,
+  progress_secs); see `run_job`.
   """
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
                      evaluator=evaluator, command=FUNCTION_COMMAND)
@@ -98,26 +116,33 @@ def run_job(job, train_fn, *, options=SparkOptions()):
   pyspark, cloudpickle = pyspark_modules()
   logging.getLogger("py4j").setLevel(logging.WARNING)  # Its INFO lines bury the training's.
   sc = options.spark_context or pyspark.SparkContext.getOrCreate()
-  if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
-    return _run_horovod(train_fn, job, options)
   slots = sc.defaultParallelism
-  if slots < num_tasks:
+  if not job.traits.ranks_from_horovodrun and slots < num_tasks:
     raise errors.ConfigError(
         f"strategy {strategy!r} with {num_workers} worker(s), {num_ps} ps and "
         f"{int(job.evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
         f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
         f"or more executors or cores).")
+  with _progress_lines(options, sc.applicationId) as beats_env:
+    if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
+      return _run_horovod(train_fn, job, options, beats_env)
+    return _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, {**options.env,
+                                                                         **beats_env})
+
+
+def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
+  """The tf.distribute strategies: one barrier stage, a task per partition."""
+  num_ps, num_tasks = job.num_ps, job.num_tasks
   payload = cloudpickle.dumps(train_fn)
-  extra = dict(options.env)
   if job.traits.replicas_are_devices:
-    extra.setdefault(env_vars.NUM_DEVICES, str(num_workers))
+    extra.setdefault(env_vars.NUM_DEVICES, str(job.num_workers))
 
   def task(_):
     context = pyspark.BarrierTaskContext.get()
     partition = context.partitionId()
     host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
     addresses = context.allGather(f"{host}:{local_cluster.free_ports(1, host=host)[0]}")
-    task_env = dict(extra)
+    task_env = _reachable_heartbeats(extra)
     if num_tasks > 1:
       cluster, roles = cluster_lib.assign_roles(addresses, num_ps, job.evaluator,
                                                 source="Spark")
@@ -134,6 +159,45 @@ def run_job(job, train_fn, *, options=SparkOptions()):
   except Py4JJavaError as e:
     raise RuntimeError(f"estimator_dist.jobs.spark: the Spark job failed: {_failure(e)}") from e
   return [result for _, result in sorted(results, key=lambda r: r[0])]
+
+
+@contextlib.contextmanager
+def _progress_lines(options, application_id):
+  """The tasks' environment for heartbeats in the model_dir, while a thread of the driver
+  prints progress lines from them; {} when there is no model_dir the driver can write."""
+  model_dir = options.model_dir
+  if not options.progress_secs or not model_dir or "://" in model_dir:
+    yield {}
+    return
+  beats = os.path.join(model_dir, "estimator_dist", f"heartbeats-spark-{application_id}-"
+                       f"{os.getpid()}")
+  try:
+    os.makedirs(beats)
+  except OSError as e:
+    logging.warning("estimator_dist.jobs.spark: no progress lines: %s", e)
+    yield {}
+    return
+  stop = threading.Event()
+  watcher = threading.Thread(target=progress_watch.watch, name="estimator_dist progress",
+                             daemon=True, kwargs=dict(heartbeats=beats, model_dir=model_dir,
+                                                      every_secs=options.progress_secs,
+                                                      stop=stop))
+  watcher.start()
+  try:
+    yield {env_vars.HEARTBEAT_DIR: beats}
+  finally:
+    stop.set()
+    watcher.join()
+    shutil.rmtree(beats, ignore_errors=True)
+
+
+def _reachable_heartbeats(env):
+  """`env` without the heartbeat directory when this executor does not see it (a model_dir
+  that the driver and this executor do not share): the driver could not read its beats."""
+  beats = env.get(env_vars.HEARTBEAT_DIR)
+  if beats and not os.path.isdir(beats):
+    return {k: v for k, v in env.items() if k != env_vars.HEARTBEAT_DIR}
+  return dict(env)
 
 
 def _failure(error):
@@ -194,11 +258,11 @@ def call_pickled(call_path, result_path):
     cloudpickle.dump(value, f)
 
 
-def _run_horovod(train_fn, job, options):
+def _run_horovod(train_fn, job, options, beats_env):
   """Horovod's own Spark runner: one rank per Spark task, all-reduce over Gloo or MPI."""
   import horovod.spark  # pylint: disable=g-import-not-at-top
   controller, interface = options.horovod_controller, options.network_interface
-  env = {**os.environ, **options.env}
+  env = {**os.environ, **options.env, **beats_env}
   if interface:
     env = horovodrun.across_hosts_env(env, interface)
   return horovod.spark.run(train_fn, num_proc=job.num_workers, env=env,

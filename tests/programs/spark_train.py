@@ -22,6 +22,7 @@ flags.DEFINE_string("spark_master", None, "A Spark master URL (spark://host:port
 flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
 flags.DEFINE_string("network_interface", None, "horovod: the interface the ranks listen on.")
 flags.DEFINE_string("horovod_controller", "gloo", "horovod: gloo or mpi.")
+flags.DEFINE_float("progress_secs", 30, "The driver's progress lines this often.")
 
 
 def train(strategy, model_dir, train_steps, fail_worker=False):
@@ -64,7 +65,8 @@ def main(_):
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
                                 "train_steps": f.train_steps, "fail_worker": f.fail_worker},
                         spark_context=sc, network_interface=f.network_interface,
-                        horovod_controller=f.horovod_controller)
+                        horovod_controller=f.horovod_controller, model_dir=f.model_dir,
+                        progress_secs=f.progress_secs)
   finally:
     sc.stop()
   print("RESULTS", json.dumps(results), flush=True)
