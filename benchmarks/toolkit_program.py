@@ -15,12 +15,11 @@ from model_zoo import data
 flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.")
 flags.DEFINE_enum("data", "synthetic", models.DATA, "Training data.")
 flags.DEFINE_string("timing_dir", None, "Where each training task writes its step times.")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints to keep (0 keeps all).", lower_bound=0)
 
 
 def main(_):
   f = flags.FLAGS
-  options = ed.options_from_flags().replace(keep_checkpoint_max=f.keep_checkpoint_max)
+  options = ed.options_from_flags()
   adapter = ed.create_strategy(options.strategy, **options.strategy_options)
   (x, y), _ = models.load(f.model, f.data)
   local_replicas = adapter.num_replicas if adapter.name == "mirrored" else 1

@@ -1,8 +1,13 @@
 """Evaluation cannot lie or hang, and the work after training ends, through the real
 launcher with 2 workers."""
 
-import pytest
+import json
+import os
 
+import pytest
+import tensorflow as tf
+
+from estimator_dist.task import event_files
 from tests import helpers
 
 PROGRAM = "tests.programs.after_training"
@@ -47,3 +52,36 @@ def test_work_after_training_runs_and_a_task_waiting_for_an_exited_ps_is_stopped
   assert code == 124, output
   assert ("chief:0 ended its training and has made no progress since, for 10s (it used no "
           "CPU: it waits for something" in output), output
+
+
+@pytest.mark.processes
+def test_the_best_checkpoint_is_kept_after_estimator_deleted_it(tmp_path):
+  # Loss maximized peaks at the first evaluation; Estimator keeps only the newest checkpoint.
+  program = [helpers.PYTHON, "-m", "tests.programs.plain_model", f"--model_dir={tmp_path}",
+             "--step_secs=0.01", "--save_checkpoints_steps=50", "--keep_checkpoint_max=1",
+             "--eval_throttle_secs=0", "--keep_best_checkpoints=1", "--best_metric=loss"]
+  code, output = helpers.run([*program, "--train_steps=400", "--best_direction=maximize"],
+                             timeout=300)
+  assert code == 0, output[-3000:]
+  evaluated = event_files.eval_metrics(str(tmp_path))
+  peak = max(evaluated, key=lambda step: evaluated[step]["loss"])
+  assert len(evaluated) >= 3 and peak < 400, evaluated
+  best = tmp_path / "best"
+  (record,) = [json.loads(p.read_text()) for p in best.glob("*.json")]
+  assert (record["step"], record["metric"], record["direction"]) == (peak, "loss", "maximize")
+  assert abs(record["value"] - evaluated[peak]["loss"]) < 1e-6, (record, evaluated[peak])
+  assert not (tmp_path / f"model.ckpt-{peak}.index").exists()  # Estimator deleted it.
+  kept = tf.train.latest_checkpoint(str(best))
+  assert kept == str(best / f"model.ckpt-{peak}"), kept
+  assert tf.train.load_checkpoint(kept).get_tensor("global_step") == peak
+  assert sorted(os.listdir(best)) == sorted(["checkpoint", *(f"model.ckpt-{peak}.{suffix}" for
+                                             suffix in ("index", "json", "meta",
+                                                        "data-00000-of-00001"))])
+  # Run again ranking by another metric: refused before training, nothing lost.
+  code, output = helpers.run([*program, "--train_steps=450", "--best_direction=minimize"],
+                             timeout=300)
+  assert code == 2, output[-3000:]
+  assert (f"{best} keeps the best checkpoints by loss (maximize), not by loss (minimize): "
+          f"give --best_metric=loss --best_direction=maximize, or move that directory "
+          f"away." in output), output[-3000:]
+  assert tf.train.latest_checkpoint(str(best)) == kept

@@ -11,6 +11,7 @@ from absl import flags
 import estimator_dist as ed
 from estimator_dist.training import flags as task_flags
 from estimator_dist.training import options as options_lib
+from estimator_dist.training import program
 
 
 def parse(*argv):
@@ -76,7 +77,7 @@ def test_our_error_raised_inside_autograph_is_reported_as_ours():
   with pytest.raises(Exception) as raised:
     model_fn()
   assert not isinstance(raised.value, ed.ConfigError)  # AutoGraph's own wrapper.
-  assert task_flags._ours(raised.value) == (  # pylint: disable=protected-access
+  assert program._ours(raised.value) == (  # pylint: disable=protected-access
       ed.ConfigError, "no learning rate was found to scale")
 
 
@@ -160,6 +161,24 @@ def test_each_backend_flag_sets_its_option_of_its_strategy_only():
                                         "--global_batch_size=64", "--batch_size=8"))
   assert (options.strategy_options["global_batch_size"],
           options.strategy_options["batch_size"]) == (64, 8)
+
+
+def test_checkpoint_flags_set_their_options_and_a_metric_needs_its_direction():
+  options = ed.options_from_flags(parse(
+      "--model_dir=/m", "--keep_checkpoint_max=2", "--keep_checkpoint_every_n_hours=0.5",
+      "--keep_best_checkpoints=3", "--best_metric=accuracy", "--best_direction=maximize"))
+  assert (options.keep_checkpoint_max, options.keep_checkpoint_every_n_hours) == (2, 0.5)
+  assert options.best_checkpoints == ed.BestCheckpoints(keep=3, metric="accuracy",
+                                                        direction="maximize")
+  assert ed.options_from_flags(parse("--model_dir=/m")).best_checkpoints is None
+  loss = ed.options_from_flags(parse("--model_dir=/m", "--keep_best_checkpoints=1"))
+  assert loss.best_checkpoints.direction == "minimize"  # Loss, and only loss, has one.
+  with pytest.raises(ed.ConfigError, match=re.escape(
+      "keeping the best checkpoints by 'auc' needs its direction: --best_direction=maximize")):
+    ed.options_from_flags(parse("--model_dir=/m", "--keep_best_checkpoints=1",
+                                "--best_metric=auc"))
+  with pytest.raises(ed.ConfigError, match="keep_checkpoint_every_n_hours"):
+    options.replace(keep_checkpoint_every_n_hours=0)
 
 
 def test_options_from_flags_names_the_missing_define_flags():

@@ -150,14 +150,24 @@ def test_the_report_has_the_table_the_data_the_charts_and_hparams(tmp_path):
     study.add_trial(optuna.create_trial(
         params={"learning_rate": rate, "opt": opt}, distributions=options.search_space,
         value=value, user_attrs={"model_dir": str(model_dir), "steps": 300, "seconds": 9.5}))
+  # Trial 1's job kept its best checkpoints (--keep_best_checkpoints=2): these records.
+  kept = tmp_path / "trial_1" / "best"
+  kept.mkdir()
+  for step, value in ((200, 0.95), (300, 0.94)):
+    (kept / f"model.ckpt-{step}.json").write_text(json.dumps(
+        {"step": step, "metric": "accuracy", "value": value, "direction": "maximize",
+         "metrics": {"accuracy": value}, "checkpoint": f"model.ckpt-{step}"}))
   data = results.summarize(study, options=options)
   assert data["best"]["params"] == {"learning_rate": 0.05, "opt": "b"}
+  assert [row["best_checkpoint"] for row in data["trials"]] == [None,
+                                                                 str(kept / "model.ckpt-200")]
   with open(tmp_path / "sweep.json") as f:
     assert json.load(f)["trials"][0]["state"] == "complete"
   report = (tmp_path / "report.md").read_text()
   assert "| trial | learning_rate | opt | accuracy | state | steps | seconds |" in report
   assert "| 1 | 0.05 | b | 0.9500 | complete | 300 | 9.5 |" in report
   assert "--learning_rate=0.05 --opt=b" in report
+  assert f"Best checkpoint of each trial (--keep_best_checkpoints):\n- trial 1: {kept}/model.ckpt-200\n" in report
   for name in results.CHARTS:
     assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
   assert _hparams_values(tmp_path) == {"learning_rate": None, "opt": None}

@@ -21,6 +21,7 @@ from tensorboard.plugins.hparams import summary_v2 as hp
 from tensorboard.summary.writer import record_writer
 
 from estimator_dist.experiments import fixed_points
+from estimator_dist.task import best_checkpoints
 
 REPORT, DATA = "report.md", "sweep.json"
 CHARTS = {"history.png": "plot_optimization_history",
@@ -58,10 +59,20 @@ def state_of(trial):
 
 
 def _row(trial):
+  model_dir = trial.user_attrs.get("model_dir")
   return {"number": trial.number, "params": trial.params, "value": trial.value,
           "state": state_of(trial),
           "steps": trial.user_attrs.get("steps"), "seconds": trial.user_attrs.get("seconds"),
-          "model_dir": trial.user_attrs.get("model_dir")}
+          "model_dir": model_dir, "best_checkpoint": _best_checkpoint(model_dir)}
+
+
+def _best_checkpoint(model_dir):
+  """The best checkpoint the trial's job kept (--keep_best_checkpoints), else None."""
+  if not model_dir:
+    return None
+  directory = os.path.join(model_dir, best_checkpoints.DIRECTORY)
+  kept = best_checkpoints.read(directory)
+  return os.path.join(directory, kept[0]["checkpoint"]) if kept else None
 
 
 def _failed(study, options):
@@ -89,6 +100,10 @@ def _markdown(data):
                  f"{data['metric']} {best['value']:.4f}, " +
                  " ".join(f"--{k}={v}" for k, v in sorted(best["params"].items()))
                  if best else "No trial completed.")]
+  kept = [row for row in data["trials"] if row["best_checkpoint"]]
+  if kept:
+    lines += ["", "Best checkpoint of each trial (--keep_best_checkpoints):"]
+    lines += [f"- trial {row['number']}: {row['best_checkpoint']}" for row in kept]
   if data["failed"]:
     lines += ["", "Failed points (no trial of theirs finished; a sweep run again retries "
                   "them unless --noretry_failed):"]

@@ -38,6 +38,7 @@ from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
 from estimator_dist.task import checkpoints
 from estimator_dist.training import flags as task_flags
+from estimator_dist.training import program
 from estimator_dist.training import rate_record
 from estimator_dist.training import run as training_run
 
@@ -211,7 +212,7 @@ def main(argv, verify_flags):
 
 def run():
   verify_flags = define_flags()
-  task_flags.run_program(lambda argv: main(argv, verify_flags), flag_values=flags.FLAGS,
+  program.run_program(lambda argv: main(argv, verify_flags), flag_values=flags.FLAGS,
                          start_strategy=False)  # It starts its own runs.
 
 

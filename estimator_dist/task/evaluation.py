@@ -24,6 +24,7 @@ from absl import logging
 from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import errors
+from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import inputs
 
 EXPORTER_KINDS = ("latest", "best", "final")
@@ -145,15 +146,22 @@ class Evaluations:
 
   def run(self, path, *, final=False):
     """Evaluates `path` (unless it was the last one evaluated) and exports; its metrics."""
+    if not any(isinstance(e, best_checkpoint_keeper.Keeper) for e in self._spec.exporters or ()):
+      return self._run(path, path, final)
+    with best_checkpoint_keeper.pinned(path, self._estimator.model_dir) as readable:
+      return self._run(path, readable, final)
+
+  def _run(self, path, readable, final):
+    """`run`, reading the checkpoint `path` from `readable`."""
     if path != self.last_path:
       try:
         metrics = self._estimator.evaluate(
             self._spec.input_fn, steps=self._spec.steps, name=self._spec.name,
-            hooks=self._spec.hooks, checkpoint_path=path)
+            hooks=self._spec.hooks, checkpoint_path=readable)
       except errors.ConfigError:
         raise  # The eval input's fault (no example), not a checkpoint deleted meanwhile.
       except (tf.errors.NotFoundError, ValueError):
-        if final or tf.io.gfile.exists(path + ".index"):
+        if final or tf.io.gfile.exists(readable + ".index"):
           raise
         # Training saved newer ones and deleted it (keep_checkpoint_max) meanwhile.
         logging.info("estimator_dist: %s was deleted before its evaluation ended; skipped",
@@ -164,8 +172,8 @@ class Evaluations:
     for exporter in self._spec.exporters or ():
       if (exporter.name, path) in self._exported:  # Latest or best, at the final step.
         continue
-      exported = exporter.export(self._estimator, os.path.join(base, exporter.name), path,
-                                 self.last_metrics, final)
+      exported = exporter.export(self._estimator, os.path.join(base, exporter.name),
+                                 readable, self.last_metrics, final)
       if exported:
         self._exported.add((exporter.name, path))
         logging.info("estimator_dist: exported %s (%s exporter)",

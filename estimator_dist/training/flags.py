@@ -6,11 +6,8 @@ an option, its flag, its help and the check that it suits --strategy are declare
 """
 
 import dataclasses
-import logging
-import sys
 from typing import Tuple
 
-from absl import app
 from absl import flags
 
 from estimator_dist import errors
@@ -18,11 +15,12 @@ from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
 from estimator_dist.training import decorator
+from estimator_dist.task import best_checkpoints
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.training import options as options_lib
 
-_DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
+DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -78,6 +76,11 @@ class TrainingFlags:
   lr_scaling: flags.FlagHolder
   warmup_steps: flags.FlagHolder
   save_checkpoints_steps: flags.FlagHolder
+  keep_checkpoint_max: flags.FlagHolder
+  keep_checkpoint_every_n_hours: flags.FlagHolder
+  keep_best_checkpoints: flags.FlagHolder
+  best_metric: flags.FlagHolder
+  best_direction: flags.FlagHolder
   eval_throttle_secs: flags.FlagHolder
   eval_timeout_secs: flags.FlagHolder
   random_seed: flags.FlagHolder
@@ -94,7 +97,7 @@ class TrainingFlags:
   def of(cls, flag_values) -> "TrainingFlags":
     """The holders of the flags that `define_flags` defined on `flag_values`: for
     `options_from_flags(flag_values)`, whose callers have no holders."""
-    if _DEFINED not in flag_values:
+    if DEFINED not in flag_values:
       raise errors.ConfigError("the training flags are not defined: call "
                                "estimator_dist.define_flags() before the flags are parsed.")
     holder = lambda name: flags.FlagHolder(flag_values, flag_values[name])  # noqa: E731
@@ -124,13 +127,20 @@ class TrainingFlags:
       stopping = early_stopping.EarlyStopping(
           metric=self.early_stopping_metric.value, mode=self.early_stopping_mode.value,
           patience_steps=self.early_stopping_patience_steps.value)
+    best = None
+    if self.keep_best_checkpoints.value:
+      best = best_checkpoints.BestCheckpoints(
+          keep=self.keep_best_checkpoints.value, metric=self.best_metric.value,
+          direction=self.best_direction.value)
     return options_lib.TrainOptions(
         strategy=strategy, strategy_options=strategy_options, model_dir=self.model_dir.value,
         train_steps=self.train_steps.value, eval_steps=self.eval_steps.value,
         batch_size=self.batch_size.value, learning_rate=self.learning_rate.value,
         lr_scaling=self.lr_scaling.value, warmup_steps=self.warmup_steps.value,
         save_checkpoints_steps=self.save_checkpoints_steps.value,
-        eval_throttle_secs=self.eval_throttle_secs.value,
+        keep_checkpoint_max=self.keep_checkpoint_max.value,
+        keep_checkpoint_every_n_hours=self.keep_checkpoint_every_n_hours.value,
+        best_checkpoints=best, eval_throttle_secs=self.eval_throttle_secs.value,
         eval_timeout_secs=self.eval_timeout_secs.value, random_seed=self.random_seed.value,
         exporters=self.exporters.value, exports_to_keep=self.exports_to_keep.value,
         early_stopping=stopping, profile_steps=self.profile_steps.value,
@@ -141,7 +151,7 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                  learning_rate=1e-3, train_steps=1000) -> TrainingFlags:
   """Defines the training flags on `flag_values`, with the program's defaults."""
   f = flag_values
-  flags.DEFINE_bool(_DEFINED, True, "Internal: the training flags are defined.",
+  flags.DEFINE_bool(DEFINED, True, "Internal: the training flags are defined.",
                     flag_values=f)
   defined = TrainingFlags(  # Keywords are evaluated in order: the flags' order.
       strategy=flags.DEFINE_enum("strategy", strategy, traits.NAMES,
@@ -168,6 +178,23 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
       save_checkpoints_steps=flags.DEFINE_integer("save_checkpoints_steps", None,
                                                   "Checkpoint interval in steps.",
                                                   lower_bound=1, flag_values=f),
+      keep_checkpoint_max=flags.DEFINE_integer("keep_checkpoint_max", 5, "Newest checkpoints "
+                                               "kept; 0 keeps all.", lower_bound=0,
+                                               flag_values=f),
+      keep_checkpoint_every_n_hours=flags.DEFINE_float(
+          "keep_checkpoint_every_n_hours", None, "Also keep one checkpoint of every this many "
+          "hours.", flag_values=f),
+      keep_best_checkpoints=flags.DEFINE_integer(
+          "keep_best_checkpoints", 0, "Keep the best this many checkpoints by --best_metric "
+          "in model_dir/best, which keep_checkpoint_max never deletes; 0: none.",
+          lower_bound=0, flag_values=f),
+      best_metric=flags.DEFINE_string("best_metric", "loss", "The eval metric that ranks the "
+                                      "checkpoints --keep_best_checkpoints keeps.",
+                                      flag_values=f),
+      best_direction=flags.DEFINE_enum(
+          "best_direction", None, best_checkpoints.DIRECTIONS, "Whether a higher "
+          "--best_metric is better (maximize) or a lower (minimize; the default for loss "
+          "only).", flag_values=f),
       eval_throttle_secs=flags.DEFINE_integer("eval_throttle_secs", 60,
                                               "Least seconds between evaluations.",
                                               lower_bound=0, flag_values=f),
@@ -236,53 +263,3 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
 def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
   """The TrainOptions that the flags (defined by `define_flags`) set."""
   return TrainingFlags.of(flag_values).options()
-
-
-def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
-  """absl's app.run(main); a configuration error, divergence or a taken port ends the
-  program with its message alone and the exit code the launcher acts on.
-
-  With `start_strategy`, a program that defined the training flags (`define_flags`) and
-  was given --strategy (as the launcher, SLURM and Kubernetes engines give it) gets that
-  strategy started before `main` runs, so a collective strategy exists before the program
-  builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
-  with the same strategy and options then uses that adapter. `flag_values` holds the
-  program's flags; app.run parses flags.FLAGS, so another must be parsed by the caller.
-  """
-  def guarded(argv):
-    # TensorFlow gave its logger a handler of its own when it was imported before absl set
-    # up logging; without it, TensorFlow's lines go through absl's handler, once each.
-    logging.getLogger("tensorflow").handlers.clear()
-    try:
-      if start_strategy and _DEFINED in flag_values:
-        training_flags = TrainingFlags.of(flag_values)
-        if training_flags.strategy.present:
-          strategy, strategy_options = training_flags.strategy_and_options()
-          factory.create_strategy(strategy, **strategy_options)
-      return main(argv)
-    except Exception as e:  # pylint: disable=broad-except
-      kind, message = _ours(e)
-      if kind is None:
-        raise
-      sys.stderr.write(f"error: {message}\n")
-      sys.stderr.flush()
-      sys.exit(_EXIT_CODES[kind])
-  app.run(guarded)
-
-
-def _ours(error):
-  """(kind, message) of one of our errors, also when AutoGraph re-raised it from a
-  model_fn that a tf.distribute strategy ran (a StagingError whose message holds ours)."""
-  cause = getattr(getattr(error, "ag_error_metadata", None), "cause_message", "").strip()
-  for kind in _EXIT_CODES:
-    if cause.startswith(f"{kind.__name__}: "):
-      return kind, cause[len(kind.__name__) + 2:]
-    if isinstance(error, kind):
-      return kind, str(error)
-  return None, None
-
-
-_EXIT_CODES = {errors.ConfigError: 2, errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,
-               errors.PortInUse: errors.PORT_IN_USE_EXIT_CODE,
-               errors.CheckpointSaveFailed: 1,
-               errors.EvaluationStalled: errors.STALLED_EXIT_CODE}

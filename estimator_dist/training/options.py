@@ -14,6 +14,7 @@ import tensorflow as tf
 from estimator_dist import errors
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
+from estimator_dist.task import best_checkpoints as best_checkpoints_lib
 from estimator_dist.task import early_stopping as early_stopping_lib
 from estimator_dist.training import profiling
 
@@ -33,6 +34,10 @@ class TrainOptions:
   batch_size: the per-worker batch size, for the logs and examples/sec.
   save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
   keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
+  keep_checkpoint_every_n_hours: also keep one checkpoint of every this many hours
+    (Estimator's RunConfig); None: none.
+  best_checkpoints: a `BestCheckpoints` (keep, metric, direction): the best checkpoints by
+    an eval metric, kept in model_dir/best where keep_checkpoint_max never deletes them.
   eval_throttle_secs: least seconds between evaluations during training.
   eval_timeout_secs: an evaluation still running after this is stopped and fails the job
     (0: never); None: 10x the longest evaluation so far, at least 1800 s.
@@ -58,6 +63,8 @@ class TrainOptions:
   batch_size: Optional[int] = None
   save_checkpoints_steps: Optional[int] = None
   keep_checkpoint_max: int = 5
+  keep_checkpoint_every_n_hours: Optional[float] = None
+  best_checkpoints: Optional[best_checkpoints_lib.BestCheckpoints] = None
   eval_throttle_secs: int = 60
   eval_timeout_secs: Optional[float] = None
   exporters: Tuple[object, ...] = ()
@@ -78,6 +85,14 @@ class TrainOptions:
     for name in ("eval_steps", "batch_size", "save_checkpoints_steps"):
       errors.check_positive(name, getattr(self, name), allow_none=True)
     errors.check_non_negative("keep_checkpoint_max", self.keep_checkpoint_max)
+    hours = self.keep_checkpoint_every_n_hours
+    if hours is not None and not (isinstance(hours, (int, float)) and hours > 0):
+      raise errors.ConfigError(f"keep_checkpoint_every_n_hours ({hours!r}) must be a positive "
+                               f"number of hours, or None.")
+    if not isinstance(self.best_checkpoints,
+                      (best_checkpoints_lib.BestCheckpoints, type(None))):
+      raise errors.ConfigError(f"best_checkpoints must be a BestCheckpoints(keep=..., metric=..., "
+                               f"direction=...), got {self.best_checkpoints!r}.")
     errors.check_non_negative("eval_throttle_secs", self.eval_throttle_secs)
     if self.eval_timeout_secs is not None and not self.eval_timeout_secs >= 0:
       raise errors.ConfigError(f"eval_timeout_secs ({self.eval_timeout_secs!r}) must be a "

@@ -11,6 +11,8 @@ from estimator_dist import errors
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import local
+from estimator_dist.task import best_checkpoint_keeper
+from estimator_dist.task import best_checkpoints
 from estimator_dist.task import checkpoints
 from estimator_dist.training import decorator
 from estimator_dist.training import job_tracking
@@ -106,6 +108,8 @@ class TrainingRun:
       self._stop_conditions.append(requested)
     exporters = evaluation.exporters(options.exporters, serving_input_receiver_fn,
                                      exports_to_keep=options.exports_to_keep)
+    if options.best_checkpoints:
+      exporters = (*exporters, best_checkpoint_keeper.Keeper(options.best_checkpoints))
     self.eval_spec = None
     if eval_input_fn is not None:
       watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=options.eval_steps,
@@ -114,14 +118,17 @@ class TrainingRun:
           eval_input_fn, steps=options.eval_steps, exporters=exporters, start_delay_secs=0,
           throttle_secs=options.eval_throttle_secs, hooks=[watch])
     elif exporters or options.early_stopping or self._stop_conditions:
-      raise errors.ConfigError("exporters and early stopping follow evaluations: pass an "
-                               "eval_input_fn to train_and_evaluate.")
+      raise errors.ConfigError("exporters, best checkpoints and early stopping follow "
+                               "evaluations: pass an eval_input_fn to train_and_evaluate.")
     self._train_input_fn, self._eval_input_fn = train_input_fn, eval_input_fn
     self.adapter = (adapter or factory.create_strategy(options.strategy,
                                                        **options.strategy_options)).start()
     task = self.adapter.task
     if self.eval_spec is not None and (task.is_chief or task.role == "evaluator"):
       evaluation.check_eval_input(eval_input_fn, steps=options.eval_steps, params=self.params)
+      if options.best_checkpoints:  # Before training: a sweep or a rerun changed the metric.
+        best = os.path.join(options.model_dir, best_checkpoints.DIRECTORY)
+        best_checkpoints.check_kept(best_checkpoints.read(best), options.best_checkpoints, best)
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
     self.summary = None  # The chief's summary fields, once it has printed them.
@@ -134,6 +141,7 @@ class TrainingRun:
     config = adapter.run_config(
         self.options.model_dir, tf_random_seed=self.options.random_seed,
         keep_checkpoint_max=self.options.keep_checkpoint_max,
+        keep_checkpoint_every_n_hours=self.options.keep_checkpoint_every_n_hours or 10000,
         **({"save_checkpoints_steps": self.options.save_checkpoints_steps}
            if self.options.save_checkpoints_steps else {}))
     return tf.estimator.Estimator(adapter.wrap_model_fn(self.model_fn), config=config,

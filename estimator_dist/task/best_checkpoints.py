@@ -1,0 +1,82 @@
+"""The best N checkpoints of a job by an eval metric, kept apart from the newest ones.
+
+Estimator keeps the newest `keep_checkpoint_max` checkpoints and deletes the rest, the
+best one too. With `BestCheckpoints(keep=N, metric=..., direction=...)` the process that
+evaluates (the chief, or the evaluator task) copies each evaluated checkpoint that ranks
+among the best N into `model_dir/best/`, beside a JSON record of its step, metric value
+and every eval metric, and removes the one it displaces (`best_checkpoint_keeper`).
+Estimator never deletes there; the directory's `checkpoint` file names the best first, so
+`tf.train.latest_checkpoint(model_dir + "/best")` is the best checkpoint, and `best/` can be
+given to `warm_start_from`. This module reads the records without TensorFlow (the sweep's
+report names each trial's best).
+"""
+
+import dataclasses
+import glob
+import json
+import os
+from typing import Optional
+
+from estimator_dist import errors
+
+DIRECTIONS = ("maximize", "minimize")
+DIRECTORY = "best"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BestCheckpoints:
+  """Keep the `keep` best checkpoints by eval `metric` ("loss", "accuracy", ...):
+  `direction` "maximize" or "minimize" (needed for any metric but loss, which minimizes)."""
+  keep: int
+  metric: str = "loss"
+  direction: Optional[str] = None
+
+  def __post_init__(self):
+    errors.check_positive("keep_best_checkpoints", self.keep)
+    if self.direction is None:
+      if self.metric != "loss":
+        raise errors.ConfigError(
+            f"keeping the best checkpoints by {self.metric!r} needs its direction: "
+            f"--best_direction=maximize (higher is better) or minimize.")
+      object.__setattr__(self, "direction", "minimize")
+    errors.check_choice("best_direction", self.direction, DIRECTIONS)
+
+  def better(self, value, than):
+    return value > than if self.direction == "maximize" else value < than
+
+
+def read(directory):
+  """The records of the checkpoints kept in `directory` (model_dir/best), best first."""
+  records = []
+  find, opener = glob.glob, open
+  if "://" in directory:  # A URL: TensorFlow's file systems read it.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    find, opener = tf.io.gfile.glob, tf.io.gfile.GFile
+  for path in find(os.path.join(directory, "*.json")):
+    try:
+      with opener(path) as f:
+        records.append(json.load(f))
+    except Exception:  # pylint: disable=broad-except  # Being written or removed.
+      continue
+  if not records:
+    return []
+  return sorted(records, key=rank_key(BestCheckpoints(
+      keep=1, metric=records[0]["metric"], direction=records[0]["direction"])))
+
+
+def check_kept(kept, best, directory):
+  """ConfigError when `directory` keeps checkpoints ranked by another metric or direction."""
+  for record in kept[:1]:
+    if (record["metric"], record["direction"]) != (best.metric, best.direction):
+      raise errors.ConfigError(
+          f"{directory} keeps the best checkpoints by {record['metric']} "
+          f"({record['direction']}), not by {best.metric} ({best.direction}): give "
+          f"--best_metric={record['metric']} --best_direction={record['direction']}, or "
+          f"move that directory away.")
+
+
+def rank_key(best):
+  sign = -1 if best.direction == "maximize" else 1
+  return lambda r: (sign * r["value"], r["step"])  # Equal values: the earlier first.
+
+
