@@ -42,6 +42,8 @@ class SweepFlags:
   pruner: flags.FlagHolder
   prune_after_trials: flags.FlagHolder
   prune_after_steps: flags.FlagHolder
+  min_resource_steps: flags.FlagHolder
+  reduction_factor: flags.FlagHolder
   metric: flags.FlagHolder
   direction: flags.FlagHolder
   sweep_dir: flags.FlagHolder
@@ -61,7 +63,9 @@ class SweepFlags:
         workers_per_trial=self.workers_per_trial.value, strategy=self.strategy.value,
         sampler=self.sampler.value, seed=self.seed.value, zip=self.zip.value,
         pruner=self.pruner.value, prune_after_trials=self.prune_after_trials.value,
-        prune_after_steps=self.prune_after_steps.value, metric=self.metric.value,
+        prune_after_steps=self.prune_after_steps.value,
+        min_resource_steps=self.min_resource_steps.value,
+        reduction_factor=self.reduction_factor.value, metric=self.metric.value,
         direction=self.direction.value, sweep_dir=self.sweep_dir.value,
         storage=self.storage.value, retry_failed=self.retry_failed.value,
         mlflow_tracking_uri=self.mlflow_tracking_uri.value,
@@ -99,6 +103,13 @@ def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
       prune_after_steps=flags.DEFINE_integer(
           "prune_after_steps", 1, "median: steps a trial trains before it can be pruned (1: "
           "not at the evaluation of its initial values).", flag_values=f),
+      min_resource_steps=flags.DEFINE_integer(
+          "min_resource_steps", None, "asha, hyperband: the steps of the first rung (default: "
+          "Optuna's, from the first finished trial's evaluations).", flag_values=f),
+      reduction_factor=flags.DEFINE_integer(
+          "reduction_factor", None, "asha, hyperband: each rung is this many times the last, "
+          "and keeps 1/this of the trials (default 4 for asha, 3 for hyperband).",
+          flag_values=f),
       metric=flags.DEFINE_string("metric", "accuracy", "The eval metric the sweep optimises.",
                                  flag_values=f),
       direction=flags.DEFINE_enum("direction", "maximize", study_lib.DIRECTIONS,

@@ -337,6 +337,25 @@ def test_the_median_pruner_compares_trials_whose_evaluations_fell_on_other_steps
       study, study.trials[-1])
 
 
+def test_asha_prunes_at_its_rungs_from_the_second_trial_and_its_flags_are_checked(tmp_path):
+  options = _options(tmp_path, pruner="asha", min_resource_steps=100, reduction_factor=2)
+  study = optuna.create_study(direction="maximize", pruner=pruners.of(options))
+  first = study.ask()  # Still running: a rung does not wait for a trial to finish.
+  for step, value in ((0, 0.1), (150, 0.9), (350, 0.95)):
+    first.report(value, step)
+    assert not first.should_prune()  # Alone at rungs 100 and 200: promoted.
+  second = study.ask()
+  second.report(0.3, 120)  # Rung 100, where the evaluation fell past it.
+  assert second.should_prune()  # Not in the top 1/2 of the two trials there.
+  third = study.ask()
+  third.report(0.92, 110)
+  assert not third.should_prune()  # The best of the three at rung 100.
+  for bad in (dict(pruner="median", reduction_factor=3), dict(pruner="asha",
+                                                               reduction_factor=1)):
+    with pytest.raises(errors.ConfigError, match="reduction_factor"):
+      _options(tmp_path, **bad)
+
+
 def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(tmp_path):
   study = optuna.create_study(direction="maximize")
   for state, value, seconds in ((optuna.trial.TrialState.COMPLETE, 0.9, 10),
@@ -351,11 +370,13 @@ def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(
 
 
 @pytest.mark.processes
-def test_a_pruned_trial_stops_on_every_worker_and_is_recorded_pruned(tmp_path):
+@pytest.mark.parametrize("pruner", [["--pruner=median", "--prune_after_trials=1"],
+                                    ["--pruner=asha", "--min_resource_steps=100",
+                                     "--reduction_factor=2"]], ids=["median", "asha"])
+def test_a_pruned_trial_stops_on_every_worker_and_is_recorded_pruned(tmp_path, pruner):
   code, output = _sweep(
-      tmp_path, "--space=learning_rate=choice(0.1,0.0001)", "--sampler=grid",
-      "--pruner=median", "--prune_after_trials=1", "--strategy=multi_worker",
-      "--workers_per_trial=2", program=[*DNN, "--train_steps=1000"])
+      tmp_path, "--space=learning_rate=choice(0.1,0.0001)", "--sampler=grid", *pruner,
+      "--strategy=multi_worker", "--workers_per_trial=2", program=[*DNN, "--train_steps=1000"])
   assert code == 0, output[-5000:]
   good, bad = sorted(_trials(tmp_path), key=lambda t: -t["params"]["learning_rate"])
   assert good["state"] == "complete" and good["steps"] == 1000, good

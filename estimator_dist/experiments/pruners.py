@@ -1,4 +1,20 @@
-"""The median pruner, comparing trials whose evaluations fell on different steps.
+"""The sweep's pruners: median (ours, below), Optuna's hyperband and ASHA, or none.
+
+  median: stops a trial whose best value so far is worse than the median of the finished
+    trials at its step; it waits for --prune_after_trials finished trials, so it saves
+    least in a short sweep and most when many trials follow a few finished ones.
+  asha: asynchronous successive halving (Optuna's SuccessiveHalvingPruner). Rungs at
+    --min_resource_steps x --reduction_factor^k steps; at each, a trial goes on only if it
+    is in the top 1/reduction_factor of the trials that reached that rung so far. It
+    never waits for a rung to fill (a free slot starts the next trial at once), and it
+    prunes from the second trial on (without --min_resource_steps, once Optuna has
+    derived the rungs from a finished trial): pick it when trials are many and long, and
+    early rankings hold.
+  hyperband: several ASHA brackets of different min resources (Optuna's
+    HyperbandPruner), for when how early a ranking holds is unknown; it needs more trials
+    than ASHA to fill its brackets.
+
+The median pruner compares trials whose evaluations fell on different steps.
 
 A job evaluates whichever checkpoint is newest when its evaluator is free, so two trials of
 one sweep evaluate at different steps (100, 300, 500 beside 200, 400, 600). Optuna's
@@ -14,6 +30,41 @@ import math
 import numpy as np
 import optuna
 from optuna.trial import TrialState
+
+from estimator_dist import errors
+
+
+NAMES = ("none", "median", "hyperband", "asha")
+_RUNGS = ("asha", "hyperband")
+
+
+def check_rungs(pruner, *, min_resource_steps, reduction_factor):
+  """ConfigError for rung settings that the pruner has not, or that no rung can take."""
+  given = [f"--{name}" for name, value in (("min_resource_steps", min_resource_steps),
+                                           ("reduction_factor", reduction_factor))
+           if value is not None]
+  if given and pruner not in _RUNGS:
+    raise errors.ConfigError(f"{' and '.join(given)} set the rungs of --pruner=asha or "
+                             f"hyperband; --pruner={pruner} has none.")
+  errors.check_positive("min_resource_steps", min_resource_steps, allow_none=True)
+  if reduction_factor is not None and not (isinstance(reduction_factor, int) and
+                                           reduction_factor >= 2):
+    raise errors.ConfigError(f"--reduction_factor ({reduction_factor!r}) must be an integer "
+                             f"of at least 2: the share of trials a rung keeps is 1/it.")
+
+
+def of(options):
+  """The pruner of a sweep's `SweepOptions`."""
+  rungs = {k: v for k, v in (("reduction_factor", options.reduction_factor),
+                             ("min_resource", options.min_resource_steps)) if v is not None}
+  if options.pruner == "median":
+    return StepAlignedMedianPruner(n_startup_trials=options.prune_after_trials,
+                                   n_warmup_steps=options.prune_after_steps)
+  if options.pruner == "asha":
+    return optuna.pruners.SuccessiveHalvingPruner(**rungs)
+  if options.pruner == "hyperband":
+    return optuna.pruners.HyperbandPruner(**rungs)
+  return optuna.pruners.NopPruner()
 
 
 class StepAlignedMedianPruner(optuna.pruners.BasePruner):

@@ -22,7 +22,7 @@ from estimator_dist.experiments import space as space_lib
 from estimator_dist.strategies import traits as traits_lib
 
 SAMPLERS = ("tpe", "random", "grid")
-PRUNERS = ("none", "median", "hyperband")
+PRUNERS = pruners.NAMES
 DIRECTIONS = ("maximize", "minimize")
 STUDY_NAME = "sweep"
 # Heartbeats tell a running trial from one whose runner died.
@@ -30,7 +30,8 @@ HEARTBEAT_SECS = 5
 GRACE_SECS = 20
 # What a sweep run again must keep (the rest, such as --parallel, may change).
 _KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
-         "pruner", "prune_after_trials", "prune_after_steps", "metric", "direction")
+         "pruner", "prune_after_trials", "prune_after_steps", "min_resource_steps",
+         "reduction_factor", "metric", "direction")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,7 +47,8 @@ class SweepOptions:
   sampler, seed: how values are picked (grid: the product of the choice lists).
   zip: the i-th trial takes the i-th value of every choice list.
   pruner, prune_after_trials, prune_after_steps: stopping unpromising trials early,
-    from the evaluations they report.
+    from the evaluations they report (see `pruners`); min_resource_steps,
+    reduction_factor: the rungs of asha and hyperband (None: Optuna's defaults).
   metric, direction: the eval metric the sweep optimises.
   sweep_dir: trials' model_dirs, the study's SQLite file, the report.
   storage: None (SQLite in sweep_dir), an SQLAlchemy URL, or journal:PATH.
@@ -68,6 +70,8 @@ class SweepOptions:
   pruner: str = "none"
   prune_after_trials: int = 2
   prune_after_steps: int = 1  # The initial checkpoint's evaluation says nothing yet.
+  min_resource_steps: Optional[int] = None
+  reduction_factor: Optional[int] = None
   metric: str = "accuracy"
   direction: str = "maximize"
   sweep_dir: str
@@ -85,6 +89,8 @@ class SweepOptions:
       errors.check_positive(name, getattr(self, name))
     errors.check_non_negative("prune_after_trials", self.prune_after_trials)
     errors.check_non_negative("prune_after_steps", self.prune_after_steps)
+    pruners.check_rungs(self.pruner, min_resource_steps=self.min_resource_steps,
+                        reduction_factor=self.reduction_factor)
     errors.check_non_negative_number("progress_secs", self.progress_secs)
     if self.mlflow_tracking_uri:
       errors.check_installed("mlflow", "--mlflow_tracking_uri")
@@ -151,20 +157,11 @@ def _sampler(options):
   return optuna.samplers.TPESampler(seed=options.seed)
 
 
-def _pruner(options):
-  if options.pruner == "median":
-    return pruners.StepAlignedMedianPruner(n_startup_trials=options.prune_after_trials,
-                                           n_warmup_steps=options.prune_after_steps)
-  if options.pruner == "hyperband":
-    return optuna.pruners.HyperbandPruner()
-  return optuna.pruners.NopPruner()
-
-
 def open_study(options, *, create):
   """The sweep's study; `create` makes it (once, before any trial runner starts)."""
   store = open_storage(options.storage_url)
   kwargs = dict(study_name=STUDY_NAME, storage=store, sampler=_sampler(options),
-                pruner=_pruner(options))
+                pruner=pruners.of(options))
   if not create:
     return optuna.load_study(**kwargs)
   study = optuna.create_study(direction=options.direction, load_if_exists=True, **kwargs)
@@ -175,6 +172,8 @@ def open_study(options, *, create):
         f"--storage for a new sweep.")
   searched = {name: getattr(options, name) for name in _KEPT}
   stored = study.user_attrs.get("options")
+  if stored is not None:  # A sweep of an earlier release kept fewer: theirs were defaults.
+    stored = {**{n: getattr(SweepOptions, n, None) for n in _KEPT}, **stored}
   if stored is None:
     study.set_user_attr("options", searched)
     with warnings.catch_warnings():  # The dashboard names the objective after the metric.
