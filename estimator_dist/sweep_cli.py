@@ -19,6 +19,7 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist.experiments import dashboard
+from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import results
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import runner
@@ -44,6 +45,10 @@ class SweepFlags:
   prune_after_steps: flags.FlagHolder
   min_resource_steps: flags.FlagHolder
   reduction_factor: flags.FlagHolder
+  scheduler: flags.FlagHolder
+  population: flags.FlagHolder
+  pbt_interval_steps: flags.FlagHolder
+  pbt_quantile: flags.FlagHolder
   metric: flags.FlagHolder
   direction: flags.FlagHolder
   sweep_dir: flags.FlagHolder
@@ -65,7 +70,9 @@ class SweepFlags:
         pruner=self.pruner.value, prune_after_trials=self.prune_after_trials.value,
         prune_after_steps=self.prune_after_steps.value,
         min_resource_steps=self.min_resource_steps.value,
-        reduction_factor=self.reduction_factor.value, metric=self.metric.value,
+        reduction_factor=self.reduction_factor.value, scheduler=self.scheduler.value,
+        population=self.population.value, pbt_interval_steps=self.pbt_interval_steps.value,
+        pbt_quantile=self.pbt_quantile.value, metric=self.metric.value,
         direction=self.direction.value, sweep_dir=self.sweep_dir.value,
         storage=self.storage.value, retry_failed=self.retry_failed.value,
         mlflow_tracking_uri=self.mlflow_tracking_uri.value,
@@ -110,6 +117,17 @@ def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
           "reduction_factor", None, "asha, hyperband: each rung is this many times the last, "
           "and keeps 1/this of the trials (default 4 for asha, 3 for hyperband).",
           flag_values=f),
+      scheduler=flags.DEFINE_enum(
+          "scheduler", "none", pbt_values.SCHEDULERS, "pbt: population-based training of "
+          "--population members, the bottom --pbt_quantile taking the top's checkpoints and "
+          "perturbed values every --pbt_interval_steps.", flag_values=f),
+      population=flags.DEFINE_integer("population", None, "pbt: members training side by "
+                                      "side.", flag_values=f),
+      pbt_interval_steps=flags.DEFINE_integer(
+          "pbt_interval_steps", None, "pbt: global steps between two exploits.",
+          flag_values=f),
+      pbt_quantile=flags.DEFINE_float("pbt_quantile", 0.25, "pbt: the share of members at "
+                                      "the bottom that copies the top.", flag_values=f),
       metric=flags.DEFINE_string("metric", "accuracy", "The eval metric the sweep optimises.",
                                  flag_values=f),
       direction=flags.DEFINE_enum("direction", "maximize", study_lib.DIRECTIONS,
@@ -170,8 +188,7 @@ def main(argv, sweep_flags):
         raise errors.ConfigError("--dashboard serves a sweep that runs here or on Spark; for "
                                  "--engine=slurm run `optuna-dashboard STORAGE` where the "
                                  "study's storage is reachable.")
-      options = f.options()
-      study = runner.prepare(argv[1:], options=options)
+      study, options = runner.prepare(argv[1:], options=f.options())
       sweep_tracking.SweepRun.start(study, options, warn=_warn)  # Before its runners.
       sys.stdout.write(slurm_array.sbatch_array(argv[1:], options=options))
     else:

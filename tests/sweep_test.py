@@ -3,6 +3,7 @@ whose trials are jobs of the launcher (processes)."""
 
 import json
 import os
+import random
 import re
 import sqlite3
 import time
@@ -19,6 +20,7 @@ from estimator_dist import errors
 from estimator_dist import sweep_cli
 from estimator_dist.task import event_files
 from estimator_dist.jobs import failure_cause
+from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
@@ -356,6 +358,29 @@ def test_asha_prunes_at_its_rungs_from_the_second_trial_and_its_flags_are_checke
       _options(tmp_path, **bad)
 
 
+def test_pbt_perturbs_within_the_bounds_and_refuses_what_it_cannot_run(tmp_path):
+  space_ = space.parse("lr=loguniform(1e-3,1e-1) units=int(8,64) opt=choice(sgd,adam,rms)")
+  rng = random.Random(0)
+  moved = [pbt_values.perturbed({"lr": 0.1, "units": 8, "opt": "sgd"}, space_, rng)
+           for _ in range(20)]
+  assert {m["lr"] for m in moved} == {0.1, 0.08000000000000002}  # x1.2 stops at the bound.
+  assert {m["units"] for m in moved} == {8, 10}  # 6.4 stops at the bound; 9.6 rounds.
+  assert {m["opt"] for m in moved} == {"adam"}  # The only neighbour of the first choice.
+  first = pbt_values.first_values(space_, random.Random(1))
+  assert 1e-3 <= first["lr"] <= 1e-1 and 8 <= first["units"] <= 64, first
+  assert pbt_values.first_values(space_, random.Random(1)) == first  # Seeded.
+  for fields, message in (({"population": 1, "pbt_interval_steps": 10}, "population of at least 2"),
+                          ({"population": 4}, "pbt_interval_steps of at least 1"),
+                          ({"population": 4, "pbt_interval_steps": 10, "pruner": "median"},
+                           "drop --pruner"),
+                          ({"population": 4, "pbt_interval_steps": 10, "pbt_quantile": 0.6},
+                           "at most 0.5")):
+    with pytest.raises(errors.ConfigError, match=message):
+      _options(tmp_path, scheduler="pbt", **fields)
+  with pytest.raises(errors.ConfigError, match="apply to --scheduler=pbt"):
+    _options(tmp_path, population=4)
+
+
 def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(tmp_path):
   study = optuna.create_study(direction="maximize")
   for state, value, seconds in ((optuna.trial.TrialState.COMPLETE, 0.9, 10),
@@ -396,6 +421,46 @@ def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
   assert code == 2, output[-3000:]
   assert "eval metric 'auc', but the program's evaluations report only ['accuracy', " \
          "'loss']; pass one of them as --metric" in output
+
+
+@pytest.mark.processes
+def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
+  args = ["--scheduler=pbt", "--population=4", "--pbt_interval_steps=100", "--parallel=2",
+          "--space=learning_rate=loguniform(1e-4,0.5)", "--seed=3", "--progress_secs=0"]
+  program = [*DNN, "--train_steps=200"]  # Two generations.
+  first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
+                               f"--sweep_dir={tmp_path}", *args, "--", *program])
+  deadline = time.monotonic() + 300
+  while "estimator_dist.sweep: trial 5 started" not in first.output:  # In generation 1.
+    assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
+    time.sleep(0.1)
+  first.kill()  # kill -9 of the sweep and its trials.
+  assert "generation 1: member" in first.output, first.output[-3000:]
+  code, output = _sweep(tmp_path, *args, program=program)
+  assert code == 0, output[-5000:]
+  with open(tmp_path / "sweep.json") as f:
+    report = json.load(f)
+  members = report["pbt"]["members"]
+  assert [[(s["generation"], s["start_step"], s["steps"]) for s in m["segments"]]
+          for m in members] == [[(0, 0, 100), (1, 100, 200)]] * 4, members
+  segments = {s["trial"]: (m["member"], s) for m in members for s in m["segments"]}
+  exploits = [(member, s) for member, s in segments.values() if s["exploited"]]
+  assert exploits, members  # The bottom quarter of four (and any that diverged), at 100.
+  for member, s in exploits:
+    source_member, source = segments[s["exploited"]["trial"]]
+    assert source_member == s["exploited"]["member"] != member
+    assert (source["steps"], s["exploited"]["checkpoint"]) == (
+        s["start_step"], f"model.ckpt-{s['start_step']}")
+    ratio = s["values"]["learning_rate"] / source["values"]["learning_rate"]
+    assert (round(ratio, 9) in (0.8, 1.2) or
+            s["values"]["learning_rate"] in (1e-4, 0.5)), (s, source)
+    # The member's model_dir went on from the other member's checkpoint, byte for byte.
+    data = f"model.ckpt-{s['start_step']}.data-00000-of-00001"
+    assert (tmp_path / f"member_{member}" / data).read_bytes() == (
+        tmp_path / f"member_{source_member}" / data).read_bytes()
+  assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
+  assert "from member" in (tmp_path / "report.md").read_text()
+  assert (tmp_path / "pbt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.processes

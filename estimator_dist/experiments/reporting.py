@@ -28,8 +28,11 @@ def check_metric(metric, results):
 class Reporter:
   """Reports one trial's evaluations to its study and asks its pruner."""
 
-  def __init__(self, trial: optuna.trial.Trial, *, model_dir, metric):
+  def __init__(self, trial: optuna.trial.Trial, *, model_dir, metric, after_step=None):
+    """`after_step`: evaluations of earlier steps (a PBT member's earlier segments) are
+    not this trial's."""
     self._trial, self._model_dir, self._metric = trial, model_dir, metric
+    self._after_step = -1 if after_step is None else after_step
     frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
     self._reported = set(frozen.intermediate_values)  # A retried trial inherits them.
     self.prune_requested = False
@@ -41,8 +44,8 @@ class Reporter:
     files = _files(os.path.join(self._model_dir, "eval"))
     if files != self._files:  # Read the event files again only when they changed.
       self._files, self._results = files, event_files.eval_metrics(self._model_dir)
-    results = self._results
-    check_metric(self._metric, results)
+    results = {step: m for step, m in self._results.items() if step > self._after_step}
+    check_metric(self._metric, self._results)
     new = sorted(step for step in results if step not in self._reported)
     for step in new:
       self._trial.report(float(results[step][self._metric]), step)

@@ -21,6 +21,7 @@ from tensorboard.plugins.hparams import summary_v2 as hp
 from tensorboard.summary.writer import record_writer
 
 from estimator_dist.experiments import fixed_points
+from estimator_dist.experiments import pbt_report
 from estimator_dist.task import best_checkpoints
 
 REPORT, DATA = "report.md", "sweep.json"
@@ -36,16 +37,20 @@ def summarize(study, *, options, out=None):
   rows = [_row(t) for t in trials]
   complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
   best = study.best_trial if complete else None
+  population = pbt_report.lineage(study, options) if options.scheduler == "pbt" else None
+  if population:  # The best member at the end, not the best segment on the way.
+    best = next((t for t in trials if t.number == population["best"]), None)
   data = {"metric": options.metric, "direction": options.direction,
           "storage": options.storage_url, "trials": rows,
-          "best": _row(best) if best else None, "failed": _failed(study, options)}
+          "best": _row(best) if best else None, "failed": _failed(study, options),
+          **({"pbt": population} if population else {})}
   with open(os.path.join(options.sweep_dir, DATA), "w") as f:
     json.dump(data, f, indent=2)
   table = _markdown(data)
   with open(os.path.join(options.sweep_dir, REPORT), "w") as f:
     f.write(table)
   if complete:
-    _charts(study, options.sweep_dir)
+    _charts(study, options)
   _hparams(trials, options)
   if out is not None:
     out.write(table)
@@ -100,6 +105,8 @@ def _markdown(data):
                  f"{data['metric']} {best['value']:.4f}, " +
                  " ".join(f"--{k}={v}" for k, v in sorted(best["params"].items()))
                  if best else "No trial completed.")]
+  if "pbt" in data:
+    lines += pbt_report.markdown(data["pbt"], data["metric"])
   kept = [row for row in data["trials"] if row["best_checkpoint"]]
   if kept:
     lines += ["", "Best checkpoint of each trial (--keep_best_checkpoints):"]
@@ -116,11 +123,14 @@ def _failed_trial(row):
   return f"trial {row['number']} failed: {flags} (model_dir: {row['model_dir']})"
 
 
-def _charts(study, sweep_dir):
+def _charts(study, options):
   # matplotlib only when a report is drawn: not in a sweep's --help or its trials.
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")  # Files only; no display.
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  sweep_dir = options.sweep_dir
+  if options.scheduler == "pbt":
+    pbt_report.draw(pbt_report.lineage(study, options), options=options, pyplot=pyplot)
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     for name, plot in CHARTS.items():

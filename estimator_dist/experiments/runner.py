@@ -22,6 +22,7 @@ import sys
 import time
 
 from estimator_dist import errors
+from estimator_dist.experiments import pbt
 from estimator_dist.experiments import results
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import study as study_lib
@@ -83,10 +84,14 @@ def gpu_shares(parallel, gpus):
 
 
 def prepare(program, *, options):
-  """Checks the program and creates the study (once, before any runner starts)."""
+  """Checks the program and creates the study (once, before any runner starts); (the
+  study, the options: for PBT, with every segment of the population as its trials)."""
   check_program(program, options)
   os.makedirs(options.sweep_dir, exist_ok=True)
-  return study_lib.open_study(options, create=True)
+  study = study_lib.open_study(options, create=True)
+  if options.scheduler == "pbt":
+    options = pbt.with_generations(study, program, options)
+  return study, options
 
 
 def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout, on_study=None):
@@ -103,7 +108,7 @@ def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout, on_study=
 def run(program, *, options, slots, out=sys.stdout, on_study=None):
   """Creates or resumes the study (then calls `on_study` with it), runs its trials in
   `slots`, and reports."""
-  study = prepare(program, options=options)
+  study, options = prepare(program, options=options)
   if on_study:
     on_study(study)
   if options.trial_count < options.trials:
@@ -111,15 +116,19 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
               f"{options.trial_count} points; running {options.trial_count} trials, not "
               f"{options.trials}.\n")
   out.write(f"estimator_dist.sweep: {options.trial_count} trials of {options.strategy} x "
-            f"{options.workers_per_trial}, {len(slots)} at once, {options.sampler} "
-            f"sampler, {options.pruner} pruner, {options.direction} eval {options.metric}; "
-            f"study {options.storage_url}\n")
+            f"{options.workers_per_trial}, {len(slots)} at once, {_search(options)}, "
+            f"{options.direction} eval {options.metric}; study {options.storage_url}\n")
   out.flush()
   tracked = sweep_tracking.SweepRun.start(
       study, options, warn=lambda message: out.write(f"estimator_dist.sweep: {message}\n"))
   report = None
   try:
-    run_trials(study, program=program, options=options, slots=slots, out=out, tracked=tracked)
+    if options.scheduler == "pbt":
+      pbt.run(study, program=program, options=options, slots=slots, out=out, tracked=tracked,
+              run_trials=run_trials)
+    else:
+      run_trials(study, program=program, options=options, slots=slots, out=out,
+                 tracked=tracked)
     report = results.summarize(study, options=options, out=out)
     check_no_failed_points(report, options=options)
   except BaseException as e:
@@ -129,6 +138,13 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   if tracked:
     tracked.finished(report)
   return report
+
+
+def _search(options):
+  if options.scheduler == "pbt":
+    return (f"population-based training of {options.population} members, exploiting every "
+            f"{options.pbt_interval_steps} steps")
+  return f"{options.sampler} sampler, {options.pruner} pruner"
 
 
 def check_no_failed_points(report, *, options):

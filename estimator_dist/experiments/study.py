@@ -17,6 +17,7 @@ import optuna
 
 from estimator_dist import errors
 from estimator_dist.experiments import fixed_points
+from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.strategies import traits as traits_lib
@@ -31,7 +32,8 @@ GRACE_SECS = 20
 # What a sweep run again must keep (the rest, such as --parallel, may change).
 _KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
          "pruner", "prune_after_trials", "prune_after_steps", "min_resource_steps",
-         "reduction_factor", "metric", "direction")
+         "reduction_factor", "scheduler", "population", "pbt_interval_steps", "pbt_quantile",
+         "metric", "direction")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,6 +51,9 @@ class SweepOptions:
   pruner, prune_after_trials, prune_after_steps: stopping unpromising trials early,
     from the evaluations they report (see `pruners`); min_resource_steps,
     reduction_factor: the rungs of asha and hyperband (None: Optuna's defaults).
+  scheduler, population, pbt_interval_steps, pbt_quantile: "pbt" trains `population`
+    members in generations of `pbt_interval_steps` steps, the bottom quantile copying the
+    top's checkpoints and perturbed values (`pbt`); "none": trials are independent.
   metric, direction: the eval metric the sweep optimises.
   sweep_dir: trials' model_dirs, the study's SQLite file, the report.
   storage: None (SQLite in sweep_dir), an SQLAlchemy URL, or journal:PATH.
@@ -72,6 +77,10 @@ class SweepOptions:
   prune_after_steps: int = 1  # The initial checkpoint's evaluation says nothing yet.
   min_resource_steps: Optional[int] = None
   reduction_factor: Optional[int] = None
+  scheduler: str = "none"
+  population: Optional[int] = None
+  pbt_interval_steps: Optional[int] = None
+  pbt_quantile: float = 0.25
   metric: str = "accuracy"
   direction: str = "maximize"
   sweep_dir: str
@@ -82,6 +91,7 @@ class SweepOptions:
 
   def __post_init__(self):
     for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
+                          ("scheduler", pbt_values.SCHEDULERS),
                           ("direction", DIRECTIONS)):
       errors.check_choice(name, getattr(self, name), choices)
     object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
@@ -102,6 +112,7 @@ class SweepOptions:
       space_lib.grid(parsed)
     if self.zip:
       space_lib.zipped(parsed)
+    pbt_values.check(self)
 
   @property
   def search_space(self):
@@ -112,6 +123,12 @@ class SweepOptions:
     """Whether the sweep's values are points queued when it is created (a grid, --zip):
     its runners run those and never ask the sampler for values."""
     return self.zip or self.sampler == "grid"
+
+  @property
+  def queued_only(self) -> bool:
+    """Whether the runners run only queued trials: a grid's or --zip's points, or the
+    generations PBT queues."""
+    return self.fixed_points or self.scheduler == "pbt"
 
   @property
   def trial_count(self) -> int:
@@ -228,6 +245,8 @@ def ask(study, options):
 def surplus(study, trial, options):
   """Whether `trial` is one more than the sweep needs: runners sharing the study (SLURM
   array tasks) may ask at the same moment. Such a trial is failed at once."""
+  if options.scheduler == "pbt":
+    return False  # One runner queues each generation; the others only take its trials.
   if options.fixed_points:
     extra = fixed_points.repeats_a_point(study, trial)
   else:
@@ -243,7 +262,7 @@ def surplus(study, trial, options):
 def over(study, options):
   """Whether the sweep has run what it runs: each point of a grid or --zip finished or
   failed (none runs or waits), or `trial_count` finished trials."""
-  if options.fixed_points:
+  if options.queued_only:
     return not active(study)
   return len(finished(study)) >= options.trial_count
 
@@ -253,7 +272,7 @@ def wants_trial(study, options):
   retry), or, with a sampler, a new one while the finished and active are too few."""
   if waiting(study):
     return True
-  return (not options.fixed_points and
+  return (not options.queued_only and
           len(finished(study)) + len(active(study)) < options.trial_count)
 
 

@@ -44,7 +44,8 @@ class SweepRun:
     if run_id is None:
       study.set_user_attr(_RUN_ID, run.run_id)
       run.log_params({"space": options.space, "sampler": options.sampler,
-                      "pruner": options.pruner, "metric": options.metric,
+                      "pruner": options.pruner, "scheduler": options.scheduler,
+                      "metric": options.metric,
                       "direction": options.direction, "strategy": options.strategy,
                       "workers_per_trial": options.workers_per_trial,
                       "trials": options.trial_count})

@@ -30,9 +30,12 @@ class TrialFailed(RuntimeError):
 
 
 def model_dir_of(sweep_dir, trial: optuna.trial.Trial) -> str:
-  """trial_N under the sweep dir; a retried trial keeps its first model_dir (and resumes)."""
-  original = trial.study._storage.get_trial(  # pylint: disable=protected-access
-      trial._trial_id).system_attrs.get("failed_trial", trial.number)  # pylint: disable=protected-access
+  """The model_dir it was queued with (a PBT member's), else trial_N under the sweep dir;
+  a retried trial keeps its first model_dir (and resumes)."""
+  frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+  if "model_dir" in frozen.user_attrs:
+    return frozen.user_attrs["model_dir"]
+  original = frozen.system_attrs.get("failed_trial", trial.number)
   return os.path.join(os.path.abspath(sweep_dir), f"trial_{original}")
 
 
@@ -76,13 +79,16 @@ class TrialJob:
     self.model_dir = model_dir_of(options.sweep_dir, trial)
     os.makedirs(self.model_dir, exist_ok=True)
     trial.set_user_attr("model_dir", self.model_dir)
-    self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric)
+    queued = trial.study._storage.get_trial(trial._trial_id).user_attrs  # pylint: disable=protected-access
+    self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric,
+                                       after_step=queued.get("start_step"))
     self.log_path = os.path.join(self.model_dir, LOG_NAME)
     with open(self.log_path, "ab") as log:
       # Where this run's lines begin: a retried trial's log holds its earlier runs too.
       self._log_start = log.tell()
       log.write(f"# trial {trial.number}: ".encode())
-      self.process = slot.start([*program, *space_lib.as_flags(trial.params)],
+      self.process = slot.start([*program, *space_lib.as_flags(trial.params),
+                                 *queued.get("program_flags", ())],
                                 model_dir=self.model_dir, log=log,
                                 env={**os.environ, env_vars.WATCH_STOP_REQUESTS: "1",
                                      **(env or {})})

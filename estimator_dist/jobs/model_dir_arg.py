@@ -6,7 +6,13 @@ from estimator_dist.jobs import job_dirs
 
 
 def program_model_dir(args):
-  """The --model_dir the program's arguments give, in any form absl reads; None if none.
+  """The --model_dir the program's arguments give; None if none (`program_flag`)."""
+  return program_flag(args, "model_dir")
+
+
+def program_flag(args, flag):
+  """The value of --`flag` that the program's arguments give, in any form absl reads;
+  None if none.
 
   absl takes `--model_dir=X`, `--model_dir X`, `-model_dir=X` and `-model_dir X`; the
   last one given wins, and `--` ends the flags.
@@ -16,7 +22,7 @@ def program_model_dir(args):
     if arg == "--":
       break
     name, sep, value = arg.lstrip("-").partition("=")
-    if arg.startswith("-") and name == "model_dir":
+    if arg.startswith("-") and name == flag:
       found = value if sep else (args[i + 1] if i + 1 < len(args) else None)
   return found
 

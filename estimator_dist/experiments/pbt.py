@@ -1,0 +1,188 @@
+"""Population-based training (Jaderberg et al., 2017) of a sweep's program.
+
+  estimator-dist sweep --scheduler=pbt --population=4 --pbt_interval_steps=500 \\
+      --space="learning_rate=loguniform(1e-4,1e-1)" --sweep_dir=/tmp/pbt -- \\
+      python -m model_zoo.mnist_dnn --train_steps=3000
+
+The population's members train in generations of `pbt_interval_steps` global steps to
+the program's --train_steps, each member in its own model_dir (`member_M`), `--parallel`
+at once. A generation's segment of a member is one trial of the study: its values, the
+steps it trained, its metric at the end. Between two generations, the members are ranked
+by their metric: each one in the bottom quantile (and each that diverged) takes a top
+member's latest checkpoint into its own model_dir (exploit) and goes on with that member's
+values perturbed (explore, `pbt_values`); the others go on with their own. The launcher
+vouches for the copied checkpoint before the next segment starts (`checkpoints`).
+
+A generation is queued whole before any of its segments runs, and queuing is idempotent
+(the plan is a function of the study and the seed), so a sweep killed at any moment and
+run again continues: a segment that was running resumes from its member's checkpoint.
+One runner queues the generations (under SLURM, array task 0); others run what it queued.
+"""
+
+import dataclasses
+import os
+import random
+import re
+import shutil
+import time
+
+from estimator_dist import errors
+from estimator_dist.experiments import fixed_points
+from estimator_dist.experiments import pbt_values
+from estimator_dist.experiments import space as space_lib
+from estimator_dist.experiments import trial_job
+from estimator_dist.jobs import model_dir_arg
+
+MEMBER, GENERATION = "pbt_member", "pbt_generation"
+_TRAIN_STEPS = "pbt_train_steps"  # The study's: the program's --train_steps.
+_POLL_SECS = 0.5
+
+
+def with_generations(study, program, options):
+  """`options` whose trial count is every segment of the population; records the program's
+  --train_steps in the study (ConfigError when it is missing, or not what it was)."""
+  given = model_dir_arg.program_flag(list(program[1:]), "train_steps")
+  try:
+    total = int(given)
+  except (TypeError, ValueError):
+    raise errors.ConfigError(
+        f"--scheduler=pbt trains each member to the program's --train_steps in generations "
+        f"of --pbt_interval_steps; give the program --train_steps=N (got {given!r}).") from None
+  recorded = study.user_attrs.get(_TRAIN_STEPS)
+  if recorded is None:
+    study.set_user_attr(_TRAIN_STEPS, total)
+  elif recorded != total:
+    raise errors.ConfigError(
+        f"the population in {options.storage_url} trains to --train_steps={recorded}; run "
+        f"it again with that, or give a new --sweep_dir for a new sweep.")
+  return dataclasses.replace(options, trials=options.population *
+                             len(boundaries(total, options.pbt_interval_steps)))
+
+
+def boundaries(total, interval):
+  """The global step each generation trains to."""
+  return [min(step, total) for step in range(interval, total + interval, interval)]
+
+
+def run(study, *, program, options, slots, out, tracked, run_trials):
+  """Runs the population's generations in `slots` (`run_trials` runs what is queued)."""
+  bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
+  trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
+  if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Another runner queues.
+    while not all(_result(study, m, len(bounds) - 1) for m in range(options.population)):
+      run_trials(study, **trials)
+      time.sleep(_POLL_SECS)
+    return
+  for generation in range(len(bounds)):
+    queue(study, options, generation, bounds, out)
+    run_trials(study, **trials)
+    missing = [m for m in range(options.population) if not _result(study, m, generation)]
+    if missing:
+      raise trial_job.TrialFailed(
+          f"member(s) {missing} of the population did not finish generation {generation} "
+          f"(their trials failed; --noretry_failed leaves them): the population stops there; "
+          f"run the sweep again without --noretry_failed to retry them.")
+
+
+def queue(study, options, generation, bounds, out):
+  """Queues the generation's segment of each member that has none finished, running or
+  waiting; exploits first."""
+  plans = _plan(study, options, generation)
+  for member, (values, source) in enumerate(plans):
+    segments = _segments(study, member, generation)
+    if any(fixed_points.is_finished(t) or t.state in fixed_points.ACTIVE for t in segments):
+      continue
+    if segments and not options.retry_failed:
+      continue
+    model_dir = member_dir(options.sweep_dir, member)
+    attrs = {MEMBER: member, GENERATION: generation, "model_dir": model_dir,
+             "start_step": bounds[generation - 1] if generation else 0,
+             "program_flags": [f"--train_steps={bounds[generation]}"]}
+    if source is not None:
+      checkpoint = _exploit(member_dir(options.sweep_dir, source), model_dir)
+      attrs.update(start_step=int(checkpoint.rsplit("-", 1)[1]), exploited={
+          "member": source, "trial": _result(study, source, generation - 1).number,
+          "checkpoint": checkpoint})
+      out.write(f"estimator_dist.sweep: generation {generation}: member {member} takes "
+                f"member {source}'s {checkpoint} and goes on with "
+                f"{' '.join(space_lib.as_flags(values))}\n")
+      out.flush()
+    study.enqueue_trial(values, user_attrs=attrs)
+
+
+def member_dir(sweep_dir, member):
+  return os.path.join(os.path.abspath(sweep_dir), f"member_{member}")
+
+
+def _plan(study, options, generation):
+  """[(values, the member exploited or None)] of each member for `generation`: a
+  function of the study's results and the seed, so a sweep run again plans the same."""
+  seed, size, space = options.seed or 0, options.population, options.search_space
+  if generation == 0:
+    return [(pbt_values.first_values(space, random.Random(f"{seed}/first/{m}")), None)
+            for m in range(size)]
+  results = []
+  for member in range(size):
+    result = _result(study, member, generation - 1)
+    if result is None:
+      raise trial_job.TrialFailed(f"member {member} has no result of generation "
+                                  f"{generation - 1} to rank it by.")
+    results.append(result)
+  scored = [m for m in range(size) if results[m].value is not None]  # Else it diverged.
+  scored.sort(key=lambda m: results[m].value, reverse=options.direction == "maximize")
+  count = max(1, int(size * options.pbt_quantile))
+  top = scored[:count]
+  if not top:
+    raise trial_job.TrialFailed(f"every member of the population diverged in generation "
+                                f"{generation - 1}; no checkpoint is left to go on from.")
+  bottom = set(scored[count:][-count:]) | (set(range(size)) - set(scored))
+  rng = random.Random(f"{seed}/{generation}")
+  plans = []
+  for member in range(size):
+    if member in bottom:
+      source = rng.choice(top)
+      plans.append((pbt_values.perturbed(results[source].params, space, rng), source))
+    else:
+      plans.append((results[member].params, None))
+  return plans
+
+
+def _segments(study, member, generation):
+  return [t for t in study.get_trials(deepcopy=False)
+          if t.user_attrs.get(MEMBER) == member and t.user_attrs.get(GENERATION) == generation
+          and not t.user_attrs.get("surplus")]
+
+
+def _result(study, member, generation):
+  """The member's finished segment of `generation` (complete or diverged), else None."""
+  done = [t for t in _segments(study, member, generation) if fixed_points.is_finished(t)]
+  return done[-1] if done else None
+
+
+_INDEX = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)
+_FILE = re.compile(r"^model\.ckpt-\d+\.")
+
+
+def _exploit(source_dir, target_dir):
+  """Replaces the checkpoints of `target_dir` with the latest of `source_dir`; its name."""
+  try:
+    with open(os.path.join(source_dir, "checkpoint")) as f:
+      prefix = os.path.basename(_INDEX.search(f.read()).group(1))
+  except (OSError, AttributeError):
+    raise trial_job.TrialFailed(f"{source_dir} has no checkpoint index to copy a checkpoint "
+                                f"from.") from None
+  os.makedirs(target_dir, exist_ok=True)
+  for name in os.listdir(target_dir):
+    if _FILE.match(name) or name == "checkpoint":
+      os.remove(os.path.join(target_dir, name))
+  for name in os.listdir(source_dir):
+    if name.startswith(prefix + "."):
+      temporary = os.path.join(target_dir, name + ".copy")
+      shutil.copyfile(os.path.join(source_dir, name), temporary)
+      os.replace(temporary, os.path.join(target_dir, name))
+  index = os.path.join(target_dir, "checkpoint")
+  with open(index + ".copy", "w") as f:
+    f.write(f'model_checkpoint_path: "{prefix}"\nall_model_checkpoint_paths: "{prefix}"\n')
+  os.replace(index + ".copy", index)
+  return prefix
+

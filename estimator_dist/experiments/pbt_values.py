@@ -1,0 +1,77 @@
+"""Population-based training's options and values: the first values, and perturbation.
+
+The first values of each member are drawn at random from the space (seeded). A member that
+exploits another takes its values, perturbed (explore): a continuous value times 0.8 or
+1.2, an integer the same (moved by one at least), a choice one of its neighbours in the
+list; always within the space's bounds.
+"""
+
+import math
+import random
+
+import optuna
+
+from estimator_dist import errors
+
+SCHEDULERS = ("none", "pbt")
+FACTORS = (0.8, 1.2)
+
+
+def check(options):
+  """ConfigError for options PBT cannot run with (`study.SweepOptions`)."""
+  if options.scheduler != "pbt":
+    given = [f"--{n}" for n in ("population", "pbt_interval_steps")
+             if getattr(options, n) is not None]
+    if given:
+      raise errors.ConfigError(f"{' and '.join(given)} apply to --scheduler=pbt.")
+    return
+  if options.population is None or options.population < 2:
+    raise errors.ConfigError(f"--scheduler=pbt needs --population of at least 2 (got "
+                             f"{options.population}): the members that train side by side.")
+  if options.pbt_interval_steps is None or options.pbt_interval_steps < 1:
+    raise errors.ConfigError(f"--scheduler=pbt needs --pbt_interval_steps of at least 1 (got "
+                             f"{options.pbt_interval_steps}): the steps between exploits.")
+  if not 0 < options.pbt_quantile <= 0.5:
+    raise errors.ConfigError(f"--pbt_quantile ({options.pbt_quantile:g}) must be above 0 and "
+                             f"at most 0.5: the bottom share that copies the top share.")
+  if options.pruner != "none" or options.fixed_points:
+    raise errors.ConfigError(
+        "--scheduler=pbt draws its members' first values itself and stops none of them: "
+        "drop --pruner, --sampler=grid and --zip.")
+
+
+def first_values(space, rng: random.Random):
+  """Values drawn at random from `space` ({name: optuna distribution})."""
+  values = {}
+  for name, d in sorted(space.items()):
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+      values[name] = rng.choice(d.choices)
+    elif d.log:
+      drawn = math.exp(rng.uniform(math.log(d.low), math.log(d.high)))
+      values[name] = min(d.high, max(d.low, round(drawn))) if _is_int(d) else drawn
+    else:
+      values[name] = rng.randint(d.low, d.high) if _is_int(d) else rng.uniform(d.low, d.high)
+  return values
+
+
+def perturbed(values, space, rng: random.Random):
+  """`values` explored: each moved as the module says, within its bounds."""
+  moved = {}
+  for name, value in sorted(values.items()):
+    d = space[name]
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+      index = d.choices.index(value)
+      neighbours = [i for i in (index - 1, index + 1) if 0 <= i < len(d.choices)]
+      moved[name] = d.choices[rng.choice(neighbours)] if neighbours else value
+      continue
+    factor = rng.choice(FACTORS)
+    if _is_int(d):
+      step = round(value * factor) - value or (1 if factor > 1 else -1)
+      moved[name] = int(min(d.high, max(d.low, value + step)))
+    else:
+      moved[name] = min(d.high, max(d.low, value * factor))
+  return moved
+
+
+def _is_int(distribution):
+  return isinstance(distribution, optuna.distributions.IntDistribution)
