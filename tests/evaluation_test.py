@@ -77,8 +77,18 @@ def test_the_best_checkpoint_is_kept_after_estimator_deleted_it(tmp_path):
   assert sorted(os.listdir(best)) == sorted(["checkpoint", *(f"model.ckpt-{peak}.{suffix}" for
                                              suffix in ("index", "json", "meta",
                                                         "data-00000-of-00001"))])
+  # What a keeper killed in the middle leaves goes when the job runs again.
+  (best / ".evaluating").mkdir()
+  for leftover in ("model.ckpt-7.index", "model.ckpt-7.meta.tmp", ".evaluating/x"):
+    (best / leftover).write_text("")
+  code, output = helpers.run([*program, "--train_steps=450", "--best_direction=maximize"],
+                             timeout=300)
+  assert code == 0, output[-3000:]
+  assert not {".evaluating", "model.ckpt-7.index", "model.ckpt-7.meta.tmp"} & set(
+      os.listdir(best))
+  assert tf.train.latest_checkpoint(str(best)) == kept  # Still the peak.
   # Run again ranking by another metric: refused before training, nothing lost.
-  code, output = helpers.run([*program, "--train_steps=450", "--best_direction=minimize"],
+  code, output = helpers.run([*program, "--train_steps=500", "--best_direction=minimize"],
                              timeout=300)
   assert code == 2, output[-3000:]
   assert (f"{best} keeps the best checkpoints by loss (maximize), not by loss (minimize): "

@@ -177,6 +177,8 @@ def test_checkpoint_flags_set_their_options_and_a_metric_needs_its_direction():
       "keeping the best checkpoints by 'auc' needs its direction: --best_direction=maximize")):
     ed.options_from_flags(parse("--model_dir=/m", "--keep_best_checkpoints=1",
                                 "--best_metric=auc"))
+  with pytest.raises(ed.ConfigError, match="give it too"):  # Else silently ignored.
+    ed.options_from_flags(parse("--model_dir=/m", "--best_metric=auc"))
   with pytest.raises(ed.ConfigError, match="keep_checkpoint_every_n_hours"):
     options.replace(keep_checkpoint_every_n_hours=0)
 

@@ -169,8 +169,8 @@ def _progress_lines(options, application_id):
   if not options.progress_secs or not model_dir or "://" in model_dir:
     yield {}
     return
-  beats = os.path.join(model_dir, "estimator_dist", f"heartbeats-spark-{application_id}-"
-                       f"{os.getpid()}")
+  beats = os.path.join(os.path.abspath(model_dir), "estimator_dist",
+                       f"heartbeats-spark-{application_id}-{os.getpid()}")
   try:
     os.makedirs(beats)
   except OSError as e:
@@ -198,6 +198,13 @@ def _reachable_heartbeats(env):
   if beats and not os.path.isdir(beats):
     return {k: v for k, v in env.items() if k != env_vars.HEARTBEAT_DIR}
   return dict(env)
+
+
+def _beating_where_reachable(train_fn):
+  """A Horovod rank's `train_fn()`, without heartbeats where it cannot reach their directory."""
+  if env_vars.HEARTBEAT_DIR not in _reachable_heartbeats(os.environ):
+    os.environ.pop(env_vars.HEARTBEAT_DIR, None)
+  return train_fn()
 
 
 def _failure(error):
@@ -265,7 +272,8 @@ def _run_horovod(train_fn, job, options, beats_env):
   env = {**os.environ, **options.env, **beats_env}
   if interface:
     env = horovodrun.across_hosts_env(env, interface)
-  return horovod.spark.run(train_fn, num_proc=job.num_workers, env=env,
+  return horovod.spark.run(functools.partial(_beating_where_reachable, train_fn),
+                           num_proc=job.num_workers, env=env,
                            nics={interface} if interface else None,
                            use_gloo=controller == "gloo", use_mpi=controller == "mpi")
 

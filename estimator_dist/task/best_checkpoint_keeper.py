@@ -8,7 +8,9 @@ and a checkpoint deleted meanwhile is skipped as before.
 
 import contextlib
 import json
+import math
 import os
+import re
 import shutil
 
 import tensorflow as tf
@@ -18,6 +20,7 @@ from estimator_dist import errors
 from estimator_dist.task import best_checkpoints
 
 _PINS = ".evaluating"
+_CHECKPOINT_FILE = re.compile(r"^(model\.ckpt-\d+)\.")
 
 
 class Keeper(tf.estimator.Exporter):
@@ -33,37 +36,39 @@ class Keeper(tf.estimator.Exporter):
 
   def export(self, estimator, export_path, checkpoint_path, eval_result,
              is_the_final_export):
-    """Copies `checkpoint_path` into model_dir/best when it ranks in the best N; its new
+    """Keeps `checkpoint_path` in model_dir/best when it ranks in the best N; its new
     path, or None."""
     del export_path, is_the_final_export  # Kept in model_dir/best, final or not.
     directory = os.path.join(estimator.model_dir, best_checkpoints.DIRECTORY)
-    metric = self.best.metric
+    best, metric = self.best, self.best.metric
     if metric not in eval_result:
       raise errors.ConfigError(
           f"keeping the best checkpoints by eval metric {metric!r}, but the evaluations have "
           f"only {sorted(eval_result)}: name one of them (--best_metric).")
     record = {"step": int(eval_result["global_step"]), "metric": metric,
-              "value": float(eval_result[metric]), "direction": self.best.direction,
-              "metrics": {k: _number(v) for k, v in eval_result.items()}}
+              "value": float(eval_result[metric]), "direction": best.direction,
+              "metrics": {k: _number(v) for k, v in eval_result.items()},
+              "checkpoint": os.path.basename(checkpoint_path)}
     kept = best_checkpoints.read(directory)
-    best_checkpoints.check_kept(kept, self.best, directory)
-    if any(r["step"] == record["step"] for r in kept):
-      return None  # Evaluated again (the final evaluation of a resumed job).
-    if len(kept) >= self.best.keep and not self.best.better(record["value"],
-                                                            kept[-1]["value"]):
+    best_checkpoints.check_kept(kept, best, directory)
+    if (not math.isfinite(record["value"]) or
+        any(r["step"] == record["step"] for r in kept) or  # The final evaluation, again.
+        (len(kept) >= best.keep and not best.better(record["value"],
+                                                    kept[best.keep - 1]["value"]))):
       return None
-    record["checkpoint"] = os.path.basename(checkpoint_path)
-    kept_path = _copy(checkpoint_path, directory, record)
-    ranked = sorted([*kept, record], key=best_checkpoints.rank_key(self.best))
-    for dropped in ranked[self.best.keep:]:
-      _remove(directory, dropped)
-    ranked = ranked[:self.best.keep]
+    if not _copied(checkpoint_path, directory, record):
+      logging.info("estimator_dist: %s was deleted before it could be kept", checkpoint_path)
+      return None
+    ranked = sorted([*kept, record], key=best_checkpoints.rank_key(best))
+    # Relative names: the directory may be moved or copied.
     tf.compat.v1.train.update_checkpoint_state(
-        directory, os.path.join(directory, ranked[0]["checkpoint"]),
-        all_model_checkpoint_paths=[os.path.join(directory, r["checkpoint"])
-                                    for r in reversed(ranked)])
+        directory, ranked[0]["checkpoint"],
+        all_model_checkpoint_paths=[r["checkpoint"] for r in reversed(ranked[:best.keep])])
+    for dropped in ranked[best.keep:]:
+      _remove(directory, dropped)
+    kept_path = os.path.join(directory, record["checkpoint"])
     logging.info("estimator_dist: kept %s (%s %s, step %d) among the best %d checkpoints",
-                 kept_path, metric, record["value"], record["step"], self.best.keep)
+                 kept_path, metric, record["value"], record["step"], best.keep)
     return kept_path
 
 
@@ -74,25 +79,71 @@ def _number(value):
     return str(value)
 
 
-def _copy(checkpoint_path, directory, record):
-  """Copies the checkpoint's files, then its record (which marks the copy complete)."""
+def _copied(checkpoint_path, directory, record):
+  """Links (else copies) the checkpoint's files, then writes its record, which marks the
+  copy complete; False, leaving nothing, when a file went missing meanwhile."""
   tf.io.gfile.makedirs(directory)
-  for source in tf.io.gfile.glob(checkpoint_path + ".*"):
-    target = os.path.join(directory, os.path.basename(source))
-    tf.io.gfile.copy(source, target + ".tmp", overwrite=True)
-    tf.io.gfile.rename(target + ".tmp", target, overwrite=True)
+  sources = tf.io.gfile.glob(checkpoint_path + ".*")
+  names = [os.path.basename(source) for source in sources]
+  if not any(n.endswith(".index") for n in names) or not any(".data-" in n for n in names):
+    return False
+  targets = []
+  try:
+    for source, name in zip(sources, names):
+      target = os.path.join(directory, name)
+      targets.append(target + ".tmp")
+      _link_or_copy(source, target + ".tmp")
+      tf.io.gfile.rename(target + ".tmp", target, overwrite=True)
+      targets[-1] = target
+  except (OSError, tf.errors.OpError):
+    for target in targets:
+      _remove_file(target)
+    return False
   target = os.path.join(directory, record["checkpoint"])
   with tf.io.gfile.GFile(target + ".json.tmp", "w") as f:
     json.dump(record, f, indent=1)
   tf.io.gfile.rename(target + ".json.tmp", target + ".json", overwrite=True)
-  return target
+  return True
+
+
+def _link_or_copy(source, target):
+  if "://" not in target:
+    try:
+      _remove_file(target)
+      os.link(source, target)  # The pinned file: no second copy on disk.
+      return
+    except OSError:
+      pass
+  tf.io.gfile.copy(source, target, overwrite=True)
+
+
+def _remove_file(path):
+  try:
+    tf.io.gfile.remove(path)
+  except tf.errors.NotFoundError:
+    pass
 
 
 def _remove(directory, record):
   path = os.path.join(directory, record["checkpoint"])
-  tf.io.gfile.remove(path + ".json")  # First: a checkpoint without it is not kept.
+  _remove_file(path + ".json")  # First: a checkpoint without it is not kept.
   for name in tf.io.gfile.glob(path + ".*"):
-    tf.io.gfile.remove(name)
+    _remove_file(name)
+
+
+def tidy(model_dir):
+  """Removes what a keeper killed in the middle left in model_dir/best: its pins, its
+  temporary files, and checkpoint files without a record."""
+  directory = os.path.join(model_dir, best_checkpoints.DIRECTORY)
+  if "://" in model_dir or not os.path.isdir(directory):
+    return
+  shutil.rmtree(os.path.join(directory, _PINS), ignore_errors=True)
+  recorded = {r["checkpoint"] for r in best_checkpoints.read(directory)}
+  for name in os.listdir(directory):
+    stem = _CHECKPOINT_FILE.match(name)
+    if name.endswith(".tmp") or (stem and not name.endswith(".json") and
+                                 stem.group(1) not in recorded):
+      os.remove(os.path.join(directory, name))
 
 
 @contextlib.contextmanager

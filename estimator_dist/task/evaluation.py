@@ -198,7 +198,9 @@ def beside_training(evaluations, model_dir, *, throttle_secs, poll_secs=0.5):
         try:
           evaluations.run(path)
         except Exception as e:  # pylint: disable=broad-except
-          if not tf.io.gfile.exists(path + ".index"):
+          if (isinstance(e, (tf.errors.NotFoundError, OSError, ValueError)) and
+              not isinstance(e, errors.ConfigError) and
+              not tf.io.gfile.exists(path + ".index")):
             continue  # Deleted (keep_checkpoint_max) while it was exported.
           logging.error("estimator_dist: evaluation during training failed, training goes "
                         "on and then fails: %s", e)

@@ -82,8 +82,11 @@ while True:
             phase = "cluster reached"
     fields = stat(parent)
     if beat and fields and fields[0] not in "tT":
-        with open(beat, "a"):
-            os.utime(beat)
+        try:
+            with open(beat, "a"):
+                os.utime(beat)
+        except OSError:
+            pass  # Its directory is gone or full: the watcher says so, not a traceback.
     waited = time.monotonic() - started
     if timeout and waited > timeout:
         silent = [f"{name} at {address}" for name, address in peers if not answers(address)]

@@ -128,6 +128,10 @@ class TrainingFlags:
           metric=self.early_stopping_metric.value, mode=self.early_stopping_mode.value,
           patience_steps=self.early_stopping_patience_steps.value)
     best = None
+    if not self.keep_best_checkpoints.value and (self.best_metric.present or
+                                                 self.best_direction.present):
+      raise errors.ConfigError("--best_metric and --best_direction rank the checkpoints that "
+                               "--keep_best_checkpoints=N keeps; give it too.")
     if self.keep_best_checkpoints.value:
       best = best_checkpoints.BestCheckpoints(
           keep=self.keep_best_checkpoints.value, metric=self.best_metric.value,

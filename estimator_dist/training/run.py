@@ -129,6 +129,7 @@ class TrainingRun:
       if options.best_checkpoints:  # Before training: a sweep or a rerun changed the metric.
         best = os.path.join(options.model_dir, best_checkpoints.DIRECTORY)
         best_checkpoints.check_kept(best_checkpoints.read(best), options.best_checkpoints, best)
+        best_checkpoint_keeper.tidy(options.model_dir)
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
     self.summary = None  # The chief's summary fields, once it has printed them.
