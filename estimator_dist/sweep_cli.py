@@ -49,6 +49,7 @@ class SweepFlags:
   population: flags.FlagHolder
   pbt_interval_steps: flags.FlagHolder
   pbt_quantile: flags.FlagHolder
+  pbt_keep: flags.FlagHolder
   metric: flags.FlagHolder
   direction: flags.FlagHolder
   sweep_dir: flags.FlagHolder
@@ -72,7 +73,8 @@ class SweepFlags:
         min_resource_steps=self.min_resource_steps.value,
         reduction_factor=self.reduction_factor.value, scheduler=self.scheduler.value,
         population=self.population.value, pbt_interval_steps=self.pbt_interval_steps.value,
-        pbt_quantile=self.pbt_quantile.value, metric=self.metric.value,
+        pbt_quantile=self.pbt_quantile.value, pbt_keep=tuple(self.pbt_keep.value),
+        metric=self.metric.value,
         direction=self.direction.value, sweep_dir=self.sweep_dir.value,
         storage=self.storage.value, retry_failed=self.retry_failed.value,
         mlflow_tracking_uri=self.mlflow_tracking_uri.value,
@@ -128,6 +130,9 @@ def define_flags(flag_values=flags.FLAGS) -> SweepFlags:
           flag_values=f),
       pbt_quantile=flags.DEFINE_float("pbt_quantile", 0.25, "pbt: the share of members at "
                                       "the bottom that copies the top.", flag_values=f),
+      pbt_keep=flags.DEFINE_list("pbt_keep", [], "pbt: values an exploiting member takes "
+                                 "unperturbed (those that shape the model's variables).",
+                                 flag_values=f),
       metric=flags.DEFINE_string("metric", "accuracy", "The eval metric the sweep optimises.",
                                  flag_values=f),
       direction=flags.DEFINE_enum("direction", "maximize", study_lib.DIRECTIONS,

@@ -20,6 +20,7 @@ from estimator_dist import errors
 from estimator_dist import sweep_cli
 from estimator_dist.task import event_files
 from estimator_dist.jobs import failure_cause
+from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
@@ -366,6 +367,9 @@ def test_pbt_perturbs_within_the_bounds_and_refuses_what_it_cannot_run(tmp_path)
   assert {m["lr"] for m in moved} == {0.1, 0.08000000000000002}  # x1.2 stops at the bound.
   assert {m["units"] for m in moved} == {8, 10}  # 6.4 stops at the bound; 9.6 rounds.
   assert {m["opt"] for m in moved} == {"adam"}  # The only neighbour of the first choice.
+  kept = pbt_values.perturbed({"lr": 0.05, "units": 8, "opt": "sgd"}, space_, rng,
+                              keep=("units", "opt"))  # They shape the variables.
+  assert (kept["units"], kept["opt"]) == (8, "sgd") and kept["lr"] != 0.05
   first = pbt_values.first_values(space_, random.Random(1))
   assert 1e-3 <= first["lr"] <= 1e-1 and 8 <= first["units"] <= 64, first
   assert pbt_values.first_values(space_, random.Random(1)) == first  # Seeded.
@@ -379,6 +383,13 @@ def test_pbt_perturbs_within_the_bounds_and_refuses_what_it_cannot_run(tmp_path)
       _options(tmp_path, scheduler="pbt", **fields)
   with pytest.raises(errors.ConfigError, match="apply to --scheduler=pbt"):
     _options(tmp_path, population=4)
+  options = _options(tmp_path, scheduler="pbt", population=4, pbt_interval_steps=100)
+  study = study_lib.open_study(options, create=True)
+  for program, message in ((["--train_steps=100"], "at least two generations"),
+                           (["--train_steps=300", "--warmup_steps=50"], "--warmup_steps")):
+    with pytest.raises(errors.ConfigError, match=message):
+      pbt.with_generations(study, ["python", *program], options)
+  assert pbt.with_generations(study, ["python", "--train_steps=250"], options).trials == 12
 
 
 def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(tmp_path):

@@ -20,6 +20,7 @@ One runner queues the generations (under SLURM, array task 0); others run what i
 """
 
 import dataclasses
+import json
 import os
 import random
 import re
@@ -33,21 +34,32 @@ from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import model_dir_arg
 
-MEMBER, GENERATION = "pbt_member", "pbt_generation"
+MEMBER, GENERATION = pbt_values.MEMBER, pbt_values.GENERATION
 _TRAIN_STEPS = "pbt_train_steps"  # The study's: the program's --train_steps.
+_STOPPED = "pbt_stopped"  # The study's: why the runner that queues stopped.
 _POLL_SECS = 0.5
 
 
 def with_generations(study, program, options):
   """`options` whose trial count is every segment of the population; records the program's
-  --train_steps in the study (ConfigError when it is missing, or not what it was)."""
-  given = model_dir_arg.program_flag(list(program[1:]), "train_steps")
+  --train_steps in the study (ConfigError for a program PBT cannot run in segments)."""
+  args = list(program[1:])
+  given = model_dir_arg.program_flag(args, "train_steps")
   try:
     total = int(given)
   except (TypeError, ValueError):
+    total = None
+  if total is None or total <= options.pbt_interval_steps:
     raise errors.ConfigError(
         f"--scheduler=pbt trains each member to the program's --train_steps in generations "
-        f"of --pbt_interval_steps; give the program --train_steps=N (got {given!r}).") from None
+        f"of --pbt_interval_steps={options.pbt_interval_steps}, so it needs a --train_steps "
+        f"of the program larger than that (got {given!r}): at least two generations.")
+  for flag in ("warmup_steps", "profile_steps", "train_steps"):
+    if flag in options.search_space or (
+        flag != "train_steps" and model_dir_arg.program_flag(args, flag) is not None):
+      raise errors.ConfigError(
+          f"each PBT segment runs the program with --train_steps set to its generation's "
+          f"last step, which --{flag} cannot follow; drop it from the program and the space.")
   recorded = study.user_attrs.get(_TRAIN_STEPS)
   if recorded is None:
     study.set_user_attr(_TRAIN_STEPS, total)
@@ -59,6 +71,11 @@ def with_generations(study, program, options):
                              len(boundaries(total, options.pbt_interval_steps)))
 
 
+def generations(study, options):
+  """How many generations the study's population trains."""
+  return len(boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps))
+
+
 def boundaries(total, interval):
   """The global step each generation trains to."""
   return [min(step, total) for step in range(interval, total + interval, interval)]
@@ -68,26 +85,35 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
   """Runs the population's generations in `slots` (`run_trials` runs what is queued)."""
   bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
   trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
-  if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Another runner queues.
-    while not all(_result(study, m, len(bounds) - 1) for m in range(options.population)):
+  if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Array task 0 queues.
+    while not _results(study, len(bounds) - 1, options.population)[1]:
+      if study.user_attrs.get(_STOPPED):
+        raise trial_job.TrialFailed(study.user_attrs[_STOPPED])
       run_trials(study, **trials)
       time.sleep(_POLL_SECS)
     return
-  for generation in range(len(bounds)):
-    queue(study, options, generation, bounds, out)
-    run_trials(study, **trials)
-    missing = [m for m in range(options.population) if not _result(study, m, generation)]
-    if missing:
-      raise trial_job.TrialFailed(
-          f"member(s) {missing} of the population did not finish generation {generation} "
-          f"(their trials failed; --noretry_failed leaves them): the population stops there; "
-          f"run the sweep again without --noretry_failed to retry them.")
+  if study.user_attrs.get(_STOPPED):
+    study.set_user_attr(_STOPPED, None)  # Run again: the population goes on.
+  try:
+    for generation in range(len(bounds)):
+      queue(study, options, generation, bounds, out)
+      run_trials(study, **trials)
+      missing, _ = _results(study, generation, options.population)
+      if missing:
+        raise trial_job.TrialFailed(
+            f"member(s) {missing} of the population did not finish generation {generation}: "
+            f"the population stops there; run the sweep again to retry them.")
+  except trial_job.TrialFailed as e:
+    study.set_user_attr(_STOPPED, str(e))  # The other runners stop too.
+    raise
 
 
 def queue(study, options, generation, bounds, out):
   """Queues the generation's segment of each member that has none finished, running or
-  waiting; exploits first."""
+  waiting. Every exploit's copy is made (once: a marker in the member's model_dir says
+  so) before any segment is queued, so no source has trained on meanwhile."""
   plans = _plan(study, options, generation)
+  wanted = []
   for member, (values, source) in enumerate(plans):
     segments = _segments(study, member, generation)
     if any(fixed_points.is_finished(t) or t.state in fixed_points.ACTIVE for t in segments):
@@ -99,15 +125,35 @@ def queue(study, options, generation, bounds, out):
              "start_step": bounds[generation - 1] if generation else 0,
              "program_flags": [f"--train_steps={bounds[generation]}"]}
     if source is not None:
-      checkpoint = _exploit(member_dir(options.sweep_dir, source), model_dir)
-      attrs.update(start_step=int(checkpoint.rsplit("-", 1)[1]), exploited={
-          "member": source, "trial": _result(study, source, generation - 1).number,
-          "checkpoint": checkpoint})
+      exploited = _copied(study, options, member, source, generation)
+      attrs.update(start_step=int(exploited["checkpoint"].rsplit("-", 1)[1]),
+                   exploited=exploited)
       out.write(f"estimator_dist.sweep: generation {generation}: member {member} takes "
-                f"member {source}'s {checkpoint} and goes on with "
+                f"member {source}'s {exploited['checkpoint']} and goes on with "
                 f"{' '.join(space_lib.as_flags(values))}\n")
       out.flush()
+    wanted.append((values, attrs))
+  for values, attrs in wanted:
     study.enqueue_trial(values, user_attrs=attrs)
+
+
+def _copied(study, options, member, source, generation):
+  """What the member took from `source` for `generation`: copied now, or read back from
+  the marker of an earlier run of the sweep (the copy it made then)."""
+  model_dir = member_dir(options.sweep_dir, member)
+  marker = os.path.join(model_dir, "estimator_dist", f"pbt_generation_{generation}.json")
+  try:
+    with open(marker) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    pass
+  exploited = {"member": source, "trial": _result(study, source, generation - 1).number,
+               "checkpoint": _exploit(member_dir(options.sweep_dir, source), model_dir)}
+  os.makedirs(os.path.dirname(marker), exist_ok=True)
+  with open(marker + ".new", "w") as f:
+    json.dump(exploited, f)
+  os.replace(marker + ".new", marker)
+  return exploited
 
 
 def member_dir(sweep_dir, member):
@@ -141,7 +187,8 @@ def _plan(study, options, generation):
   for member in range(size):
     if member in bottom:
       source = rng.choice(top)
-      plans.append((pbt_values.perturbed(results[source].params, space, rng), source))
+      plans.append((pbt_values.perturbed(results[source].params, space, rng,
+                                         keep=options.pbt_keep), source))
     else:
       plans.append((results[member].params, None))
   return plans
@@ -154,9 +201,16 @@ def _segments(study, member, generation):
 
 
 def _result(study, member, generation):
-  """The member's finished segment of `generation` (complete or diverged), else None."""
+  """The member's first finished segment of `generation` (complete or diverged), else
+  None (a retry of a segment whose runner seemed dead may finish too: it does not count)."""
   done = [t for t in _segments(study, member, generation) if fixed_points.is_finished(t)]
-  return done[-1] if done else None
+  return min(done, key=lambda t: t.number) if done else None
+
+
+def _results(study, generation, size):
+  """(the members without a result of `generation`, whether every member has one)."""
+  missing = [m for m in range(size) if not _result(study, m, generation)]
+  return missing, not missing
 
 
 _INDEX = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)

@@ -18,17 +18,18 @@ CHART = "pbt.png"
 
 def lineage(study, options):
   """{"members": [{"member": M, "segments": [...]}], "best": the best final segment's
-  trial number (None while the last generation has not finished)}."""
+  trial number (None while no member has finished the last generation)}."""
   members = {}
-  for t in study.get_trials(deepcopy=False):
+  for t in study.get_trials(deepcopy=False):  # The first finished segment counts.
     if pbt.MEMBER in t.user_attrs and fixed_points.is_finished(t):
-      members.setdefault(t.user_attrs[pbt.MEMBER], {})[t.user_attrs[pbt.GENERATION]] = {
+      generations = members.setdefault(t.user_attrs[pbt.MEMBER], {})
+      generations.setdefault(t.user_attrs[pbt.GENERATION], {
           "trial": t.number, "generation": t.user_attrs[pbt.GENERATION],
           "start_step": t.user_attrs.get("start_step", 0), "steps": t.user_attrs.get("steps"),
-          "values": t.params, "value": t.value, "exploited": t.user_attrs.get("exploited")}
+          "values": t.params, "value": t.value, "exploited": t.user_attrs.get("exploited")})
   rows = [{"member": m, "segments": [members[m][g] for g in sorted(members[m])]}
           for m in sorted(members)]
-  last = max((s["generation"] for r in rows for s in r["segments"]), default=None)
+  last = pbt.generations(study, options) - 1
   finals = [r["segments"][-1] for r in rows
             if r["segments"][-1]["generation"] == last and r["segments"][-1]["value"] is not None]
   sign = 1 if options.direction == "maximize" else -1

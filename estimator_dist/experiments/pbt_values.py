@@ -3,7 +3,9 @@
 The first values of each member are drawn at random from the space (seeded). A member that
 exploits another takes its values, perturbed (explore): a continuous value times 0.8 or
 1.2, an integer the same (moved by one at least), a choice one of its neighbours in the
-list; always within the space's bounds.
+list; always within the space's bounds. Values that shape the model's variables (layer
+sizes, the optimizer) are named in --pbt_keep: the exploiter takes them unchanged, since a
+checkpoint of another shape cannot be restored.
 """
 
 import math
@@ -15,6 +17,7 @@ from estimator_dist import errors
 
 SCHEDULERS = ("none", "pbt")
 FACTORS = (0.8, 1.2)
+MEMBER, GENERATION = "pbt_member", "pbt_generation"  # A segment's trial's user attributes.
 
 
 def check(options):
@@ -22,6 +25,8 @@ def check(options):
   if options.scheduler != "pbt":
     given = [f"--{n}" for n in ("population", "pbt_interval_steps")
              if getattr(options, n) is not None]
+    given += ["--pbt_quantile"] * (options.pbt_quantile != 0.25)
+    given += ["--pbt_keep"] * bool(options.pbt_keep)
     if given:
       raise errors.ConfigError(f"{' and '.join(given)} apply to --scheduler=pbt.")
     return
@@ -34,6 +39,9 @@ def check(options):
   if not 0 < options.pbt_quantile <= 0.5:
     raise errors.ConfigError(f"--pbt_quantile ({options.pbt_quantile:g}) must be above 0 and "
                              f"at most 0.5: the bottom share that copies the top share.")
+  unknown = sorted(set(options.pbt_keep) - set(options.search_space))
+  if unknown:
+    raise errors.ConfigError(f"--pbt_keep names {unknown}, which the space does not have.")
   if options.pruner != "none" or options.fixed_points:
     raise errors.ConfigError(
         "--scheduler=pbt draws its members' first values itself and stops none of them: "
@@ -54,11 +62,16 @@ def first_values(space, rng: random.Random):
   return values
 
 
-def perturbed(values, space, rng: random.Random):
-  """`values` explored: each moved as the module says, within its bounds."""
+def perturbed(values, space, rng: random.Random, keep=()):
+  """`values` explored: each moved as the module says, within its bounds, but those
+  named in `keep` (values that shape the model's variables: a checkpoint of another
+  shape cannot be restored)."""
   moved = {}
   for name, value in sorted(values.items()):
     d = space[name]
+    if name in keep:
+      moved[name] = value
+      continue
     if isinstance(d, optuna.distributions.CategoricalDistribution):
       index = d.choices.index(value)
       neighbours = [i for i in (index - 1, index + 1) if 0 <= i < len(d.choices)]

@@ -50,7 +50,7 @@ def summarize(study, *, options, out=None):
   with open(os.path.join(options.sweep_dir, REPORT), "w") as f:
     f.write(table)
   if complete:
-    _charts(study, options)
+    _charts(study, options, population)
   _hparams(trials, options)
   if out is not None:
     out.write(table)
@@ -123,14 +123,14 @@ def _failed_trial(row):
   return f"trial {row['number']} failed: {flags} (model_dir: {row['model_dir']})"
 
 
-def _charts(study, options):
+def _charts(study, options, population):
   # matplotlib only when a report is drawn: not in a sweep's --help or its trials.
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")  # Files only; no display.
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
   sweep_dir = options.sweep_dir
-  if options.scheduler == "pbt":
-    pbt_report.draw(pbt_report.lineage(study, options), options=options, pyplot=pyplot)
+  if population:
+    pbt_report.draw(population, options=options, pyplot=pyplot)
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     for name, plot in CHARTS.items():

@@ -25,6 +25,7 @@ from estimator_dist import errors
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import results
 from estimator_dist.experiments import space as space_lib
+from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import sweep_tracking
@@ -124,8 +125,12 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   report = None
   try:
     if options.scheduler == "pbt":
-      pbt.run(study, program=program, options=options, slots=slots, out=out, tracked=tracked,
-              run_trials=run_trials)
+      try:
+        pbt.run(study, program=program, options=options, slots=slots, out=out,
+                tracked=tracked, run_trials=run_trials)
+      except trial_job.TrialFailed:
+        report = results.summarize(study, options=options, out=out)  # What it reached.
+        raise
     else:
       run_trials(study, program=program, options=options, slots=slots, out=out,
                  tracked=tracked)
@@ -176,7 +181,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
     while True:
       study_lib.fail_stale(study)
       for index, job in list(running.items()):
-        job.beat(storage, study_lib.HEARTBEAT_SECS)
+        job.beat(storage, storage_lib.HEARTBEAT_SECS)
         ended = job.process.poll() is not None
         try:
           state = job.finish(study) if ended else job.reporter.poll()
@@ -217,7 +222,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
         waiting_told = True
         out.write(f"estimator_dist.sweep: waiting for trial(s) {others}, which another runner "
                   f"started; a trial whose runner died is retried once its heartbeat is "
-                  f"{study_lib.GRACE_SECS} s old (a journal storage has no heartbeats).\n")
+                  f"{storage_lib.GRACE_SECS} s old (a journal storage has no heartbeats).\n")
         out.flush()
       time.sleep(_POLL_SECS)
   finally:

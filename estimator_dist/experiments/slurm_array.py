@@ -28,6 +28,8 @@ def options_as_flags(options):
       continue
     if isinstance(value, bool):
       flags.append(f"--{'' if value else 'no'}{field.name}")
+    elif isinstance(value, tuple):
+      flags.append(f"--{field.name}={','.join(value)}")
     else:
       flags.append(f"--{field.name}={value}")
   return flags

@@ -11,7 +11,7 @@ import dataclasses
 import os
 import random
 import warnings
-from typing import Optional
+from typing import Optional, Tuple
 
 import optuna
 
@@ -20,20 +20,18 @@ from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import space as space_lib
+from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.strategies import traits as traits_lib
 
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = pruners.NAMES
 DIRECTIONS = ("maximize", "minimize")
 STUDY_NAME = "sweep"
-# Heartbeats tell a running trial from one whose runner died.
-HEARTBEAT_SECS = 5
-GRACE_SECS = 20
 # What a sweep run again must keep (the rest, such as --parallel, may change).
 _KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
          "pruner", "prune_after_trials", "prune_after_steps", "min_resource_steps",
          "reduction_factor", "scheduler", "population", "pbt_interval_steps", "pbt_quantile",
-         "metric", "direction")
+         "pbt_keep", "metric", "direction")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -51,9 +49,10 @@ class SweepOptions:
   pruner, prune_after_trials, prune_after_steps: stopping unpromising trials early,
     from the evaluations they report (see `pruners`); min_resource_steps,
     reduction_factor: the rungs of asha and hyperband (None: Optuna's defaults).
-  scheduler, population, pbt_interval_steps, pbt_quantile: "pbt" trains `population`
-    members in generations of `pbt_interval_steps` steps, the bottom quantile copying the
-    top's checkpoints and perturbed values (`pbt`); "none": trials are independent.
+  scheduler, population, pbt_interval_steps, pbt_quantile, pbt_keep: "pbt" trains
+    `population` members in generations of `pbt_interval_steps` steps, the bottom quantile
+    copying the top's checkpoints and values, perturbed but for those of `pbt_keep`
+    (`pbt`); "none": trials are independent.
   metric, direction: the eval metric the sweep optimises.
   sweep_dir: trials' model_dirs, the study's SQLite file, the report.
   storage: None (SQLite in sweep_dir), an SQLAlchemy URL, or journal:PATH.
@@ -81,6 +80,7 @@ class SweepOptions:
   population: Optional[int] = None
   pbt_interval_steps: Optional[int] = None
   pbt_quantile: float = 0.25
+  pbt_keep: Tuple[str, ...] = ()
   metric: str = "accuracy"
   direction: str = "maximize"
   sweep_dir: str
@@ -112,6 +112,7 @@ class SweepOptions:
       space_lib.grid(parsed)
     if self.zip:
       space_lib.zipped(parsed)
+    object.__setattr__(self, "pbt_keep", tuple(self.pbt_keep or ()))
     pbt_values.check(self)
 
   @property
@@ -149,25 +150,6 @@ class SweepOptions:
     return f"sqlite:///{os.path.abspath(sweep_dir)}/study.db"
 
 
-def open_storage(url):
-  """The Optuna storage of `url`; ConfigError when it cannot be reached."""
-  try:
-    if url.startswith("journal:"):
-      return optuna.storages.JournalStorage(
-          optuna.storages.journal.JournalFileBackend(url[len("journal:"):]))
-    with warnings.catch_warnings():
-      warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-      return optuna.storages.RDBStorage(
-          url, heartbeat_interval=HEARTBEAT_SECS, grace_period=GRACE_SECS,
-          heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
-              max_retry=3, inherit_intermediate_values=True))
-  except Exception as e:  # pylint: disable=broad-except
-    raise errors.ConfigError(
-        f"--storage={url} cannot be opened: {type(e).__name__}: {str(e).splitlines()[0]}. "
-        f"Give a reachable SQLAlchemy URL (postgresql://user:password@host/db), "
-        f"journal:/shared/path, or leave it out for SQLite in --sweep_dir.") from None
-
-
 def _sampler(options):
   if options.sampler in ("grid", "random"):  # A grid's points are queued (`points`).
     return optuna.samplers.RandomSampler(seed=options.seed)
@@ -176,7 +158,7 @@ def _sampler(options):
 
 def open_study(options, *, create):
   """The sweep's study; `create` makes it (once, before any trial runner starts)."""
-  store = open_storage(options.storage_url)
+  store = storage_lib.open_storage(options.storage_url)
   kwargs = dict(study_name=STUDY_NAME, storage=store, sampler=_sampler(options),
                 pruner=pruners.of(options))
   if not create:
@@ -190,7 +172,8 @@ def open_study(options, *, create):
   searched = {name: getattr(options, name) for name in _KEPT}
   stored = study.user_attrs.get("options")
   if stored is not None:  # A sweep of an earlier release kept fewer: theirs were defaults.
-    stored = {**{n: getattr(SweepOptions, n, None) for n in _KEPT}, **stored}
+    stored = {**{n: getattr(SweepOptions, n, None) for n in _KEPT},
+              **{n: tuple(v) if isinstance(v, list) else v for n, v in stored.items()}}
   if stored is None:
     study.set_user_attr("options", searched)
     with warnings.catch_warnings():  # The dashboard names the objective after the metric.
@@ -229,7 +212,7 @@ def stored_options(sweep_dir, *, storage=None) -> SweepOptions:
   if not storage and not os.path.exists(os.path.join(sweep_dir, "study.db")):
     raise errors.ConfigError(f"{sweep_dir} holds no sweep (no study.db); give the --sweep_dir "
                              f"of a sweep, and its --storage if it used one.")
-  found = optuna.load_study(study_name=STUDY_NAME, storage=open_storage(url))
+  found = optuna.load_study(study_name=STUDY_NAME, storage=storage_lib.open_storage(url))
   if "options" not in found.user_attrs:
     raise errors.ConfigError(f"the study in {url} was not made by a sweep.")
   return SweepOptions(**found.user_attrs["options"], sweep_dir=sweep_dir, storage=storage)
@@ -245,9 +228,10 @@ def ask(study, options):
 def surplus(study, trial, options):
   """Whether `trial` is one more than the sweep needs: runners sharing the study (SLURM
   array tasks) may ask at the same moment. Such a trial is failed at once."""
-  if options.scheduler == "pbt":
-    return False  # One runner queues each generation; the others only take its trials.
-  if options.fixed_points:
+  if options.scheduler == "pbt":  # Only the segments one runner queued: not the sampler's.
+    extra = pbt_values.MEMBER not in study._storage.get_trial(  # pylint: disable=protected-access
+        trial._trial_id).user_attrs  # pylint: disable=protected-access
+  elif options.fixed_points:
     extra = fixed_points.repeats_a_point(study, trial)
   else:
     counted = [t for t in finished(study) + active(study) if t.number < trial.number]
