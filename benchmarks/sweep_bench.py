@@ -1,4 +1,4 @@
-"""What a sweep costs and what pruning saves, measured side by side on this machine.
+"""What a sweep costs and what pruning and PBT save, measured side by side on this machine.
 
   python benchmarks/sweep_bench.py --output_dir=/tmp/sweep_bench
 
@@ -6,11 +6,15 @@
    same trainings (same program and values) started by the launcher, P at once, round
    after round, each pinned to its own CPUs as the sweep pins them. efficiency = the
    independent trainings' wall time / the sweep's (1.0: the sweep costs nothing on top).
-2. Pruning: the same TPE sweep (same seed, same trials) without and with the median
-   pruner. Compute is trial-steps (the global steps every trial trained, summed); the
-   ratio is what the pruned sweep spent over what the unpruned one spent, reported with
-   both sweeps' best accuracy, and the trial-steps each spent until it first reached the
-   accuracy both reached.
+2. Spending: on one space (the DNN's momentum-SGD learning rate over five decades, where
+   a rate that is good early is too large late), the same TPE sweep (same seed, same
+   number of trials) with no pruner, median, hyperband and asha, and a PBT population.
+   Compute is trial-steps (the global steps every trial, or PBT segment, trained,
+   summed). For each: the best accuracy, the trial-steps spent, their ratio to the
+   unpruned sweep's, the trial-steps spent (in trial order) until the best so far came
+   within 0.005 of the unpruned sweep's best, and a chart of the best so far against the
+   trial-steps spent (sweep_spending.png). PBT is also held against the unpruned sweep's
+   best fixed-value trial among as many trial-steps as PBT spent.
 """
 
 import json
@@ -24,13 +28,29 @@ from absl import flags
 
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "/tmp/sweep_bench", "Sweeps and results.")
 _PARALLEL = flags.DEFINE_integer("parallel", 2, "P: trials at once.")
-_STEPS = flags.DEFINE_integer("steps", 3000, "Global steps of each trial (six evaluations).")
-_TRIALS = flags.DEFINE_integer("trials", 12, "Trials of each pruning sweep.")
-_SEED = flags.DEFINE_integer("seed", 1, "The TPE sampler's seed.")
+# A pruner decides from an evaluation (Estimator builds its graph again for each: about
+# 1.5 s here) and then every task agrees on the step to stop at: some 2000 DNN steps of
+# about 1 ms. Trials of 20000 steps are long enough for that to matter little, as for a
+# real model's steps.
+_STEPS = flags.DEFINE_integer("steps", 20000, "Global steps of each trial (eight "
+                              "evaluations).")
+_TRIALS = flags.DEFINE_integer("trials", 8, "Trials of each pruning sweep.")
+_SEED = flags.DEFINE_integer("seed", 1, "The TPE sampler's and PBT's seed.")
+_POPULATION = flags.DEFINE_integer("population", 4, "PBT's members.")
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Efficiency: trials per CPU share.")
 
 _PROGRAM = ["-m", "model_zoo.mnist_dnn", "--eval_throttle_secs=0"]
 _SPACE = "learning_rate=loguniform(1e-5,1e0)"
+_EVALUATIONS = 8
+_WITHIN = 0.005  # Of the unpruned sweep's best accuracy: the same best.
+_RUNGS = ["--min_resource_steps={interval}", "--reduction_factor=3"]
+_SWEEPS = {  # name: its flags beside the space and the seed; {interval}: an evaluation's steps.
+    "none": ["--sampler=tpe"],
+    "median": ["--sampler=tpe", "--pruner=median", "--prune_after_trials=3"],
+    "hyperband": ["--sampler=tpe", "--pruner=hyperband", *_RUNGS],
+    "asha": ["--sampler=tpe", "--pruner=asha", *_RUNGS],
+    "pbt": ["--scheduler=pbt", "--population={population}", "--pbt_interval_steps={interval}"],
+}
 
 
 def _timed(commands, cwd):
@@ -51,7 +71,7 @@ def _sweep(sweep_dir, *flags_):
 
 def _program():
   return [sys.executable, *_PROGRAM, f"--train_steps={_STEPS.value}",
-          f"--save_checkpoints_steps={_STEPS.value // 6}"]
+          f"--save_checkpoints_steps={_STEPS.value // _EVALUATIONS}"]
 
 
 def efficiency(out):
@@ -78,64 +98,93 @@ def efficiency(out):
   return seconds_independent, seconds_sweep
 
 
-def _trial_steps(sweep_dir):
+def _trials(sweep_dir):
+  """[(steps trained, value, state)] of the sweep's trials (PBT: segments) in trial order."""
   with open(os.path.join(sweep_dir, "sweep.json")) as f:
-    trials = sorted(json.load(f)["trials"], key=lambda t: t["number"])
-  return [(t["steps"] or 0, t["value"], t["state"]) for t in trials]
+    data = json.load(f)
+  starts = {s["trial"]: s["start_step"] for m in data.get("pbt", {}).get("members", [])
+            for s in m["segments"]}
+  return [((t["steps"] or 0) - starts.get(t["number"], 0), t["value"], t["state"])
+          for t in sorted(data["trials"], key=lambda t: t["number"])]
 
 
-def _steps_to(trials, target):
-  spent = 0
+def _curve(trials):
+  """[(trial-steps spent, best accuracy so far)] after each trial."""
+  spent, best, curve = 0, 0.0, []
   for steps, value, _ in trials:
     spent += steps
-    if value is not None and value >= target:
-      return spent
-  return None
+    best = max(best, value if value is not None else 0.0)
+    curve.append((spent, best))
+  return curve
 
 
-def pruning(out):
-  common = [f"--space={_SPACE}", "--sampler=tpe", f"--seed={_SEED.value}",
-            f"--trials={_TRIALS.value}", f"--parallel={_PARALLEL.value}"]
+def spending(out):
+  """{name: (seconds, trials)} of each sweep of _SWEEPS."""
   runs = {}
-  for name, extra in (("unpruned", []), ("pruned", ["--pruner=median",
-                                                   "--prune_after_trials=3"])):
-    seconds = _timed([(_sweep(f"{out}/{name}", *common, *extra), None)], os.getcwd())
-    runs[name] = (seconds, _trial_steps(f"{out}/{name}"))
+  for name, extra in _SWEEPS.items():
+    flags_ = [f.format(interval=_STEPS.value // _EVALUATIONS, population=_POPULATION.value)
+              for f in extra]
+    trials = [] if name == "pbt" else [f"--trials={_TRIALS.value}"]
+    seconds = _timed([(_sweep(f"{out}/{name}", f"--space={_SPACE}", f"--seed={_SEED.value}",
+                              f"--parallel={_PARALLEL.value}", "--progress_secs=0", *trials,
+                              *flags_), None)], os.getcwd())
+    runs[name] = (seconds, _trials(f"{out}/{name}"))
   return runs
+
+
+def _chart(curves, path):
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  figure, axes = pyplot.subplots(figsize=(8, 4.5))
+  for name, curve in curves.items():
+    axes.step([0] + [c[0] for c in curve], [0.0] + [c[1] for c in curve], where="post",
+              label=name)
+  axes.set_ylim(0.9, 1.0)
+  axes.set_xlabel("trial-steps spent")
+  axes.set_ylabel("best eval accuracy so far")
+  axes.legend()
+  figure.savefig(path, dpi=100, bbox_inches="tight")
+  pyplot.close(figure)
 
 
 def main(_):
   out = _OUTPUT_DIR.value
   os.makedirs(out, exist_ok=True)
   independent, swept = efficiency(out)
-  runs = pruning(out)
-  best = {n: max((v for _, v, _ in t if v is not None), default=0.0)
-          for n, (_, t) in runs.items()}
-  target = min(best.values())
-  rows = {n: {"seconds": round(s, 1), "trial_steps": sum(st for st, _, _ in t),
-              "best_accuracy": best[n], "steps_to_target": _steps_to(t, target),
-              "pruned_trials": sum(state == "pruned" for _, _, state in t)}
-          for n, (s, t) in runs.items()}
+  runs = spending(out)
+  curves = {name: _curve(trials) for name, (_, trials) in runs.items()}
+  unpruned = runs["none"][1]
+  target = round(curves["none"][-1][1] - _WITHIN, 4)
+  total = sum(steps for steps, _, _ in unpruned)
+  rows = {name: {"seconds": round(seconds, 1), "trial_steps": curves[name][-1][0],
+                 "ratio": round(curves[name][-1][0] / total, 3),
+                 "best_accuracy": curves[name][-1][1],
+                 "steps_to_target": next((s for s, b in curves[name] if b >= target), None),
+                 "pruned_trials": sum(state == "pruned" for _, _, state in trials)}
+          for name, (seconds, trials) in runs.items()}
+  pbt_steps = rows["pbt"]["trial_steps"]
+  fixed_at_pbt = max((b for s, b in curves["none"] if s <= pbt_steps), default=None)
   results = {
       "parallel": _PARALLEL.value, "rounds": _ROUNDS.value, "steps": _STEPS.value,
       "efficiency": {"independent_secs": round(independent, 1), "sweep_secs": round(swept, 1),
                      "efficiency": round(independent / swept, 3)},
-      "pruning": {**rows, "target_accuracy": target,
-                  "compute_ratio": round(rows["pruned"]["trial_steps"] /
-                                         rows["unpruned"]["trial_steps"], 3)}}
+      "spending": {**rows, "target_accuracy": target,
+                   "best_fixed_within_pbt_steps": fixed_at_pbt},
+      "curves": curves}
   with open(os.path.join(out, "sweep_bench.json"), "w") as f:
     json.dump(results, f, indent=2)
-  e, q = results["efficiency"], results["pruning"]
+  _chart(curves, os.path.join(out, "sweep_spending.png"))
+  e = results["efficiency"]
   print(f"| {_ROUNDS.value} x P={_PARALLEL.value} trials of {_STEPS.value} steps | independent "
-        f"{e['independent_secs']} s"
-        f" | sweep {e['sweep_secs']} s | efficiency {e['efficiency']} |")
-  print("| sweep | seconds | trial-steps | pruned trials | best accuracy | trial-steps to "
-        f"{target:.4f} |\n|---|---|---|---|---|---|")
-  for name in ("unpruned", "pruned"):
-    r = rows[name]
-    print(f"| {name} | {r['seconds']} | {r['trial_steps']} | {r['pruned_trials']} | "
-          f"{r['best_accuracy']:.4f} | {r['steps_to_target']} |")
-  print(f"compute ratio (pruned / unpruned trial-steps): {q['compute_ratio']}")
+        f"{e['independent_secs']} s | sweep {e['sweep_secs']} s | efficiency "
+        f"{e['efficiency']} |")
+  print(f"| sweep | seconds | trial-steps | of unpruned | pruned | best accuracy | trial-steps "
+        f"to {target:.4f} |\n|---|---|---|---|---|---|---|")
+  for name, r in rows.items():
+    print(f"| {name} | {r['seconds']} | {r['trial_steps']} | {r['ratio']} | "
+          f"{r['pruned_trials']} | {r['best_accuracy']:.4f} | {r['steps_to_target']} |")
+  print(f"best fixed-value trial within PBT's {pbt_steps} trial-steps: {fixed_at_pbt}")
 
 
 if __name__ == "__main__":

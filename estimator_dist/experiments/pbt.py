@@ -86,7 +86,7 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
   bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
   trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
   if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Array task 0 queues.
-    while not _results(study, len(bounds) - 1, options.population)[1]:
+    while _missing(study, len(bounds) - 1, options.population):
       if study.user_attrs.get(_STOPPED):
         raise trial_job.TrialFailed(study.user_attrs[_STOPPED])
       run_trials(study, **trials)
@@ -98,7 +98,7 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
     for generation in range(len(bounds)):
       queue(study, options, generation, bounds, out)
       run_trials(study, **trials)
-      missing, _ = _results(study, generation, options.population)
+      missing = _missing(study, generation, options.population)
       if missing:
         raise trial_job.TrialFailed(
             f"member(s) {missing} of the population did not finish generation {generation}: "
@@ -207,10 +207,9 @@ def _result(study, member, generation):
   return min(done, key=lambda t: t.number) if done else None
 
 
-def _results(study, generation, size):
-  """(the members without a result of `generation`, whether every member has one)."""
-  missing = [m for m in range(size) if not _result(study, m, generation)]
-  return missing, not missing
+def _missing(study, generation, size):
+  """The members without a result of `generation`."""
+  return [m for m in range(size) if not _result(study, m, generation)]
 
 
 _INDEX = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)
