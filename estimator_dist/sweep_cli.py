@@ -64,21 +64,9 @@ class SweepFlags:
   dashboard_port: flags.FlagHolder
 
   def options(self) -> study_lib.SweepOptions:
-    return study_lib.SweepOptions(
-        space=self.space.value, trials=self.trials.value, parallel=self.parallel.value,
-        workers_per_trial=self.workers_per_trial.value, strategy=self.strategy.value,
-        sampler=self.sampler.value, seed=self.seed.value, zip=self.zip.value,
-        pruner=self.pruner.value, prune_after_trials=self.prune_after_trials.value,
-        prune_after_steps=self.prune_after_steps.value,
-        min_resource_steps=self.min_resource_steps.value,
-        reduction_factor=self.reduction_factor.value, scheduler=self.scheduler.value,
-        population=self.population.value, pbt_interval_steps=self.pbt_interval_steps.value,
-        pbt_quantile=self.pbt_quantile.value, pbt_keep=tuple(self.pbt_keep.value),
-        metric=self.metric.value,
-        direction=self.direction.value, sweep_dir=self.sweep_dir.value,
-        storage=self.storage.value, retry_failed=self.retry_failed.value,
-        mlflow_tracking_uri=self.mlflow_tracking_uri.value,
-        progress_secs=self.progress_secs.value)
+    """The SweepOptions the flags set: each of its fields has a flag of its name."""
+    return study_lib.SweepOptions(**{field.name: getattr(self, field.name).value
+                                     for field in dataclasses.fields(study_lib.SweepOptions)})
 
 
 def define_flags(flag_values=flags.FLAGS) -> SweepFlags:

@@ -268,6 +268,15 @@ def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
   assert {ip for _, ip in listening} <= LOOPBACK, listening
 
 
+def test_a_task_beats_only_where_its_heartbeat_directory_is(tmp_path):
+  task = cluster.TaskInfo(role="worker", index=1, rank=2, size=3)
+  assert heartbeat.path_of(task, {env_vars.HEARTBEAT_DIR: str(tmp_path)}) == str(
+      tmp_path / "worker:1")
+  # A Spark executor that does not share the driver's file system: nobody reads there.
+  assert heartbeat.path_of(task, {env_vars.HEARTBEAT_DIR: str(tmp_path / "gone")}) is None
+  assert heartbeat.path_of(task, {}) is None
+
+
 def test_a_progress_line_names_a_task_behind_by_more_than_its_beats(tmp_path):
   def beats(**steps):
     for name, (step, at) in steps.items():

@@ -86,7 +86,7 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
   bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
   trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
   if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Array task 0 queues.
-    while _missing(study, len(bounds) - 1, options.population):
+    while _missing(segments(study), len(bounds) - 1, options.population):
       if study.user_attrs.get(_STOPPED):
         raise trial_job.TrialFailed(study.user_attrs[_STOPPED])
       run_trials(study, **trials)
@@ -98,7 +98,7 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
     for generation in range(len(bounds)):
       queue(study, options, generation, bounds, out)
       run_trials(study, **trials)
-      missing = _missing(study, generation, options.population)
+      missing = _missing(segments(study), generation, options.population)
       if missing:
         raise trial_job.TrialFailed(
             f"member(s) {missing} of the population did not finish generation {generation}: "
@@ -112,20 +112,20 @@ def queue(study, options, generation, bounds, out):
   """Queues the generation's segment of each member that has none finished, running or
   waiting. Every exploit's copy is made (once: a marker in the member's model_dir says
   so) before any segment is queued, so no source has trained on meanwhile."""
-  plans = _plan(study, options, generation)
+  found = segments(study)
   wanted = []
-  for member, (values, source) in enumerate(plans):
-    segments = _segments(study, member, generation)
-    if any(fixed_points.is_finished(t) or t.state in fixed_points.ACTIVE for t in segments):
+  for member, (values, source) in enumerate(_plan(found, options, generation)):
+    trials = found.get((member, generation), [])
+    if any(fixed_points.is_finished(t) or t.state in fixed_points.ACTIVE for t in trials):
       continue
-    if segments and not options.retry_failed:
+    if trials and not options.retry_failed:
       continue
     model_dir = member_dir(options.sweep_dir, member)
     attrs = {MEMBER: member, GENERATION: generation, "model_dir": model_dir,
              "start_step": bounds[generation - 1] if generation else 0,
              "program_flags": [f"--train_steps={bounds[generation]}"]}
     if source is not None:
-      exploited = _copied(study, options, member, source, generation)
+      exploited = _copied(found, options, member, source, generation)
       attrs.update(start_step=int(exploited["checkpoint"].rsplit("-", 1)[1]),
                    exploited=exploited)
       out.write(f"estimator_dist.sweep: generation {generation}: member {member} takes "
@@ -137,7 +137,7 @@ def queue(study, options, generation, bounds, out):
     study.enqueue_trial(values, user_attrs=attrs)
 
 
-def _copied(study, options, member, source, generation):
+def _copied(found, options, member, source, generation):
   """What the member took from `source` for `generation`: copied now, or read back from
   the marker of an earlier run of the sweep (the copy it made then)."""
   model_dir = member_dir(options.sweep_dir, member)
@@ -147,7 +147,7 @@ def _copied(study, options, member, source, generation):
       return json.load(f)
   except (OSError, ValueError):
     pass
-  exploited = {"member": source, "trial": _result(study, source, generation - 1).number,
+  exploited = {"member": source, "trial": result(found, source, generation - 1).number,
                "checkpoint": _exploit(member_dir(options.sweep_dir, source), model_dir)}
   os.makedirs(os.path.dirname(marker), exist_ok=True)
   with open(marker + ".new", "w") as f:
@@ -160,7 +160,7 @@ def member_dir(sweep_dir, member):
   return os.path.join(os.path.abspath(sweep_dir), f"member_{member}")
 
 
-def _plan(study, options, generation):
+def _plan(found, options, generation):
   """[(values, the member exploited or None)] of each member for `generation`: a
   function of the study's results and the seed, so a sweep run again plans the same."""
   seed, size, space = options.seed or 0, options.population, options.search_space
@@ -169,11 +169,10 @@ def _plan(study, options, generation):
             for m in range(size)]
   results = []
   for member in range(size):
-    result = _result(study, member, generation - 1)
-    if result is None:
+    results.append(result(found, member, generation - 1))
+    if results[-1] is None:
       raise trial_job.TrialFailed(f"member {member} has no result of generation "
                                   f"{generation - 1} to rank it by.")
-    results.append(result)
   scored = [m for m in range(size) if results[m].value is not None]  # Else it diverged.
   scored.sort(key=lambda m: results[m].value, reverse=options.direction == "maximize")
   count = max(1, int(size * options.pbt_quantile))
@@ -194,22 +193,26 @@ def _plan(study, options, generation):
   return plans
 
 
-def _segments(study, member, generation):
-  return [t for t in study.get_trials(deepcopy=False)
-          if t.user_attrs.get(MEMBER) == member and t.user_attrs.get(GENERATION) == generation
-          and not t.user_attrs.get("surplus")]
+def segments(study):
+  """{(member, generation): its trials} of the study's segments, in trial order."""
+  found = {}
+  for t in study.get_trials(deepcopy=False):
+    if MEMBER in t.user_attrs and not t.user_attrs.get("surplus"):
+      found.setdefault((t.user_attrs[MEMBER], t.user_attrs[GENERATION]), []).append(t)
+  return found
 
 
-def _result(study, member, generation):
-  """The member's first finished segment of `generation` (complete or diverged), else
-  None (a retry of a segment whose runner seemed dead may finish too: it does not count)."""
-  done = [t for t in _segments(study, member, generation) if fixed_points.is_finished(t)]
-  return min(done, key=lambda t: t.number) if done else None
+def result(found, member, generation):
+  """The member's first finished segment of `generation` (complete or diverged) among
+  `found` (`segments`), else None (a retry of a segment whose runner seemed dead may
+  finish too: it does not count)."""
+  return next((t for t in found.get((member, generation), ()) if fixed_points.is_finished(t)),
+              None)
 
 
-def _missing(study, generation, size):
+def _missing(found, generation, size):
   """The members without a result of `generation`."""
-  return [m for m in range(size) if not _result(study, m, generation)]
+  return [m for m in range(size) if not result(found, m, generation)]
 
 
 _INDEX = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)

@@ -9,7 +9,6 @@ checkpoint) above each numeric value's schedule.
 
 import os
 
-from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import space as space_lib
 
@@ -19,16 +18,15 @@ CHART = "pbt.png"
 def lineage(study, options):
   """{"members": [{"member": M, "segments": [...]}], "best": the best final segment's
   trial number (None while no member has finished the last generation)}."""
-  members = {}
-  for t in study.get_trials(deepcopy=False):  # The first finished segment counts.
-    if pbt.MEMBER in t.user_attrs and fixed_points.is_finished(t):
-      generations = members.setdefault(t.user_attrs[pbt.MEMBER], {})
-      generations.setdefault(t.user_attrs[pbt.GENERATION], {
-          "trial": t.number, "generation": t.user_attrs[pbt.GENERATION],
+  found, members = pbt.segments(study), {}
+  for member, generation in sorted(found):
+    t = pbt.result(found, member, generation)
+    if t is not None:
+      members.setdefault(member, []).append({
+          "trial": t.number, "generation": generation,
           "start_step": t.user_attrs.get("start_step", 0), "steps": t.user_attrs.get("steps"),
           "values": t.params, "value": t.value, "exploited": t.user_attrs.get("exploited")})
-  rows = [{"member": m, "segments": [members[m][g] for g in sorted(members[m])]}
-          for m in sorted(members)]
+  rows = [{"member": m, "segments": members[m]} for m in sorted(members)]
   last = pbt.generations(study, options) - 1
   finals = [r["segments"][-1] for r in rows
             if r["segments"][-1]["generation"] == last and r["segments"][-1]["value"] is not None]

@@ -23,10 +23,11 @@ MEMBER, GENERATION = "pbt_member", "pbt_generation"  # A segment's trial's user 
 def check(options):
   """ConfigError for options PBT cannot run with (`study.SweepOptions`)."""
   if options.scheduler != "pbt":
-    given = [f"--{n}" for n in ("population", "pbt_interval_steps")
-             if getattr(options, n) is not None]
-    given += ["--pbt_quantile"] * (options.pbt_quantile != 0.25)
-    given += ["--pbt_keep"] * bool(options.pbt_keep)
+    given = [f"--{name}" for name, is_set in (
+        ("population", options.population is not None),
+        ("pbt_interval_steps", options.pbt_interval_steps is not None),
+        ("pbt_quantile", options.pbt_quantile != 0.25), ("pbt_keep", bool(options.pbt_keep)))
+             if is_set]
     if given:
       raise errors.ConfigError(f"{' and '.join(given)} apply to --scheduler=pbt.")
     return

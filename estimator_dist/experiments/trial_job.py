@@ -29,13 +29,12 @@ class TrialFailed(RuntimeError):
   """A trial's job failed for another reason than its values (not divergence)."""
 
 
-def model_dir_of(sweep_dir, trial: optuna.trial.Trial) -> str:
+def model_dir_of(sweep_dir, frozen: optuna.trial.FrozenTrial) -> str:
   """The model_dir it was queued with (a PBT member's), else trial_N under the sweep dir;
   a retried trial keeps its first model_dir (and resumes)."""
-  frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
   if "model_dir" in frozen.user_attrs:
     return frozen.user_attrs["model_dir"]
-  original = frozen.system_attrs.get("failed_trial", trial.number)
+  original = frozen.system_attrs.get("failed_trial", frozen.number)
   return os.path.join(os.path.abspath(sweep_dir), f"trial_{original}")
 
 
@@ -76,10 +75,11 @@ class TrialJob:
 
   def __init__(self, trial, *, options, program, slot, env=None):
     self.trial, self.started = trial, time.monotonic()
-    self.model_dir = model_dir_of(options.sweep_dir, trial)
+    frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+    queued = frozen.user_attrs  # What it was queued with: PBT's segment.
+    self.model_dir = model_dir_of(options.sweep_dir, frozen)
     os.makedirs(self.model_dir, exist_ok=True)
     trial.set_user_attr("model_dir", self.model_dir)
-    queued = trial.study._storage.get_trial(trial._trial_id).user_attrs  # pylint: disable=protected-access
     self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric,
                                        after_step=queued.get("start_step"))
     self.log_path = os.path.join(self.model_dir, LOG_NAME)

@@ -55,8 +55,8 @@ class SparkOptions:
     interfaces every executor shares, and the ranks listen on every interface).
   env: environment variables every task gets on top of its executor's.
   model_dir: the model_dir `train_fn` trains in, when the driver reaches it at this path
-    too: the driver then prints progress lines (none when the executors' tasks cannot
-    reach the directory the driver makes in it).
+    too: the driver then prints progress lines (none when the executors' tasks do not see
+    the directory the driver makes in it: they do not beat, `heartbeat.path_of`).
   progress_secs: a progress line this often; 0: none.
   """
   spark_context: Optional[Any] = None
@@ -142,7 +142,7 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
     partition = context.partitionId()
     host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
     addresses = context.allGather(f"{host}:{local_cluster.free_ports(1, host=host)[0]}")
-    task_env = _reachable_heartbeats(extra)
+    task_env = dict(extra)
     if num_tasks > 1:
       cluster, roles = cluster_lib.assign_roles(addresses, num_ps, job.evaluator,
                                                 source="Spark")
@@ -189,22 +189,6 @@ def _progress_lines(options, application_id):
     stop.set()
     watcher.join()
     shutil.rmtree(beats, ignore_errors=True)
-
-
-def _reachable_heartbeats(env):
-  """`env` without the heartbeat directory when this executor does not see it (a model_dir
-  that the driver and this executor do not share): the driver could not read its beats."""
-  beats = env.get(env_vars.HEARTBEAT_DIR)
-  if beats and not os.path.isdir(beats):
-    return {k: v for k, v in env.items() if k != env_vars.HEARTBEAT_DIR}
-  return dict(env)
-
-
-def _beating_where_reachable(train_fn):
-  """A Horovod rank's `train_fn()`, without heartbeats where it cannot reach their directory."""
-  if env_vars.HEARTBEAT_DIR not in _reachable_heartbeats(os.environ):
-    os.environ.pop(env_vars.HEARTBEAT_DIR, None)
-  return train_fn()
 
 
 def _failure(error):
@@ -272,8 +256,7 @@ def _run_horovod(train_fn, job, options, beats_env):
   env = {**os.environ, **options.env, **beats_env}
   if interface:
     env = horovodrun.across_hosts_env(env, interface)
-  return horovod.spark.run(functools.partial(_beating_where_reachable, train_fn),
-                           num_proc=job.num_workers, env=env,
+  return horovod.spark.run(train_fn, num_proc=job.num_workers, env=env,
                            nics={interface} if interface else None,
                            use_gloo=controller == "gloo", use_mpi=controller == "mpi")
 

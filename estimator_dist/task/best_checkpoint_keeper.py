@@ -59,7 +59,7 @@ class Keeper(tf.estimator.Exporter):
     if not _copied(checkpoint_path, directory, record):
       logging.info("estimator_dist: %s was deleted before it could be kept", checkpoint_path)
       return None
-    ranked = sorted([*kept, record], key=best_checkpoints.rank_key(best))
+    ranked = sorted([*kept, record], key=best_checkpoints.rank_key(best.direction))
     # Relative names: the directory may be moved or copied.
     tf.compat.v1.train.update_checkpoint_state(
         directory, ranked[0]["checkpoint"],
@@ -131,14 +131,18 @@ def _remove(directory, record):
     _remove_file(name)
 
 
-def tidy(model_dir):
-  """Removes what a keeper killed in the middle left in model_dir/best: its pins, its
-  temporary files, and checkpoint files without a record."""
+def prepare(model_dir, best):
+  """Before training: ConfigError when model_dir/best keeps checkpoints ranked otherwise
+  than `best` ranks them (a rerun or a sweep changed the metric); else removes what a
+  keeper killed in the middle left there: its pins, its temporary files, and checkpoint
+  files without a record."""
   directory = os.path.join(model_dir, best_checkpoints.DIRECTORY)
+  kept = best_checkpoints.read(directory)
+  best_checkpoints.check_kept(kept, best, directory)
   if "://" in model_dir or not os.path.isdir(directory):
     return
   shutil.rmtree(os.path.join(directory, _PINS), ignore_errors=True)
-  recorded = {r["checkpoint"] for r in best_checkpoints.read(directory)}
+  recorded = {r["checkpoint"] for r in kept}
   for name in os.listdir(directory):
     stem = _CHECKPOINT_FILE.match(name)
     if name.endswith(".tmp") or (stem and not name.endswith(".json") and

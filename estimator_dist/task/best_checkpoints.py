@@ -58,10 +58,7 @@ def read(directory):
         records.append(json.load(f))
     except Exception:  # pylint: disable=broad-except  # Being written or removed.
       continue
-  if not records:
-    return []
-  return sorted(records, key=rank_key(BestCheckpoints(
-      keep=1, metric=records[0]["metric"], direction=records[0]["direction"])))
+  return sorted(records, key=rank_key(records[0]["direction"])) if records else []
 
 
 def check_kept(kept, best, directory):
@@ -75,8 +72,8 @@ def check_kept(kept, best, directory):
           f"move that directory away.")
 
 
-def rank_key(best):
-  sign = -1 if best.direction == "maximize" else 1
+def rank_key(direction):
+  sign = -1 if direction == "maximize" else 1
   return lambda r: (sign * r["value"], r["step"])  # Equal values: the earlier first.
 
 

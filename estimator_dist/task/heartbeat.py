@@ -23,9 +23,11 @@ _ENDED = ".ended"
 
 
 def path_of(task, env):
-  """The heartbeat file of a training `task`; None when the launcher asked for none."""
+  """The heartbeat file of a training `task`; None when the launcher asked for none, or
+  when its directory is not there (a Spark executor that does not share the driver's
+  file system: nobody could read the beats)."""
   directory = env.get(env_vars.HEARTBEAT_DIR)
-  if not directory or not task.is_training:
+  if not directory or not task.is_training or not os.path.isdir(directory):
     return None
   return os.path.join(directory, f"{task.role}:{task.index}")
 

@@ -12,7 +12,6 @@ from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import local
 from estimator_dist.task import best_checkpoint_keeper
-from estimator_dist.task import best_checkpoints
 from estimator_dist.task import checkpoints
 from estimator_dist.training import decorator
 from estimator_dist.training import job_tracking
@@ -126,10 +125,8 @@ class TrainingRun:
     task = self.adapter.task
     if self.eval_spec is not None and (task.is_chief or task.role == "evaluator"):
       evaluation.check_eval_input(eval_input_fn, steps=options.eval_steps, params=self.params)
-      if options.best_checkpoints:  # Before training: a sweep or a rerun changed the metric.
-        best = os.path.join(options.model_dir, best_checkpoints.DIRECTORY)
-        best_checkpoints.check_kept(best_checkpoints.read(best), options.best_checkpoints, best)
-        best_checkpoint_keeper.tidy(options.model_dir)
+      if options.best_checkpoints:
+        best_checkpoint_keeper.prepare(options.model_dir, options.best_checkpoints)
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
     self.summary = None  # The chief's summary fields, once it has printed them.
