@@ -40,7 +40,7 @@ _EXPORTS = {
     "options_from_flags": "estimator_dist.training.flags",
     "run_program": "estimator_dist.training.program",
     "TrainOptions": "estimator_dist.training.options",
-    "evaluate": "estimator_dist.training.run",
+    "evaluate": "estimator_dist.training.evaluate_alone",
     "train_and_evaluate": "estimator_dist.training.run",
     "SweepOptions": "estimator_dist.experiments.study",
     "sweep": "estimator_dist.experiments.runner",

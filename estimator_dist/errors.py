@@ -26,6 +26,10 @@ class PortInUse(RuntimeError):
 DIVERGED_EXIT_CODE = 3  # What a program run by run_program exits with when it diverged.
 STALLED_EXIT_CODE = 124  # A task (or job) stopped because it made no progress in time.
 PORT_IN_USE_EXIT_CODE = 75  # EX_TEMPFAIL: the launcher starts the job again on new ports.
+# A job (or task) that saved its work when told to stop (task/preemption.py): run it again
+# to resume. Above 128, so Kubeflow's ExitCode restart policy retries it, and above 128 +
+# any signal's number, so it never reads as a death by signal.
+PREEMPTED_EXIT_CODE = 200
 
 
 def check_args(fn, kind, allowed, fix):

@@ -44,6 +44,7 @@ class LaunchFlags:
   progress_secs: flags.FlagHolder
   curves: flags.FlagHolder
   mlflow_tracking_uri: flags.FlagHolder
+  preemption_grace_secs: flags.FlagHolder
 
   def options(self) -> launcher.LaunchOptions:
     elastic = None
@@ -63,7 +64,8 @@ class LaunchFlags:
         startup_timeout_secs=self.startup_timeout_secs.value,
         shutdown_timeout_secs=self.shutdown_timeout_secs.value,
         progress_secs=self.progress_secs.value, curves=self.curves.value,
-        mlflow_tracking_uri=self.mlflow_tracking_uri.value, horovod=run)
+        mlflow_tracking_uri=self.mlflow_tracking_uri.value, horovod=run,
+        preemption_grace_secs=self.preemption_grace_secs.value)
 
 
 def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
@@ -142,7 +144,14 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
       mlflow_tracking_uri=flags.DEFINE_string(
           "mlflow_tracking_uri", None, "Record the job as a run of this MLflow tracking "
           "server (http://host:5000): the program's flags, evaluations, throughput, summary "
-          "and exports (pip install 'estimator_dist[tracking]').", flag_values=f))
+          "and exports (pip install 'estimator_dist[tracking]').", flag_values=f),
+      preemption_grace_secs=flags.DEFINE_float(
+          "preemption_grace_secs", 25, "SIGTERM or SIGUSR1 to the launcher or a task "
+          "preempts the job: every task stops at one agreed step, the chief saves a "
+          f"checkpoint there, and the launcher exits with code {errors.PREEMPTED_EXIT_CODE}; "
+          "running the same command again resumes from it. The tasks get this long, then (or at a second signal) they "
+          "are stopped at once. 0: those signals stop the job at once, as Ctrl-C does.",
+          lower_bound=0.0, flag_values=f))
 
 
 def main(argv, launch_flags):

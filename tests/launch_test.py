@@ -107,13 +107,18 @@ def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
   assert "training ended but ps:0 did not exit within 2s; stopping them" in output
 
 
-@pytest.mark.parametrize("strategy,sig,code", [
-    ("multi_worker", signal.SIGINT, 130), ("multi_worker", signal.SIGTERM, 143),
-    ("horovod", signal.SIGINT, 130)])
+@pytest.mark.parametrize("strategy,signals,launch_args,code,said", [
+    ("multi_worker", [signal.SIGINT], [], 130, "signal 2: stopping all tasks"),
+    ("horovod", [signal.SIGINT], [], 130, "signal 2: stopping all tasks"),
+    # SIGTERM asks the tasks to save (these never do); a second one stops them at once.
+    ("multi_worker", [signal.SIGTERM] * 2, [], 143, "signal 15: stopping all tasks"),
+    # Or the grace runs out.
+    ("multi_worker", [signal.SIGUSR1], ["--preemption_grace_secs=1"], 138,
+     "did not save and stop within 1s; stopping every task at once")])
 @pytest.mark.processes
-def test_ctrl_c_stops_every_task(strategy, sig, code):
+def test_ctrl_c_stops_every_task(strategy, signals, launch_args, code, said):
   process = subprocess.Popen(
-      helpers.launch_command(f"--strategy={strategy}", "--num_workers=2",
+      helpers.launch_command(f"--strategy={strategy}", "--num_workers=2", *launch_args,
                              program=(helpers.PYTHON, "-c", TASK)),
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
       env=helpers.child_env(), start_new_session=True)
@@ -122,9 +127,12 @@ def test_ctrl_c_stops_every_task(strategy, sig, code):
     lines.append(process.stdout.readline())
     assert lines[-1], "launcher ended before its tasks started:\n" + "".join(lines)
     started += " task " in lines[-1]
-  os.kill(process.pid, sig)
+  for sig in signals:
+    os.kill(process.pid, sig)
+    time.sleep(0.5)
   try:
     assert process.wait(30) == code
+    assert said in process.stdout.read()
   finally:
     if process.poll() is None:
       os.killpg(process.pid, signal.SIGKILL)

@@ -134,8 +134,10 @@ def test_sbatch_script_for_parameter_server():
   for line in ["#SBATCH --nodes=3", "#SBATCH --ntasks=6", "#SBATCH --time=01:00:00",
                "export ESTIMATOR_DIST_NUM_PS=2", "export ESTIMATOR_DIST_EVALUATOR=1",
                "export ESTIMATOR_DIST_PORT_BASE=8888",
+               "#SBATCH --signal=B:USR1@25", "#SBATCH --requeue",
+               "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=25",
                "srun --kill-on-bad-exit=1 python train.py --model_dir=/shared/run "
-               "--strategy=parameter_server"]:
+               "--strategy=parameter_server &"]:
     assert line in script.splitlines(), script
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
@@ -146,8 +148,20 @@ def test_sbatch_script_for_parameter_server():
 ])
 def test_sbatch_script_for_horovod_and_mirrored(strategy, line):
   script = sbatch(f"--strategy={strategy}", "--num_workers=4", "--", "python", "train.py")
-  assert line in script.splitlines(), script
+  assert line + " &" in script.splitlines(), script
   assert f"#SBATCH --ntasks={4 if strategy == 'horovod' else 1}" in script
+
+
+def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
+  args = ["--", "python", "train.py"]
+  script = sbatch("--strategy=multi_worker", "--preemption_grace_secs=90", "--norequeue", *args)
+  assert "#SBATCH --signal=B:USR1@90" in script and "#SBATCH --requeue" not in script
+  assert "no --requeue: submit the script again to resume" in script
+  subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+  script = sbatch("--strategy=multi_worker", "--preemption_grace_secs=0", *args)
+  assert "USR1" not in script and "#SBATCH --requeue" not in script, script
+  assert script.splitlines()[-1] == ("srun --kill-on-bad-exit=1 python train.py "
+                                     "--strategy=multi_worker")
 
 
 def test_sbatch_refuses_what_cannot_run():

@@ -18,7 +18,7 @@ from estimator_dist import errors
 from estimator_dist.jobs import failure_cause
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
-from estimator_dist.jobs import processes
+from estimator_dist.jobs import process_tree
 from estimator_dist.task import env_vars
 from estimator_dist.task import stop_files
 
@@ -61,7 +61,7 @@ class LocalSlot:
       env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
 
     def on_its_cpus():
-      processes.die_with_parent()
+      process_tree.die_with_parent()
       os.sched_setaffinity(0, cpus)
 
     return subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn

@@ -9,7 +9,10 @@ was built with it, else Gloo), on this machine or on the hosts given with --host
 --hostfile. Output lines are prefixed with the task (`[worker:1]`).
 When a task fails or stops making progress (heartbeats), the others are stopped and the
 launcher exits with that task's code, or with --max_restarts starts the job again from
-its latest checkpoint. --elastic runs Horovod's elastic mode. Ctrl-C stops everything.
+its latest checkpoint. --elastic runs Horovod's elastic mode. Ctrl-C stops everything;
+SIGTERM or SIGUSR1 preempts the job: every task stops at one agreed step, the chief saves
+a checkpoint there, and the launcher exits with errors.PREEMPTED_EXIT_CODE (run the same
+command again to resume).
 The job's temporary directories go with it, however it ends (job_dirs).
 """
 
@@ -26,12 +29,14 @@ from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import model_dir_arg
+from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
 from estimator_dist.task import bind_address
 from estimator_dist.task import model_dir_lock
+from estimator_dist.task import preemption
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
@@ -61,6 +66,9 @@ class LaunchOptions:
   curves: draw model_dir/curves.png when the job ends (`curves`).
   mlflow_tracking_uri: the MLflow server the launcher records the job's run in.
   horovod: how horovodrun starts the ranks (strategy horovod only).
+  preemption_grace_secs: after SIGTERM or SIGUSR1 (to the launcher or a task), how long
+    the tasks get to save at an agreed step and exit before they are stopped at once
+    (0: those signals stop them at once, as Ctrl-C does).
 
   A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
   start again on new ports, up to PORT_RETRIES times, apart from max_restarts.
@@ -77,6 +85,7 @@ class LaunchOptions:
   curves: bool = True
   mlflow_tracking_uri: Optional[str] = None
   horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
+  preemption_grace_secs: float = preemption.DEFAULT_GRACE_SECS
 
   def __post_init__(self):
     errors.check_choice("isolation", self.isolation, sandbox_lib.ISOLATIONS)
@@ -85,6 +94,7 @@ class LaunchOptions:
     errors.check_non_negative("startup_timeout_secs", self.startup_timeout_secs)
     errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
     errors.check_non_negative_number("progress_secs", self.progress_secs)
+    errors.check_non_negative_number("preemption_grace_secs", self.preemption_grace_secs)
     if self.mlflow_tracking_uri:
       errors.check_installed("mlflow", "--mlflow_tracking_uri")
 
@@ -114,13 +124,13 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   # horovodrun gets a moment to stop the ranks it started over SSH.
   group = processes.TaskGroup(
       out=out, heartbeats=local, hang_timeout_secs=options.hang_timeout_secs if local else None,
-      stop_grace_secs=0.0 if local else 2.0)
+      stop_grace_secs=0.0 if local else 2.0, preemption_grace_secs=options.preemption_grace_secs)
   sandbox = made = code = tracked = None
   previous = {}
   try:
     previous = processes.stop_on_signals(group)
     sandbox, why = sandbox_lib.open_sandbox(options.isolation if local else "host",
-                                            preexec_fn=processes.die_with_parent)
+                                            preexec_fn=process_tree.die_with_parent)
     exposed = startup_checks.exposure(options, on_host_network=local and not sandbox,
                                       why_no_namespace=why)
     if local or not (horovodrun_ranks and run.network_interface):
@@ -154,7 +164,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
                                       model_dir=model_dir, log=group.log)
-      code = _run_attempts(starter)
+      code = _run_attempts(starter, new_model_dir=made)
     return code
   finally:
     processes.ignore_signals(previous)  # Until everything below is done.
@@ -172,7 +182,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
       signal.signal(s, handler)
 
 
-def _run_attempts(starter):
+def _run_attempts(starter, *, new_model_dir):
   """Runs the job, again after a failure up to max_restarts times, and on new ports when
   one was taken (up to PORT_RETRIES times), saying how far it is; returns its exit code."""
   group, model_dir = starter.group, starter.options.model_dir
@@ -188,7 +198,12 @@ def _run_attempts(starter):
     group.log(f"other processes kept taking the job's ports ({PORT_RETRIES} tries on new "
               f"ports); run the job with --isolation=private, where no process outside "
               f"the job can")
-  group.log(f"job {'finished' if code == 0 else 'failed'} with exit code {code}")
+  if code == errors.PREEMPTED_EXIT_CODE:
+    again = f" with --model_dir={model_dir}" if new_model_dir else ""
+    group.log(f"every task stopped at one step and the chief saved a checkpoint in "
+              f"{model_dir}; run the same command again{again} to resume from it")
+  outcome = {0: "finished", errors.PREEMPTED_EXIT_CODE: "was preempted"}.get(code, "failed")
+  group.log(f"job {outcome} with exit code {code}")
   for fields in (f for t in group.tasks for f in t.summaries):
     group.log("summary\n" + summary.format_table(fields))
   drawn = starter.options.curves and curves.draw(model_dir)
@@ -213,7 +228,8 @@ def _attempts(starter, *, on_tick):
       group.log(f"another process took a port of the job before its task listened on "
                 f"it; starting every task again on new ports ({port_retries} of "
                 f"{PORT_RETRIES})")
-    elif code in (0, errors.DIVERGED_EXIT_CODE) or attempt == options.max_restarts:
+    elif (code in (0, errors.DIVERGED_EXIT_CODE, errors.PREEMPTED_EXIT_CODE) or
+          attempt == options.max_restarts):
       break
     else:
       attempt, port_retries = attempt + 1, 0

@@ -18,11 +18,13 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.jobs import job_dirs
+from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
 from estimator_dist.task import heartbeat
 from estimator_dist.task import summary
 
 
+_GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is preempted.
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
 
@@ -38,7 +40,8 @@ class Task:
     self.tail = collections.deque(maxlen=20)
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
+        stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=process_tree.die_with_parent)
     self._thread = threading.Thread(target=self._copy, args=(out,), daemon=True)
     self._thread.start()
 
@@ -65,8 +68,9 @@ class Task:
 
   def family(self, table=None):
     """The task's process and every descendant (mpirun starts its ranks in process
-    groups of their own, so the group alone is not enough); `table`: _process_table()."""
-    return {self.process.pid, *_descendants(self.process.pid, table)}
+    groups of their own, so the group alone is not enough); `table`:
+    process_tree.process_table()."""
+    return {self.process.pid, *process_tree.descendants(self.process.pid, table)}
 
 
 def stop_tasks(tasks, grace_secs=0.0):
@@ -80,80 +84,24 @@ def stop_tasks(tasks, grace_secs=0.0):
   first = signal.SIGTERM if grace_secs > 0 else signal.SIGSTOP
   families = [task.family() for task in tasks]
   for task, family in zip(tasks, families):
-    _signal_all(task.process.pid, family, first)
+    process_tree.signal_all(task.process.pid, family, first)
   deadline = time.monotonic() + grace_secs
-  while grace_secs > 0 and any(map(_alive, families)) and time.monotonic() < deadline:
+  while (grace_secs > 0 and any(map(process_tree.alive, families)) and
+         time.monotonic() < deadline):
     time.sleep(0.05)
   for task, family in zip(tasks, families):
     family |= task.family()
-    _signal_all(task.process.pid, family, signal.SIGKILL)
+    process_tree.signal_all(task.process.pid, family, signal.SIGKILL)
   deadline = time.monotonic() + 5
   for task, family in zip(tasks, families):
     try:
       task.process.wait(max(deadline - time.monotonic(), 0.01))
     except subprocess.TimeoutExpired:
       pass
-    while _alive(family) and time.monotonic() < deadline:
+    while process_tree.alive(family) and time.monotonic() < deadline:
       time.sleep(0.05)
   for task in tasks:
     task.join_output(max(deadline - time.monotonic(), 0.5))
-
-
-def _signal_all(group, pids, sig):
-  for kill, target in [(os.killpg, group)] + [(os.kill, pid) for pid in pids]:
-    try:
-      kill(target, sig)
-    except (ProcessLookupError, PermissionError):
-      pass
-
-
-def _alive(pids):
-  alive = []
-  for pid in pids:
-    try:
-      with open(f"/proc/{pid}/stat") as f:
-        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-          alive.append(pid)
-    except (OSError, IndexError):
-      pass
-  return alive
-
-
-def _process_table():
-  """{pid: (parent pid, state, name)} of every process (Linux /proc)."""
-  table = {}
-  for entry in os.listdir("/proc"):
-    if entry.isdigit():
-      try:
-        with open(f"/proc/{entry}/stat") as f:
-          name, rest = f.read().split("(", 1)[1].rsplit(")", 1)
-        state, parent = rest.split()[:2]
-        table[int(entry)] = (int(parent), state, name)
-      except (OSError, ValueError, IndexError):
-        continue
-  return table
-
-
-def _descendants(pid, table=None):
-  """The pids of every process descended from `pid`; `table`: _process_table()."""
-  children = {}
-  for child, (parent, _, _) in (table or _process_table()).items():
-    children.setdefault(parent, []).append(child)
-  found, todo = [], [pid]
-  while todo:
-    for child in children.get(todo.pop(), []):
-      found.append(child)
-      todo.append(child)
-  return found
-
-
-def die_with_parent():
-  """Linux: the child gets SIGKILL if the launcher dies without cleaning up."""
-  try:
-    import ctypes  # pylint: disable=g-import-not-at-top
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  except OSError:
-    pass
 
 
 def _exit_code(returncode):
@@ -161,16 +109,21 @@ def _exit_code(returncode):
 
 
 def stop_on_signals(group):
-  """Makes SIGINT, SIGTERM and SIGHUP (unless ignored, as under nohup) stop every task
-  of `group` and exit with 128 + the signal; returns the handlers they had.
+  """Makes SIGINT and SIGHUP (unless ignored, as under nohup) stop every task of `group`
+  and exit with 128 + the signal; returns the handlers they had. SIGTERM and SIGUSR1 do
+  the same where the group has no preemption grace; with one, the first asks the tasks
+  to save and stop (`TaskGroup.preempt`), and a second stops them at once.
 
   Once the stop began, they are ignored (`ignore_signals`): a second Ctrl-C would cut
   the stop, and the removal of the job's directories, short.
   """
-  handled = [signal.SIGINT, signal.SIGTERM] + (
+  handled = [signal.SIGINT, *_GRACEFUL] + (
       [signal.SIGHUP] if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else [])
 
   def on_signal(signum, _):
+    if signum in _GRACEFUL and group.preemption_grace_secs and group.preempted_by is None:
+      group.preempt(f"signal {signum} ({signal.Signals(signum).name})", exit_code=128 + signum)
+      return
     ignore_signals(handled)
     group.log(f"signal {signum}: stopping all tasks")
     group.stop_all()
@@ -188,12 +141,16 @@ class TaskGroup:
   signal; `log` writes the launcher's own lines."""
 
   def __init__(self, *, out=sys.stdout, heartbeats=False, hang_timeout_secs=None,
-               stop_grace_secs=0.0):
-    """heartbeats: whether the tasks get a directory to beat in (`self.heartbeats`)."""
+               stop_grace_secs=0.0, preemption_grace_secs=0.0):
+    """heartbeats: whether the tasks get a directory to beat in (`self.heartbeats`);
+    preemption_grace_secs: how long tasks asked to save and stop get (`preempt`)."""
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
     self.stop_grace_secs = stop_grace_secs
+    self.preemption_grace_secs = preemption_grace_secs
+    self.preempted_by = None  # Why the tasks were asked to save and stop.
+    self._preemption = None  # (deadline, exit code once it passed, pids signalled)
     self._directories = []
     self.heartbeats = self.temporary_directory("heartbeats") if heartbeats else None
     self._idleness = progress.Idleness()
@@ -210,6 +167,27 @@ class TaskGroup:
 
   def start(self, name, command, env):
     self.tasks.append(Task(name, command, env, self.out))
+
+  def preempt(self, why, *, exit_code):
+    """Asks every task to save and stop: SIGUSR1 to each of their processes that catches
+    it (the programs, which agree on a step: task/preemption.py; mpirun, which forwards
+    it), also to those that catch it later. `wait` gives them preemption_grace_secs, then
+    stops them at once and returns `exit_code`."""
+    grace = self.preemption_grace_secs
+    self.preempted_by = why
+    self._preemption = (time.monotonic() + grace, exit_code, set())
+    self.log(f"{why}: preemption: every task stops at one agreed step and the chief saves "
+             f"a checkpoint there, within {grace:g}s (a second signal stops them at once)")
+    self._ask_to_save()
+
+  def _ask_to_save(self):
+    signalled, table = self._preemption[2], process_tree.process_table()
+    for task in self.tasks:
+      for pid in task.family(table) - signalled:
+        if process_tree.catches(pid, signal.SIGUSR1):
+          signalled.add(pid)
+          with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGUSR1)
 
   def stop_all(self):
     """Stops every task at once."""
@@ -241,11 +219,13 @@ class TaskGroup:
       # running in this round, so its code is read in the next, never taken for 0.
       codes = [(task, task.process.poll()) for task in self.tasks]
       for task, code in codes:
-        if code not in (None, 0):
+        if code == errors.PREEMPTED_EXIT_CODE and self.preempted_by is None:
+          self.preempt(f"{task.name} was preempted", exit_code=1)
+        if code not in (None, 0, errors.PREEMPTED_EXIT_CODE):
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
-      table = _process_table() if self.hang_timeout_secs else None
+      table = process_tree.process_table() if self.hang_timeout_secs else None
       stopped = progress.stopped(self.tasks, stopped_since, table) if table else []
       watched = self.heartbeats if self.hang_timeout_secs else None
       stuck = watched and heartbeat.stalled(
@@ -270,7 +250,17 @@ class TaskGroup:
         return errors.STALLED_EXIT_CODE
       running = [task for task, code in codes if code is None]
       if not running:
-        return 0
+        preempted = any(code == errors.PREEMPTED_EXIT_CODE for _, code in codes)
+        return errors.PREEMPTED_EXIT_CODE if preempted else 0
+      if self._preemption:
+        deadline, exit_code, _ = self._preemption
+        if time.monotonic() > deadline:
+          self.log(f"{', '.join(t.name for t in running)} did not save and stop within "
+                   f"{self.preemption_grace_secs:g}s; stopping every task at once (the "
+                   f"latest complete checkpoint stays)")
+          self.stop_all()
+          return exit_code
+        self._ask_to_save()  # A task whose program catches the signal only now.
       if on_tick:
         on_tick()
       if not any(t.name in training for t in running):

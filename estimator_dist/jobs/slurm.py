@@ -4,7 +4,10 @@
       -- python train.py --model_dir=/shared/run > job.sbatch
 
 Each task of the srun step derives its place from SLURM's variables
-(`estimator_dist.task.slurm_env`).
+(`estimator_dist.task.slurm_env`). SLURM sends the script USR1 `preemption_grace_secs`
+before the time limit (`--signal`); the script passes it to the step's tasks, which save
+at one agreed step and exit with errors.PREEMPTED_EXIT_CODE, and the job requeues itself
+(`--requeue`) to resume from that checkpoint.
 """
 
 import dataclasses
@@ -20,6 +23,7 @@ from estimator_dist import errors
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
 from estimator_dist.task import env_vars
+from estimator_dist.task import preemption
 from estimator_dist.task import slurm_env
 
 
@@ -36,6 +40,9 @@ class SlurmOptions:
   srun_mpi: str = "pmix"
   overcommit: bool = False
   progress_secs: float = 30.0  # The batch step's progress lines (progress_watch); 0: none.
+  # USR1 this long before the time limit: the tasks save and the job requeues (0: none).
+  preemption_grace_secs: int = preemption.DEFAULT_GRACE_SECS
+  requeue: bool = True  # After a save on preemption, the job requeues itself.
 
 
 def partition_cpus(partition=None):
@@ -76,7 +83,12 @@ def sbatch_script(job, *, options=SlurmOptions()):
               ("cpus-per-task", options.cpus_per_task),
               ("gpus-per-task", options.gpus_per_task), ("time", options.time),
               ("partition", options.partition), ("open-mode", "append")]
+  grace = options.preemption_grace_secs
+  if grace:
+    settings.append(("signal", f"B:USR1@{grace}"))
   lines = ["#!/bin/bash"] + [f"#SBATCH --{k}={v}" for k, v in settings if v is not None]
+  if grace and options.requeue:
+    lines.append("#SBATCH --requeue")
   if options.overcommit:
     lines += ["#SBATCH --overcommit",
               "# More tasks than CPUs: they share them (without --overcommit the job pends "
@@ -86,22 +98,46 @@ def sbatch_script(job, *, options=SlurmOptions()):
   program = shlex.join(job.program)
   lines += _progress_lines(job, options)
   if traits.ranks_from_horovodrun:
-    lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
-              f"srun --kill-on-bad-exit=1 --mpi={options.srun_mpi} {program}"]
+    lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support."]
+    step = f"srun --kill-on-bad-exit=1 --mpi={options.srun_mpi} {program}"
   elif traits.one_process:
     lines += [f"# One process; {strategy} uses this node's devices.",
               *([f"export {env_vars.NUM_DEVICES}={job.num_workers}"]
-                if traits.replicas_are_devices else []),
-              f"srun --ntasks=1 {program}"]
+                if traits.replicas_are_devices else [])]
+    step = f"srun --ntasks=1 {program}"
   else:
     lines += ["# Each task derives its TF_CONFIG from SLURM_PROCID, SLURM_STEP_NODELIST and",
               "# SLURM_STEP_TASKS_PER_NODE: chief, evaluator, ps, then workers, hosts sorted,",
               f"# ports {options.port_base} and up on each node.",
               f"export {env_vars.NUM_PS}={job.num_ps}",
               f"export {env_vars.EVALUATOR}={int(job.evaluator)}",
-              f"export {env_vars.PORT_BASE}={options.port_base}",
-              f"srun --kill-on-bad-exit=1 {program}"]
+              f"export {env_vars.PORT_BASE}={options.port_base}"]
+    step = f"srun --kill-on-bad-exit=1 {program}"
+  lines += _preemptible(step, options) if grace else [step]
   return "\n".join(lines) + "\n"
+
+
+def _preemptible(step, options):
+  """The step run so that USR1 (SLURM's --signal) reaches its tasks, which save and exit
+  with errors.PREEMPTED_EXIT_CODE; then the job requeues itself (or says how to resume)."""
+  code = errors.PREEMPTED_EXIT_CODE
+  after = ('  scontrol requeue "$SLURM_JOB_ID" || echo "[slurm] the requeue failed: submit '
+           'the script again to resume"' if options.requeue else
+           '  echo "[slurm] no --requeue: submit the script again to resume"')
+  return [
+      "", "# Preemption: USR1 goes to every task (bash runs a trap only while it waits);",
+      f"# they stop at one agreed step, the chief saves a checkpoint, and they exit with {code}.",
+      f"export {env_vars.PREEMPTION_GRACE_SECS}={options.preemption_grace_secs}",
+      "trap 'echo \"[slurm] USR1: the tasks save and stop\"; scancel --signal=USR1 "
+      "\"$SLURM_JOB_ID\"' USR1",
+      f"{step} &",
+      "step_pid=$!",
+      'code=0; wait "$step_pid" || code=$?',
+      "# A trap ends the wait early: wait again until the step has ended.",
+      'while kill -0 "$step_pid" 2>/dev/null; do code=0; wait "$step_pid" || code=$?; done',
+      f'if [ "$code" -eq {code} ]; then',
+      f'  echo "[slurm] job $SLURM_JOB_ID was preempted and saved its work (exit code {code})"',
+      after, "fi", 'exit "$code"']
 
 
 def _progress_lines(job, options):
@@ -136,6 +172,8 @@ class SlurmFlags:
   srun_mpi: flags.FlagHolder
   overcommit: flags.FlagHolder
   progress_secs: flags.FlagHolder
+  preemption_grace_secs: flags.FlagHolder
+  requeue: flags.FlagHolder
 
   def script(self, command, *, err=None):
     """The sbatch script of `command` run as the flags say; `err` (default stderr) gets
@@ -146,7 +184,8 @@ class SlurmFlags:
         gpus_per_task=self.gpus_per_task.value, time=self.time.value,
         partition=self.partition.value, job_name=self.job_name.value,
         port_base=self.port_base.value, srun_mpi=self.srun_mpi.value,
-        overcommit=bool(self.overcommit.value), progress_secs=self.progress_secs.value)
+        overcommit=bool(self.overcommit.value), progress_secs=self.progress_secs.value,
+        preemption_grace_secs=self.preemption_grace_secs.value, requeue=self.requeue.value)
     if self.overcommit.value is None:  # Not given: as sinfo tells.
       options = dataclasses.replace(options, overcommit=_overcommit_from_sinfo(
           job, options, err or sys.stderr))
@@ -181,7 +220,15 @@ def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
       progress_secs=flags.DEFINE_float(
           "progress_secs", 30, "The job's progress lines in its output this often (the "
           "program's --model_dir holds the tasks' heartbeats); 0: none.", lower_bound=0.0,
-          flag_values=f))
+          flag_values=f),
+      preemption_grace_secs=flags.DEFINE_integer(
+          "preemption_grace_secs", preemption.DEFAULT_GRACE_SECS, "#SBATCH "
+          "--signal=B:USR1@N: this long before the time limit, every task stops at one "
+          "agreed step and the chief saves a checkpoint there; 0: no signal.",
+          lower_bound=0, flag_values=f),
+      requeue=flags.DEFINE_bool(
+          "requeue", True, "#SBATCH --requeue: after that save, the job requeues itself and "
+          "resumes from the checkpoint.", flag_values=f))
 
 
 def _overcommit_from_sinfo(job, options, err):

@@ -45,7 +45,8 @@ class Starter:
   def _start(self, name, command, env):
     env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
            env_vars.STARTUP_TIMEOUT_SECS: str(self.options.startup_timeout_secs),
-           env_vars.MODEL_DIR_LOCK: self.options.model_dir}
+           env_vars.MODEL_DIR_LOCK: self.options.model_dir,
+           env_vars.PREEMPTION_GRACE_SECS: f"{self.options.preemption_grace_secs:g}"}
     if self.group.heartbeats:
       env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
     env = launch_tracking.task_env(env)

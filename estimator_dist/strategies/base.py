@@ -208,8 +208,9 @@ class StrategyAdapter:
     return settings, []
 
   def stop_requested(self, requested):
-    """A tensor > 0 when a task fed `requested` (an int32 scalar) > 0; every task runs
-    it at the same session run. One process: the request itself."""
+    """What the tasks fed into `requested` (an int32 scalar), summed or the largest: at
+    least the largest; every task runs it at the same session run. One process: the
+    request itself."""
     return requested
 
   # -- running -----------------------------------------------------------------------------

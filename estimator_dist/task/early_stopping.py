@@ -11,7 +11,8 @@ for the synchronous strategies, a variable on a ps for parameter_server) and sto
 together when it says so. The chief then leaves a marker, which ends the evaluator task.
 A sweep stops a trial it prunes the same way: it leaves a stop request in the model_dir,
 which the chief of a job told to watch for one (`env_vars.WATCH_STOP_REQUESTS`) takes as
-its reason.
+its reason. Any task asked to stop by a signal (`preemption`) requests a stop the same way,
+with a larger value, so every task learns that this stop is a preemption, not the end.
 """
 
 import dataclasses
@@ -25,9 +26,12 @@ from tensorflow_estimator.python.estimator import early_stopping as tf_early_sto
 
 from estimator_dist import errors
 from estimator_dist.task import env_vars
+from estimator_dist.task import preemption
 from estimator_dist.task import stop_files
 
 MODES = ("min", "max")
+# What a task feeds into the agreement; the adapters sum (or take the largest of) them.
+_END, _PREEMPT = 1, 2
 _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
                   tf_early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
                   tf_early_stopping._MultiWorkerEarlyStoppingHook)  # pylint: disable=protected-access
@@ -80,7 +84,8 @@ def split_hooks(hooks):
 
 
 class StopTogether(tf.estimator.SessionRunHook):
-  """Run by every task: all tasks learn the chief's decision at the same session run."""
+  """Run by every task: all tasks learn the chief's decision, or any task's preemption, at
+  the same session run (`preempted` then says which)."""
 
   def __init__(self, adapter, *, decide=None, check_every_runs=10, decide_every_secs=1.0):
     self._adapter = adapter
@@ -88,6 +93,7 @@ class StopTogether(tf.estimator.SessionRunHook):
     self._every = check_every_runs
     self._decide_every_secs = decide_every_secs
     self.stopped_at = None
+    self.preempted = False
 
   def begin(self):
     self._requested = tf.compat.v1.placeholder_with_default(0, (), name="stop_requested")
@@ -109,14 +115,19 @@ class StopTogether(tf.estimator.SessionRunHook):
         failure = e  # Every task stops with the chief, then the chief raises.
         self._reason = f"deciding failed: {e}"
       self._last_decision = time.monotonic()
+    request = _PREEMPT if preemption.requested() else _END if self._reason else 0
     agreed, step = run_context.session.run(
-        [self._agreed, self._global_step], feed_dict={self._requested: int(bool(self._reason))})
+        [self._agreed, self._global_step], feed_dict={self._requested: request})
     if failure is not None:
       raise failure
     if agreed > 0:
-      self.stopped_at = int(step)
-      logging.warning("estimator_dist: early stopping at global step %d%s", step,
-                      f": {self._reason}" if self._reason else " (the chief asked)")
+      self.stopped_at, self.preempted = int(step), agreed >= _PREEMPT
+      if self.preempted:
+        logging.warning("estimator_dist: preemption: every task stops at global step %d",
+                        step)
+      else:
+        logging.warning("estimator_dist: early stopping at global step %d%s", step,
+                        f": {self._reason}" if self._reason else " (the chief asked)")
       run_context.request_stop()
 
 
@@ -151,22 +162,24 @@ def requested_stop(model_dir):
   return requested
 
 
-def mark_stopped(model_dir, step):
-  """Left by the chief after an early stop: the evaluator task ends at this step."""
-  with tf.io.gfile.GFile(os.path.join(model_dir, stop_files.STOPPED_MARKER), "w") as f:
+def mark_stopped(model_dir, step, *, marker=stop_files.STOPPED_MARKER):
+  """Left by the chief after an early stop (the evaluator task ends at this step), or
+  with marker=stop_files.SAVED_MARKER once it saved on preemption (the others exit)."""
+  with tf.io.gfile.GFile(os.path.join(model_dir, marker), "w") as f:
     f.write(str(step))
 
 
 def clear_marker(model_dir):
-  """Removes an earlier run's marker (the chief, before it trains)."""
-  path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
-  if tf.io.gfile.exists(path):
-    tf.io.gfile.remove(path)
+  """Removes an earlier run's markers (the chief, before it trains)."""
+  for marker in (stop_files.STOPPED_MARKER, stop_files.SAVED_MARKER):
+    path = os.path.join(model_dir, marker)
+    if tf.io.gfile.exists(path):
+      tf.io.gfile.remove(path)
 
 
-def stopped_at(model_dir, since):
-  """The step of an early stop marked after `since` (time.time()), or None."""
-  path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
+def stopped_at(model_dir, since, *, marker=stop_files.STOPPED_MARKER):
+  """The step of a stop marked after `since` (time.time()), or None."""
+  path = os.path.join(model_dir, marker)
   try:
     if tf.io.gfile.stat(path).mtime_nsec / 1e9 < since:
       return None
@@ -174,3 +187,16 @@ def stopped_at(model_dir, since):
       return int(f.read())
   except (tf.errors.OpError, ValueError):
     return None
+
+
+def wait_for_the_save(model_dir, since, timeout_secs):
+  """On a task other than the chief, after a preemption: waits until the chief says it
+  saved (at most `timeout_secs`), so that no task exits before: srun's
+  --kill-on-bad-exit would stop the chief in the middle of its save."""
+  deadline = time.monotonic() + timeout_secs
+  while stopped_at(model_dir, since, marker=stop_files.SAVED_MARKER) is None:
+    if time.monotonic() > deadline:
+      logging.warning("estimator_dist: the chief did not say it saved within %gs",
+                      timeout_secs)
+      return
+    time.sleep(0.2)

@@ -29,6 +29,9 @@ NUM_PS = "ESTIMATOR_DIST_NUM_PS"
 EVALUATOR = "ESTIMATOR_DIST_EVALUATOR"
 PORT_BASE = "ESTIMATOR_DIST_PORT_BASE"
 
+# Set by the launcher, SLURM and Kubernetes engines from --preemption_grace_secs (or the
+# user); read by preemption: 0 keeps SIGTERM's default (it ends the task at once).
+PREEMPTION_GRACE_SECS = "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS"
 # Set by the launcher for every task ("pid:start time" of the launcher); read by the
 # watchdog, which ends the task when that launcher is gone.
 LAUNCHER = "ESTIMATOR_DIST_LAUNCHER"

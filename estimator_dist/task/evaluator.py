@@ -5,7 +5,8 @@ after the final one, and may sleep through the final checkpoint's arrival: a job
 training ended could wait a minute for it; after an early stop it waits for ever. This
 one evaluates a new checkpoint at most every `throttle_secs`, but the final checkpoint
 (step >= max_steps, or the step the chief marked as its early stop) at once, exports
-after each evaluation, and returns.
+after each evaluation, and returns. Asked to stop by a signal (`preemption`), it ends
+once the chief has saved: a rerun evaluates that checkpoint.
 """
 
 import time
@@ -14,6 +15,7 @@ from absl import logging
 
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
+from estimator_dist.task import preemption
 
 
 def _step(path):
@@ -25,6 +27,9 @@ def evaluate_until(estimator, eval_spec, *, max_steps, poll_secs=0.5):
   started, next_time = time.time(), 0.0
   evaluations = evaluation.Evaluations(estimator, eval_spec)
   while True:
+    if preemption.requested():
+      early_stopping.wait_for_the_save(estimator.model_dir, started, preemption.grace_secs())
+      raise preemption.Preempted()
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)
     final = _step(path) >= (max_steps if stopped is None else min(stopped, max_steps))

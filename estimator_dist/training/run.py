@@ -3,6 +3,7 @@ as a short wrapper of `TrainingRun`."""
 
 import contextlib
 import os
+import time
 
 import tensorflow as tf
 from absl import logging
@@ -10,10 +11,10 @@ from absl import logging
 from estimator_dist import errors
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
-from estimator_dist.strategies import local
 from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import checkpoints
 from estimator_dist.training import decorator
+from estimator_dist.training import evaluate_alone
 from estimator_dist.training import job_tracking
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
@@ -23,6 +24,8 @@ from estimator_dist.task import model_dir_lock
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
 from estimator_dist.task import own_port
+from estimator_dist.task import preemption
+from estimator_dist.task import stop_files
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
@@ -131,7 +134,8 @@ class TrainingRun:
     self._stop_together = None
     self.summary = None  # The chief's summary fields, once it has printed them.
     self._evaluations = evaluation.Evaluations(
-        _evaluating_estimator(self.model_fn, model_dir=options.model_dir, params=self.params),
+        evaluate_alone.evaluating_estimator(self.model_fn, model_dir=options.model_dir,
+                                            params=self.params),
         self.eval_spec)
 
   def estimator(self, adapter, *, warm_start_from=None):
@@ -148,7 +152,7 @@ class TrainingRun:
   def train_spec(self, adapter, more_hooks=()):
     """The TrainSpec of one round: the guards, the adapter's hooks, then the user's."""
     model_dir = self.options.model_dir
-    if self.options.early_stopping or self._stop_conditions:
+    if self.options.early_stopping or self._stop_conditions or preemption.grace_secs():
       decide = early_stopping.decision(self.options.early_stopping, self._stop_conditions,
                                        os.path.join(model_dir, "eval"))
       self._stop_together = early_stopping.StopTogether(
@@ -215,18 +219,34 @@ class TrainingRun:
     if self._evaluates_beside_training:
       metrics = self._evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
     elif not metrics or metrics.get("global_step", -1) < train_steps:
-      metrics = evaluate(self.model_fn, self._eval_input_fn, model_dir=model_dir,
-                         params=self.params, eval_steps=self.options.eval_steps,
-                         timeout_secs=self.options.eval_timeout_secs)
+      metrics = evaluate_alone.evaluate(
+          self.model_fn, self._eval_input_fn, model_dir=model_dir, params=self.params,
+          eval_steps=self.options.eval_steps, timeout_secs=self.options.eval_timeout_secs)
     # The step training ended at (an early stop ends before train_steps).
     self.summary = _print_summary(adapter, int(metrics.get("global_step", train_steps)),
                                   self._examples_per_step(adapter),
                                   self._throughput.steps_per_sec, metrics)
     return metrics
 
+  def _end_preempted(self, adapter, step):
+    """After a stop on preemption (the chief's saver wrote its last checkpoint as training
+    ended): the chief says so, the others wait until it did; all exit (Preempted)."""
+    model_dir = self.options.model_dir
+    if adapter.task.is_chief:
+      early_stopping.mark_stopped(model_dir, step, marker=stop_files.SAVED_MARKER)
+      print(f"estimator_dist: preempted at global step {step}: saved "
+            f"{tf.train.latest_checkpoint(model_dir)}; run the same command again to "
+            f"resume from it", flush=True)
+    else:
+      early_stopping.wait_for_the_save(model_dir, self._started, preemption.grace_secs())
+    adapter.after_training()
+    raise preemption.Preempted()
+
   def run(self):
     """Trains this task's share, then returns the chief's final metrics; the chief writes
     the job's parameters, and its MLflow run where an engine asks for one (job_tracking)."""
+    preemption.watch()
+    self._started = time.time()
     tracked = None
     if self.adapter.task.is_chief:
       params = job_tracking.write_params(task=self.adapter.task, options=self.options,
@@ -248,31 +268,12 @@ class TrainingRun:
                                                    model_dir=self.options.model_dir)
     watchdog.reached("ended")  # Also when there was nothing left to train.
     stop = self._stop_together
+    if stop and stop.preempted:
+      self._end_preempted(adapter, stop.stopped_at)
     if adapter.task.is_chief and stop and stop.stopped_at is not None:
       early_stopping.mark_stopped(self.options.model_dir, stop.stopped_at)
     adapter.after_training()
     return self.final_metrics(adapter, metrics)
-
-
-def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,
-             checkpoint_path=None, timeout_secs=None):
-  """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone;
-  an input of no example fails, and so does an evaluation past its timeout (see
-  `evaluation.EvaluationWatch`)."""
-  estimator = _evaluating_estimator(model_fn, model_dir=model_dir, params=params)
-  watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=eval_steps,
-                                     timeout_secs=timeout_secs)
-  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path,
-                            hooks=[watch])
-
-
-def _evaluating_estimator(model_fn, *, model_dir, params):
-  """An Estimator of this process alone over model_dir: it evaluates and exports."""
-  with base.without_tf_config():
-    config = tf.estimator.RunConfig(model_dir=model_dir)
-  model_fn, _ = decorator.decorated(model_fn)
-  return tf.estimator.Estimator(local.local_adapter().wrap_model_fn(model_fn), config=config,
-                                params=params)
 
 
 def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):

@@ -1,0 +1,87 @@
+"""Preemption under every strategy: SIGTERM to the launcher at a random moment of training,
+one agreed step, the chief's checkpoint there, exit code 200, and a rerun that trains the
+steps left once and ends at the last."""
+
+import glob
+import os
+import random
+import re
+import signal
+import time
+
+import pytest
+
+from estimator_dist import errors
+from tests import helpers
+
+pytestmark = pytest.mark.processes
+STEPS = 800  # Checkpoints every 1000 steps: the only ones are those of steps 0 and 800.
+_STEPS_RUN = re.compile(r"^\[(\w+:\d)\] steps_run=(\d+)$", re.M)
+
+
+def checkpoint_steps(model_dir):
+  return sorted(int(m.group(1)) for name in glob.glob(os.path.join(model_dir, "*.index"))
+                if (m := re.search(r"model\.ckpt-(\d+)\.index$", name)))
+
+
+def progress_step(job):
+  """The step of the launcher's latest progress line (0 before the first)."""
+  steps = [int(m.group(1)) for _, line in job.lines
+           if (m := re.search(r"\] progress: step (\d+)/", line))]
+  return steps[-1] if steps else 0
+
+
+@pytest.mark.parametrize("strategy,launch_args", [
+    ("mirrored", []),
+    ("multi_worker", []),
+    ("parameter_server", ["--num_ps=1", "--evaluator"]),
+    ("horovod", []),
+])
+def test_sigterm_saves_at_one_agreed_step_and_the_rerun_trains_the_rest_once(
+    strategy, launch_args, tmp_path):
+  model_dir = str(tmp_path / "run")
+  launch = [f"--strategy={strategy}", "--num_workers=2", "--progress_secs=0.2", *launch_args]
+  # A step lasts 10 ms at least, so the signal comes well before the last step.
+  program = [f"--model_dir={model_dir}", f"--train_steps={STEPS}",
+             "--save_checkpoints_steps=1000", "--step_secs=0.01"]
+  job = helpers.Job(*launch, program_args=program)
+  try:
+    deadline = time.monotonic() + 240
+    while progress_step(job) < 300 and job.process.poll() is None:
+      assert time.monotonic() < deadline, job.output[-3000:]
+      time.sleep(0.05)
+    time.sleep(random.uniform(0, 0.3))
+    job.process.send_signal(signal.SIGTERM)
+    code = job.wait(120)
+  finally:
+    job.kill()
+  output = job.output
+  assert code == errors.PREEMPTED_EXIT_CODE, output[-5000:]
+  saved = re.search(r"\[(?:chief|worker):0\] estimator_dist: preempted at global step (\d+): "
+                    r"saved \S*model\.ckpt-(\d+); run the same command again", output)
+  assert saved, output[-5000:]
+  agreed, step = int(saved.group(1)), int(saved.group(2))
+  assert checkpoint_steps(model_dir) == [0, step], output[-5000:]
+  assert 300 <= step < STEPS, output[-5000:]
+  before = {task: int(n) for task, n in _STEPS_RUN.findall(output)}
+  if strategy == "parameter_server":
+    # Asynchronous workers: each stops at its next look at the request, a step or a few
+    # past the chief's; the chief saves the global step its saver reads as it ends.
+    assert agreed <= step < agreed + 40, output[-5000:]
+    assert re.search(r"\[evaluator:0\] .*preemption requested", output), output[-5000:]
+    assert "[launch] job was preempted with exit code 200" in output
+  else:  # Every task ran the same steps, to the agreed one, which the chief saved.
+    assert agreed == step and set(before.values()) == {step}, (before, output[-5000:])
+
+  code, again = helpers.run(helpers.launch_command(
+      *launch, program=(helpers.PYTHON, "-m", "tests.programs.plain_model", *program)))
+  assert code == 0, again[-5000:]
+  assert f"Restoring parameters from {model_dir}/model.ckpt-{step}\n" in again, again[-5000:]
+  summary, = helpers.summaries(again)
+  assert int(summary["steps"]) >= STEPS and checkpoint_steps(model_dir)[-1] >= STEPS
+  after = {task: int(n) for task, n in _STEPS_RUN.findall(again)}
+  if strategy != "parameter_server":  # The steps between were trained once, by each task.
+    assert set(after) == set(before) and set(after.values()) == {STEPS - step}, after
+    assert checkpoint_steps(model_dir) == [0, step, STEPS]
+  print(f"{strategy}: preempted at {agreed}, saved {step}; rerun ran {after} to "
+        f"{summary['steps']}")
