@@ -3,6 +3,8 @@ training-operator checks them, and the TF_CONFIG it would write for each pod."""
 
 import json
 import re
+import shlex
+import subprocess
 
 import pytest
 import tensorflow as tf
@@ -116,7 +118,7 @@ def test_tfjob_is_what_the_operator_accepts(strategy, args, replicas, monkeypatc
 def test_the_one_pod_of_mirrored_trains_as_one_process():
   job = k8s("--strategy=mirrored", "--num_workers=2", "--image=img", "--", "python", "t.py")
   env = job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["env"]
-  assert env == [{"name": "ESTIMATOR_DIST_NUM_DEVICES", "value": "2"}]
+  assert {"name": "ESTIMATOR_DIST_NUM_DEVICES", "value": "2"} in env
   (_, _, text), = tfjob_pods(job)
   adapter = local.LocalAdapter(task=cluster.parse_tf_config(text))
   config = adapter.run_config("/tmp/unused")
@@ -131,11 +133,40 @@ def test_horovod_is_an_mpijob():
   check_replica_specs(specs, "mpi")
   assert {r: s["replicas"] for r, s in specs.items()} == {"Launcher": 1, "Worker": 4}
   command = specs["Launcher"]["template"]["spec"]["containers"][0]["command"]
-  assert command[:7] == ["mpirun", "--allow-run-as-root", "-np", "4", "--hostfile",
-                         "/etc/mpi/hostfile", "-bind-to"]
-  assert command[-3:] == ["python", "train.py", "--strategy=horovod"]
+  # The pod's SIGTERM reaches mpirun as USR1, which mpirun forwards to every rank.
+  assert command[:2] == ["bash", "-c"]
+  subprocess.run(["bash", "-n"], input=command[2], text=True, check=True)
+  assert "trap 'kill -USR1 \"$step_pid\"' TERM" in command[2].splitlines()
+  mpirun = shlex.split(next(line for line in command[2].splitlines()
+                            if line.startswith("mpirun")))
+  assert mpirun[:7] == ["mpirun", "--allow-run-as-root", "-np", "4", "--hostfile",
+                        "/etc/mpi/hostfile", "-bind-to"]
+  assert mpirun[-4:] == ["python", "train.py", "--strategy=horovod", "&"]
+  assert ["-x", "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS"] in [mpirun[i:i + 2]
+                                                           for i in range(len(mpirun))]
   worker = specs["Worker"]["template"]["spec"]["containers"][0]
   assert worker["resources"]["limits"] == {"nvidia.com/gpu": 1}
+
+
+@pytest.mark.parametrize("strategy", ["parameter_server", "horovod"])
+def test_evicted_pods_get_longer_than_the_grace_and_the_evaluator_outlives_the_chief(
+    strategy):
+  evaluator = ["--evaluator"] if strategy == "parameter_server" else []
+  job = k8s(f"--strategy={strategy}", "--num_workers=2", *evaluator, "--image=img",
+            "--preemption_grace_secs=60", "--", "python", "t.py")
+  specs = job["spec"].get("tfReplicaSpecs") or job["spec"]["mpiReplicaSpecs"]
+  for spec in specs.values():
+    pod = spec["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 75
+    assert {"name": "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS", "value": "60"} in (
+        pod["containers"][0]["env"])
+  # The operator's default, Running, would remove the evaluator as the chief ends.
+  assert job["spec"]["runPolicy"]["cleanPodPolicy"] == (
+      "None" if strategy == "parameter_server" else "Running")
+  if strategy == "horovod":  # Without a grace, mpirun runs as it is.
+    job = k8s("--strategy=horovod", "--image=img", "--preemption_grace_secs=0", "--", "t")
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    assert launcher["containers"][0]["command"][0] == "mpirun"
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -7,10 +7,18 @@ tf.distribute strategies become a TFJob (kubeflow.org/v1): the operator starts o
 per replica, a headless service per pod, and writes each pod's TF_CONFIG, which
 estimator_dist.task.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
 pod runs mpirun over the worker pods.
+
+Preemption: Kubernetes sends SIGTERM to every pod it evicts and kills it
+terminationGracePeriodSeconds later, set here above --preemption_grace_secs: the tasks
+stop at one agreed step and the chief saves a checkpoint there (task/preemption.py); the
+launcher pod of an MPIJob passes it to mpirun as USR1, which mpirun forwards to the ranks.
+A TFJob keeps its pods when the chief ends (cleanPodPolicy None): the evaluator finishes
+its final evaluation, and ps tasks exit once every training task has ended.
 """
 
 import dataclasses
 import re
+import shlex
 import sys
 from typing import Optional
 
@@ -19,8 +27,10 @@ from absl import app
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
 from estimator_dist.task import env_vars
+from estimator_dist.task import preemption
 
 API_VERSION = "kubeflow.org/v1"
 TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.
@@ -28,6 +38,7 @@ TF_PORT_NAME = "tfjob-port"
 MPI_CONTAINER = "mpi"
 MPI_HOSTFILE = "/etc/mpi/hostfile"  # Written by the operator into the launcher pod.
 RESTART_POLICIES = ("OnFailure", "Never", "Always", "ExitCode")
+TERMINATION_MARGIN_SECS = 15  # Past the grace: the kubelet's SIGKILL comes after this too.
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"  # Set by the operator on each pod.
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -42,6 +53,8 @@ class KubernetesOptions:
   volume_claim: CLAIM:/mount/path of a PersistentVolumeClaim for the shared model_dir.
   port: the TensorFlow server port in each pod.
   network_policy: also a NetworkPolicy that lets only the job's own pods in.
+  preemption_grace_secs: how long the tasks of an evicted pod get to save (0: SIGTERM
+    ends them at once); the pods' terminationGracePeriodSeconds is longer.
   """
   image: Optional[str] = None
   name: str = "estimator-dist"
@@ -54,6 +67,7 @@ class KubernetesOptions:
   volume_claim: Optional[str] = None
   port: int = 2222
   network_policy: bool = True
+  preemption_grace_secs: int = preemption.DEFAULT_GRACE_SECS
 
   def __post_init__(self):
     if not self.image:
@@ -64,6 +78,7 @@ class KubernetesOptions:
           f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
           f"starting with a letter, at most 63 characters.")
     errors.check_choice("restart_policy", self.restart_policy, RESTART_POLICIES)
+    errors.check_non_negative("preemption_grace_secs", self.preemption_grace_secs)
     if self.volume_claim:
       claim, _, path = self.volume_claim.partition(":")
       if not claim or not path.startswith("/"):
@@ -86,6 +101,7 @@ class KubernetesFlags:
   volume_claim: flags.FlagHolder
   port: flags.FlagHolder
   network_policy: flags.FlagHolder
+  preemption_grace_secs: flags.FlagHolder
 
   def options(self) -> KubernetesOptions:
     return KubernetesOptions(
@@ -93,7 +109,8 @@ class KubernetesFlags:
         restart_policy=self.restart_policy.value, backoff_limit=self.backoff_limit.value,
         cpu=self.cpu.value, memory=self.memory.value, gpus=self.gpus.value,
         volume_claim=self.volume_claim.value, port=self.port.value,
-        network_policy=self.network_policy.value)
+        network_policy=self.network_policy.value,
+        preemption_grace_secs=self.preemption_grace_secs.value)
 
 
 def define_flags(flag_values=flags.FLAGS) -> KubernetesFlags:
@@ -125,11 +142,17 @@ def define_flags(flag_values=flags.FLAGS) -> KubernetesFlags:
                                 lower_bound=1, flag_values=f),
       network_policy=flags.DEFINE_bool(
           "network_policy", True, "Also print a NetworkPolicy that lets only the job's own "
-          "pods reach its pods: their servers have no authentication.", flag_values=f))
+          "pods reach its pods: their servers have no authentication.", flag_values=f),
+      preemption_grace_secs=flags.DEFINE_integer(
+          "preemption_grace_secs", preemption.DEFAULT_GRACE_SECS, "An evicted pod's tasks "
+          "get this long to stop at one agreed step and save a checkpoint there (the pods' "
+          f"terminationGracePeriodSeconds is {TERMINATION_MARGIN_SECS}s longer); 0: "
+          "SIGTERM ends them at once.", lower_bound=0, flag_values=f))
 
 
-def _container(name, image, command, resources, mounts, port=None):
-  container = {"name": name, "image": image, "command": list(command)}
+def _container(name, image, command, resources, mounts, grace_secs, port=None):
+  container = {"name": name, "image": image, "command": list(command),
+               "env": [{"name": env_vars.PREEMPTION_GRACE_SECS, "value": str(grace_secs)}]}
   if port:
     container["ports"] = [{"name": TF_PORT_NAME, "containerPort": port}]
   if resources:
@@ -139,8 +162,9 @@ def _container(name, image, command, resources, mounts, port=None):
   return container
 
 
-def _replica(replicas, restart_policy, container, volumes):
-  spec = {"containers": [container]}
+def _replica(replicas, restart_policy, container, volumes, grace_secs):
+  spec = {"terminationGracePeriodSeconds": grace_secs + TERMINATION_MARGIN_SECS,
+          "containers": [container]}
   if volumes:
     spec["volumes"] = volumes
   return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": spec}}
@@ -161,18 +185,25 @@ def manifest(job, *, options):
   program = list(job.program)
   metadata = {"name": options.name,
               **({"namespace": options.namespace} if options.namespace else {})}
+  grace = options.preemption_grace_secs
   run_policy = {"cleanPodPolicy": "Running", "backoffLimit": options.backoff_limit}
 
   if job.traits.ranks_from_horovodrun:  # Ranks that mpirun starts in the worker pods.
     mpirun = ["mpirun", "--allow-run-as-root", "-np", str(num_workers), "--hostfile",
               MPI_HOSTFILE, "-bind-to", "none", "-map-by", "slot", "-x", "PATH",
-              "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH", *program]
-    launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts)
-    worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources, mounts)
+              "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH", "-x",
+              env_vars.PREEMPTION_GRACE_SECS, *program]
+    if grace:  # The pod's SIGTERM reaches the ranks as USR1, through mpirun.
+      mpirun = ["bash", "-c", "\n".join([*signal_forwarding.lines(
+          shlex.join(mpirun), trap="TERM", forward='kill -USR1 "$step_pid"'),
+          'exit "$code"'])]
+    launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts, grace)
+    worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources,
+                        mounts, grace)
     return {"apiVersion": API_VERSION, "kind": "MPIJob", "metadata": metadata, "spec": {
         "slotsPerWorker": 1, "runPolicy": run_policy, "mpiReplicaSpecs": {
-            "Launcher": _replica(1, restart_policy, launcher, volumes),
-            "Worker": _replica(num_workers, restart_policy, worker, volumes)}}}
+            "Launcher": _replica(1, restart_policy, launcher, volumes, grace),
+            "Worker": _replica(num_workers, restart_policy, worker, volumes, grace)}}}
 
   one_pod = job.traits.one_process
   counts = [("Chief", 1), ("Worker", 0 if one_pod else num_workers - 1), ("PS", job.num_ps),
@@ -182,14 +213,16 @@ def manifest(job, *, options):
     if replicas:
       trains = role in ("Chief", "Worker")
       container = _container(TF_CONTAINER, image, program,
-                             training_resources if trains else resources, mounts,
+                             training_resources if trains else resources, mounts, grace,
                              options.port)
-      specs[role] = _replica(replicas, restart_policy, container, volumes)
+      specs[role] = _replica(replicas, restart_policy, container, volumes, grace)
   if job.traits.replicas_are_devices:
-    specs["Chief"]["template"]["spec"]["containers"][0]["env"] = [
-        {"name": env_vars.NUM_DEVICES, "value": str(num_workers)}]
+    specs["Chief"]["template"]["spec"]["containers"][0]["env"].append(
+        {"name": env_vars.NUM_DEVICES, "value": str(num_workers)})
+  # The operator's default (Running) removes the evaluator as the chief ends, before its
+  # final evaluation (kubeflow/trainer#1658); every task here ends by itself.
   return {"apiVersion": API_VERSION, "kind": "TFJob", "metadata": metadata, "spec": {
-      "runPolicy": run_policy, "tfReplicaSpecs": specs}}
+      "runPolicy": {**run_policy, "cleanPodPolicy": "None"}, "tfReplicaSpecs": specs}}
 
 
 def network_policy(name, namespace=None):

@@ -21,6 +21,7 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist.jobs import model_dir_arg
+from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
 from estimator_dist.task import env_vars
 from estimator_dist.task import preemption
@@ -124,17 +125,12 @@ def _preemptible(step, options):
   after = ('  scontrol requeue "$SLURM_JOB_ID" || echo "[slurm] the requeue failed: submit '
            'the script again to resume"' if options.requeue else
            '  echo "[slurm] no --requeue: submit the script again to resume"')
+  forward = 'echo "[slurm] USR1: the tasks save and stop"; scancel --signal=USR1 "$SLURM_JOB_ID"'
   return [
-      "", "# Preemption: USR1 goes to every task (bash runs a trap only while it waits);",
-      f"# they stop at one agreed step, the chief saves a checkpoint, and they exit with {code}.",
+      "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
+      f"# saves a checkpoint there, and they exit with {code}.",
       f"export {env_vars.PREEMPTION_GRACE_SECS}={options.preemption_grace_secs}",
-      "trap 'echo \"[slurm] USR1: the tasks save and stop\"; scancel --signal=USR1 "
-      "\"$SLURM_JOB_ID\"' USR1",
-      f"{step} &",
-      "step_pid=$!",
-      'code=0; wait "$step_pid" || code=$?',
-      "# A trap ends the wait early: wait again until the step has ended.",
-      'while kill -0 "$step_pid" 2>/dev/null; do code=0; wait "$step_pid" || code=$?; done',
+      *signal_forwarding.lines(step, trap="USR1", forward=forward),
       f'if [ "$code" -eq {code} ]; then',
       f'  echo "[slurm] job $SLURM_JOB_ID was preempted and saved its work (exit code {code})"',
       after, "fi", 'exit "$code"']

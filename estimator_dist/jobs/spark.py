@@ -202,6 +202,8 @@ def _failure(error):
            if line.strip()]
   for index, line in enumerate(lines):
     if "RuntimeError: estimator_dist.jobs.spark: task" in line:
+      if " was preempted: " in line:
+        return line.split("RuntimeError: ")[-1]
       tail = [t for t in lines[index + 1:] if not t.startswith("at ")]
       last = f": {tail[-1]}" if tail else ""
       return line.split("RuntimeError: ")[-1].split("; its last lines")[0] + last
@@ -231,6 +233,12 @@ def _run_in_new_process(payload, name, extra_env):
       code = task.process.wait()
     finally:
       task.stop()  # Waits for the output, and stops anything the task left running.
+    if code == errors.PREEMPTED_EXIT_CODE:
+      raise RuntimeError(
+          f"estimator_dist.jobs.spark: task {name} was preempted: every task stopped at one "
+          f"step and the chief saved a checkpoint there. A Spark that retries a failed stage "
+          f"(spark.task.maxFailures above 1) runs it again from that checkpoint; else run the "
+          f"job again with the same model_dir to resume")
     if code != 0:
       raise RuntimeError(f"estimator_dist.jobs.spark: task {name} exited with code {code}; its "
                          f"last lines:\n" + "\n".join(task.tail))
