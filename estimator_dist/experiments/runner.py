@@ -30,6 +30,7 @@ from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
+from estimator_dist.task import preemption
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
 
@@ -124,16 +125,17 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
       study, options, warn=lambda message: out.write(f"estimator_dist.sweep: {message}\n"))
   report = None
   try:
-    if options.scheduler == "pbt":
-      try:
-        pbt.run(study, program=program, options=options, slots=slots, out=out,
-                tracked=tracked, run_trials=run_trials)
-      except trial_job.TrialFailed:
-        report = results.summarize(study, options=options, out=out)  # What it reached.
-        raise
-    else:
-      run_trials(study, program=program, options=options, slots=slots, out=out,
-                 tracked=tracked)
+    with preemption.watched():
+      if options.scheduler == "pbt":
+        try:
+          pbt.run(study, program=program, options=options, slots=slots, out=out,
+                  tracked=tracked, run_trials=run_trials)
+        except trial_job.TrialFailed:
+          report = results.summarize(study, options=options, out=out)  # What it reached.
+          raise
+      else:
+        run_trials(study, program=program, options=options, slots=slots, out=out,
+                   tracked=tracked)
     report = results.summarize(study, options=options, out=out)
     check_no_failed_points(report, options=options)
   except BaseException as e:
@@ -172,9 +174,12 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
   queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
-  SweepRun, which gets a run for each trial."""
+  SweepRun, which gets a run for each trial. Told to stop (SIGTERM, SIGUSR1: `preemption`),
+  it passes the request to every running trial, whose job saves where it is, and ends
+  with Preempted once they have: each trial then goes stale and is retried, from its
+  checkpoint, by the sweep run again."""
   running = {}  # slot index: TrialJob
-  waiting_told = False
+  waiting_told = preempting = False
   progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
   storage = study._storage  # pylint: disable=protected-access
   try:
@@ -198,11 +203,19 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
           out.write(f"estimator_dist.sweep: trial {job.trial.number} {state}: "
                     f"{_described(job.trial, study)}\n")
           out.flush()
+      if preemption.requested() and not preempting:
+        preempting = True
+        out.write(f"estimator_dist.sweep: {preemption.requested()}: each running trial saves "
+                  f"at one step and stops; run the sweep again to resume them\n")
+        for job in running.values():
+          job.preempt()
+      if preempting and not running:
+        raise preemption.Preempted()
       if not running and study_lib.over(study, options):
         return
       progress.tick()
       free = [i for i in range(len(slots)) if i not in running]
-      if free and study_lib.wants_trial(study, options):
+      if free and not preempting and study_lib.wants_trial(study, options):
         trial = study_lib.ask(study, options)
         if study_lib.surplus(study, trial, options):
           continue

@@ -7,14 +7,20 @@
 The study is created before the script is printed, so no two array tasks create it at
 once. Each array task runs `estimator-dist sweep --parallel=1` with the same options:
 it takes trials from the study (a trial whose runner died first) until the sweep has its
-trials, running each as a local job of the launcher on its node.
+trials, running each as a local job of the launcher on its node. SLURM sends a runner USR1
+`preemption.DEFAULT_GRACE_SECS` before its time limit: its trial saves at one step, and
+the array task requeues itself; the requeued runner resumes the trial from there.
 """
 
 import dataclasses
 import shlex
 import sys
 
+from estimator_dist import errors
+from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
+from estimator_dist.task import env_vars
+from estimator_dist.task import preemption
 
 _NOT_FORWARDED = ("parallel",)
 
@@ -47,6 +53,8 @@ def sbatch_array(program, *, options, python=sys.executable):
            "#SBATCH --ntasks=1",
            f"#SBATCH --cpus-per-task={job.num_tasks}",
            f"#SBATCH --output={options.sweep_dir}/slurm-%A_%a.out",
+           f"#SBATCH --signal=B:USR1@{preemption.DEFAULT_GRACE_SECS}",
+           "#SBATCH --requeue",
            "set -euo pipefail",
            f"# Each array task is a runner: it takes trials from {options.storage_url}",
            f"# until the sweep has {options.trial_count} finished trials, each a local job of "
@@ -54,5 +62,11 @@ def sbatch_array(program, *, options, python=sys.executable):
            *(["# SQLite on a shared file system is unsafe for runners on several nodes:",
               "# give --storage=postgresql://... (or journal:/shared/path) for those."]
              if not options.storage else []),
-           shlex.join(runner)]
+           "# USR1 (before the time limit): the trial saves, and the array task requeues.",
+           f"export {env_vars.PREEMPTION_GRACE_SECS}={preemption.DEFAULT_GRACE_SECS}",
+           *signal_forwarding.lines(shlex.join(runner), trap="USR1",
+                                    forward='kill -USR1 "$step_pid"'),
+           f'if [ "$code" -eq {errors.PREEMPTED_EXIT_CODE} ]; then '
+           f'scontrol requeue "$SLURM_JOB_ID"; fi',
+           'exit "$code"']
   return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ trial_N/launch.log.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -111,6 +112,11 @@ class TrialJob:
         self.process.kill()
         self.process.wait()
 
+  def preempt(self):
+    """Asks the job to save at one step and stop (the launcher's preemption)."""
+    if self.process.poll() is None:
+      self.process.send_signal(signal.SIGUSR1)
+
   def fail(self, study):
     """Ends the job and records the trial failed (the sweep stops on its error)."""
     self.stop()
@@ -133,6 +139,8 @@ class TrialJob:
     if code == 0:
       study.tell(self.trial, self.reporter.final_value(results))
       return "complete"
+    if code == errors.PREEMPTED_EXIT_CODE:  # Untold: it goes stale, and is retried.
+      return "preempted (its checkpoint saved)"
     if code == errors.DIVERGED_EXIT_CODE:  # The values made training diverge: a result.
       self.trial.set_user_attr("diverged", True)
       study.tell(self.trial, state=optuna.trial.TrialState.FAIL)

@@ -15,6 +15,7 @@ previous complete checkpoint is the one a rerun resumes from. Without a grace
 (`env_vars.PREEMPTION_GRACE_SECS` = 0) a task keeps the signals' default: they end it.
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -48,11 +49,29 @@ def grace_secs():
 
 
 def watch():
-  """In the main thread of a task with a grace: SIGTERM and SIGUSR1 become a request."""
+  """In the main thread of a process with a grace: SIGTERM and SIGUSR1 become a request,
+  until the process ends; the handlers they had before."""
   if not grace_secs() or threading.current_thread() is not threading.main_thread():
+    return {}
+  return {s: signal.signal(s, _on_signal) for s in SIGNALS}
+
+
+@contextlib.contextmanager
+def watched():
+  """`watch()` for a while (training in a process that goes on after it, such as a test's
+  or a notebook's): then the handlers before, and no request, are back."""
+  global _requested
+  if signal.getsignal(signal.SIGTERM) is _on_signal:  # Already, for the whole process.
+    yield
     return
-  for s in SIGNALS:
-    signal.signal(s, _on_signal)
+  previous = watch()
+  try:
+    yield
+  finally:
+    for s, handler in previous.items():
+      signal.signal(s, handler)
+    if previous:
+      _requested = None
 
 
 def requested():

@@ -8,6 +8,7 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist.strategies import factory
+from estimator_dist.task import preemption
 from estimator_dist.training import flags as flags_lib
 
 
@@ -26,6 +27,7 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
     # up logging; without it, TensorFlow's lines go through absl's handler, once each.
     logging.getLogger("tensorflow").handlers.clear()
+    preemption.watch()  # As early as a program can: a signal before it would end it.
     try:
       if start_strategy and flags_lib.DEFINED in flag_values:
         training_flags = flags_lib.TrainingFlags.of(flag_values)

@@ -245,7 +245,6 @@ class TrainingRun:
   def run(self):
     """Trains this task's share, then returns the chief's final metrics; the chief writes
     the job's parameters, and its MLflow run where an engine asks for one (job_tracking)."""
-    preemption.watch()
     self._started = time.time()
     tracked = None
     if self.adapter.task.is_chief:
@@ -253,7 +252,8 @@ class TrainingRun:
                                          examples_per_step=self._examples_per_step(self.adapter))
       tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
     try:
-      metrics = self._run()
+      with preemption.watched():
+        metrics = self._run()
     except BaseException as e:
       if tracked:
         tracked.failed(e)
