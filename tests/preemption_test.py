@@ -7,14 +7,17 @@ import os
 import random
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.jobs import process_tree
+from estimator_dist.jobs import signal_forwarding
+from estimator_dist.task import preemption
 from tests import helpers
 
-pytestmark = pytest.mark.processes
 STEPS = 800  # Checkpoints every 1000 steps: the only ones are those of steps 0 and 800.
 _STEPS_RUN = re.compile(r"^\[(\w+:\d)\] steps_run=(\d+)$", re.M)
 
@@ -31,6 +34,40 @@ def progress_step(job):
   return steps[-1] if steps else 0
 
 
+def test_a_signal_is_a_request_once_and_the_handlers_before_come_back():
+  before = signal.getsignal(signal.SIGTERM)
+  with preemption.watched():
+    assert process_tree.catches(os.getpid(), signal.SIGUSR1)
+    assert preemption.requested() is None
+    os.kill(os.getpid(), signal.SIGUSR1)
+    os.kill(os.getpid(), signal.SIGTERM)  # A repeat: still the first one's request.
+    assert preemption.requested() == "SIGUSR1"
+  assert signal.getsignal(signal.SIGTERM) is before and preemption.requested() is None
+  assert not process_tree.catches(os.getpid(), signal.SIGUSR1)
+
+
+@pytest.mark.processes
+def test_the_shell_passes_the_signal_on_until_the_step_catches_it_and_keeps_its_code():
+  """The lines of the sbatch script, with `kill` for scancel: the step ignores USR1 for
+  its first second (a task still starting), then exits 200 at the first it catches."""
+  step = ("bash -c 'trap \"\" USR1; sleep 1; trap \"exit 200\" USR1; "
+          "while :; do sleep 0.1; done'")
+  script = "\n".join([*signal_forwarding.lines(step, trap="USR1",
+                                               forward='kill -USR1 "$step_pid"',
+                                               every_secs=0.3), 'echo "code=$code"'])
+  shell = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True)
+  time.sleep(0.3)
+  shell.send_signal(signal.SIGUSR1)  # While the step still ignores it.
+  output, _ = shell.communicate(timeout=20)
+  assert output.strip() == "code=200"
+  # A step that ends by itself keeps its code, with no signal.
+  script = "\n".join([*signal_forwarding.lines("bash -c 'exit 3'", trap="USR1",
+                                               forward="true"), 'echo "code=$code"'])
+  assert subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                        timeout=20).stdout.strip() == "code=3"
+
+
+@pytest.mark.processes
 @pytest.mark.parametrize("strategy,launch_args", [
     ("mirrored", []),
     ("multi_worker", []),

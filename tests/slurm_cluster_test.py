@@ -160,20 +160,41 @@ def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
     assert "task 1: Killed" in f.read()
 
 
-def test_a_requeued_job_resumes_from_its_latest_checkpoint(cluster, monkeypatch, tmp_path):
-  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path, steps=6000)
-  cluster.command("scontrol", "requeue", job_id)
-  # SLURM holds a requeued job back for a while (EligibleTime); an operator's update
-  # lets it start now.
-  cluster.wait(job_id, states=("PENDING",), timeout=60)
-  cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now")
-  fields = cluster.wait(job_id, timeout=400)
+def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(
+    cluster, monkeypatch, tmp_path):
+  """A one-minute job that SLURM sends USR1 before its limit (--signal=B:USR1@30, up to a
+  minute early): every task stops at one step, the chief saves it, the script requeues
+  the job, and the requeued job resumes at that step and completes."""
+  steps = 3000  # At most 50 a second: the signal comes before the last.
+  model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
+  text = script(cluster, monkeypatch, "multi_worker", "--time=1", "--preemption_grace_secs=30",
+                model_dir=model_dir, steps=steps,
+                program_args=["--save_checkpoints_steps=100000", "--step_secs=0.02"])
+  assert "#SBATCH --signal=B:USR1@30" in text and "#SBATCH --requeue" in text, text
+  job_id = cluster.sbatch(text, output=output)
+  deadline = time.monotonic() + 150
+  while (fields := cluster.job(job_id))["Restarts"] == "0":
+    assert fields["JobState"] in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"), fields
+    assert time.monotonic() < deadline, fields
+    time.sleep(0.3)
+  # SLURM holds a requeued job back for a while (EligibleTime); an operator lets it start
+  # now, with the time to finish.
+  cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now", "TimeLimit=10")
+  fields = cluster.wait(job_id, timeout=300)
   with open(output) as f:
     printed = f.read()
   assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), printed[-5000:]
-  resumed = re.findall(rf"Restoring parameters from {re.escape(model_dir)}/model\.ckpt-(\d+)",
-                       printed)
-  # The second run restored a checkpoint of the first, not step 0 and not the last.
-  assert any(100 <= int(step) < 6000 for step in resumed), (resumed, printed[-5000:])
+  saved = re.search(r"estimator_dist: preempted at global step (\d+): saved "
+                    rf"{re.escape(model_dir)}/model\.ckpt-(\d+);", printed)
+  assert saved and saved.group(1) == saved.group(2), printed[-5000:]
+  step = int(saved.group(1))
+  assert 0 < step < steps, printed[-5000:]
+  assert f"[slurm] job {job_id} was preempted and saved its work (exit code 200)" in printed
+  assert f"Restoring parameters from {model_dir}/model.ckpt-{step}\n" in printed
+  # Each task trained to the saved step, then the rest: every step once.
+  assert sorted(map(int, re.findall(r"^steps_run=(\d+)$", printed, re.M))) == (
+      [steps - step] * 2 + [step] * 2), printed[-5000:]
   found = helpers.summaries(printed)
-  assert len(found) == 1 and float(found[0]["eval_accuracy"]) >= 0.85, printed[-5000:]
+  assert len(found) == 1 and int(found[0]["steps"]) == steps, printed[-5000:]
+  assert not processes_of(model_dir)
+  print(f"job {job_id}: preempted at step {step}, requeued, completed at {steps}")

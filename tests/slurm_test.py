@@ -9,6 +9,7 @@ import pytest
 from estimator_dist.task import cluster
 from estimator_dist.task import environment
 from estimator_dist import errors
+from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
 from estimator_dist.task import env_vars
@@ -136,8 +137,8 @@ def test_sbatch_script_for_parameter_server():
                "export ESTIMATOR_DIST_PORT_BASE=8888",
                "#SBATCH --signal=B:USR1@25", "#SBATCH --requeue",
                "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=25",
-               "srun --kill-on-bad-exit=1 python train.py --model_dir=/shared/run "
-               "--strategy=parameter_server &"]:
+               "srun --kill-on-bad-exit=1 bash -c 'trap \"\" USR1; exec \"$@\"' task python "
+               "train.py --model_dir=/shared/run --strategy=parameter_server &"]:
     assert line in script.splitlines(), script
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
@@ -148,6 +149,7 @@ def test_sbatch_script_for_parameter_server():
 ])
 def test_sbatch_script_for_horovod_and_mirrored(strategy, line):
   script = sbatch(f"--strategy={strategy}", "--num_workers=4", "--", "python", "train.py")
+  line = line.replace("python", signal_forwarding.IGNORING_USR1 + " python")
   assert line + " &" in script.splitlines(), script
   assert f"#SBATCH --ntasks={4 if strategy == 'horovod' else 1}" in script
 

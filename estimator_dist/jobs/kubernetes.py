@@ -194,9 +194,10 @@ def manifest(job, *, options):
               "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH", "-x",
               env_vars.PREEMPTION_GRACE_SECS, *program]
     if grace:  # The pod's SIGTERM reaches the ranks as USR1, through mpirun.
+      step = shlex.join(mpirun[:-len(program)]) + (
+          f" {signal_forwarding.IGNORING_USR1} {shlex.join(program)}")
       mpirun = ["bash", "-c", "\n".join([*signal_forwarding.lines(
-          shlex.join(mpirun), trap="TERM", forward='kill -USR1 "$step_pid"'),
-          'exit "$code"'])]
+          step, trap="TERM", forward='kill -USR1 "$step_pid"'), 'exit "$code"'])]
     launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts, grace)
     worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources,
                         mounts, grace)

@@ -97,6 +97,8 @@ def sbatch_script(job, *, options=SlurmOptions()):
   lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
             "output is appended.", "set -euo pipefail", ""]
   program = shlex.join(job.program)
+  if grace:  # A USR1 that comes while a task starts must not end it.
+    program = f"{signal_forwarding.IGNORING_USR1} {program}"
   lines += _progress_lines(job, options)
   if traits.ranks_from_horovodrun:
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support."]
@@ -125,7 +127,7 @@ def _preemptible(step, options):
   after = ('  scontrol requeue "$SLURM_JOB_ID" || echo "[slurm] the requeue failed: submit '
            'the script again to resume"' if options.requeue else
            '  echo "[slurm] no --requeue: submit the script again to resume"')
-  forward = 'echo "[slurm] USR1: the tasks save and stop"; scancel --signal=USR1 "$SLURM_JOB_ID"'
+  forward = 'scancel --signal=USR1 "$SLURM_JOB_ID"'
   return [
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",

@@ -231,7 +231,8 @@ class StrategyAdapter:
             "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
             "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
             "--evaluator).")
-      return evaluator.evaluate_until(estimator, eval_spec, max_steps=train_spec.max_steps)
+      return evaluator.evaluate_until(estimator, eval_spec, task=self.task,
+                                      max_steps=train_spec.max_steps)
     if not estimator.config.cluster_spec:  # One process: the chief evaluates beside it.
       estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                       hooks=train_spec.hooks, saving_listeners=train_spec.saving_listeners)

@@ -162,24 +162,22 @@ def requested_stop(model_dir):
   return requested
 
 
-def mark_stopped(model_dir, step, *, marker=stop_files.STOPPED_MARKER):
-  """Left by the chief after an early stop (the evaluator task ends at this step), or
-  with marker=stop_files.SAVED_MARKER once it saved on preemption (the others exit)."""
-  with tf.io.gfile.GFile(os.path.join(model_dir, marker), "w") as f:
+def mark_stopped(model_dir, step):
+  """Left by the chief after an early stop: the evaluator task ends at this step."""
+  with tf.io.gfile.GFile(os.path.join(model_dir, stop_files.STOPPED_MARKER), "w") as f:
     f.write(str(step))
 
 
 def clear_marker(model_dir):
-  """Removes an earlier run's markers (the chief, before it trains)."""
-  for marker in (stop_files.STOPPED_MARKER, stop_files.SAVED_MARKER):
-    path = os.path.join(model_dir, marker)
-    if tf.io.gfile.exists(path):
-      tf.io.gfile.remove(path)
+  """Removes an earlier run's marker (the chief, before it trains)."""
+  path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
+  if tf.io.gfile.exists(path):
+    tf.io.gfile.remove(path)
 
 
-def stopped_at(model_dir, since, *, marker=stop_files.STOPPED_MARKER):
-  """The step of a stop marked after `since` (time.time()), or None."""
-  path = os.path.join(model_dir, marker)
+def stopped_at(model_dir, since):
+  """The step of an early stop marked after `since` (time.time()), or None."""
+  path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
   try:
     if tf.io.gfile.stat(path).mtime_nsec / 1e9 < since:
       return None
@@ -187,16 +185,3 @@ def stopped_at(model_dir, since, *, marker=stop_files.STOPPED_MARKER):
       return int(f.read())
   except (tf.errors.OpError, ValueError):
     return None
-
-
-def wait_for_the_save(model_dir, since, timeout_secs):
-  """On a task other than the chief, after a preemption: waits until the chief says it
-  saved (at most `timeout_secs`), so that no task exits before: srun's
-  --kill-on-bad-exit would stop the chief in the middle of its save."""
-  deadline = time.monotonic() + timeout_secs
-  while stopped_at(model_dir, since, marker=stop_files.SAVED_MARKER) is None:
-    if time.monotonic() > deadline:
-      logging.warning("estimator_dist: the chief did not say it saved within %gs",
-                      timeout_secs)
-      return
-    time.sleep(0.2)

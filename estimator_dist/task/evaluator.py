@@ -16,19 +16,21 @@ from absl import logging
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.task import preemption
+from estimator_dist.task import preemption_save
 
 
 def _step(path):
   return int(path.rsplit("-", 1)[1]) if path else -1
 
 
-def evaluate_until(estimator, eval_spec, *, max_steps, poll_secs=0.5):
+def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
   """Evaluates checkpoints until it has evaluated the final one; its metrics."""
   started, next_time = time.time(), 0.0
   evaluations = evaluation.Evaluations(estimator, eval_spec)
   while True:
     if preemption.requested():
-      early_stopping.wait_for_the_save(estimator.model_dir, started, preemption.grace_secs())
+      preemption_save.end_elsewhere(estimator.model_dir, task, since=started,
+                                    timeout_secs=preemption.grace_secs())
       raise preemption.Preempted()
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)

@@ -1,8 +1,7 @@
 """The files by which a job's tasks and a sweep agree on a stop, named in one place.
 
 A sweep leaves STOP_REQUEST in a trial's model_dir (its text says why the trial stops);
-the chief leaves STOPPED_MARKER (the step) after an early stop, and SAVED_MARKER once it
-saved on preemption. No TensorFlow here: the
+the chief leaves STOPPED_MARKER (the step) after an early stop. No TensorFlow here: the
 sweep runner reads and writes them in its own (local) sweep dir without it, while the
 task side (`early_stopping`) uses TensorFlow's file systems, for a model_dir anywhere.
 """
@@ -11,7 +10,6 @@ import os
 
 STOPPED_MARKER = "estimator_dist_stopped_early"
 STOP_REQUEST = "estimator_dist_stop_request"  # Its text: why.
-SAVED_MARKER = "estimator_dist_saved_on_preemption"  # The chief's, after its save.
 
 
 def stopped_early(model_dir):

@@ -25,7 +25,7 @@ from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
 from estimator_dist.task import own_port
 from estimator_dist.task import preemption
-from estimator_dist.task import stop_files
+from estimator_dist.task import preemption_save
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
@@ -204,6 +204,7 @@ class TrainingRun:
           stack.enter_context(model_dir_lock.held(model_dir, _warn))
           checkpoints.resume_point(model_dir, _warn)
         early_stopping.clear_marker(model_dir)  # An earlier run's, under the lock.
+        preemption_save.clear(model_dir)
         stack.enter_context(checkpoints.kept_complete(model_dir, _warn))
       stack.enter_context(own_port.named(self.adapter.task))
       if self._evaluates_beside_training:
@@ -230,16 +231,17 @@ class TrainingRun:
 
   def _end_preempted(self, adapter, step):
     """After a stop on preemption (the chief's saver wrote its last checkpoint as training
-    ended): the chief says so, the others wait until it did; all exit (Preempted)."""
-    model_dir = self.options.model_dir
-    if adapter.task.is_chief:
-      early_stopping.mark_stopped(model_dir, step, marker=stop_files.SAVED_MARKER)
+    ended): every task exits (Preempted), the chief last (`preemption_save`)."""
+    model_dir, task, grace = self.options.model_dir, adapter.task, preemption.grace_secs()
+    adapter.after_training()
+    if task.is_chief:
       print(f"estimator_dist: preempted at global step {step}: saved "
             f"{tf.train.latest_checkpoint(model_dir)}; run the same command again to "
             f"resume from it", flush=True)
+      preemption_save.end_on_chief(model_dir, task, step=step, since=self._started,
+                                   timeout_secs=grace)
     else:
-      early_stopping.wait_for_the_save(model_dir, self._started, preemption.grace_secs())
-    adapter.after_training()
+      preemption_save.end_elsewhere(model_dir, task, since=self._started, timeout_secs=grace)
     raise preemption.Preempted()
 
   def run(self):

@@ -1,0 +1,65 @@
+"""How a job preempted at one agreed step ends: the chief's save known to every task, and
+the chief the last to exit.
+
+srun --kill-on-bad-exit ends a step's other tasks as soon as one exits with a code other
+than 0, and a task ended that way makes the step's code 143, not the 200 the sbatch
+script requeues on; a multi_worker task also waits, as it exits, for its chief
+(TensorFlow's coordination service). So the chief leaves SAVED (the step) once its saver
+wrote the checkpoint; every other task (workers, evaluator) waits for it, leaves its own
+acknowledgement, and exits; the chief exits once each has, a moment later. Files in the
+model_dir, which every task reaches: one written before `since` is an earlier run's.
+"""
+
+import os
+import time
+
+import tensorflow as tf
+from absl import logging
+
+SAVED = "estimator_dist_saved_on_preemption"
+_EXIT_MOMENT_SECS = 1.0  # Between a task's acknowledgement and its exit.
+
+
+def clear(model_dir):
+  """Removes an earlier run's files (the chief, before it trains)."""
+  for path in tf.io.gfile.glob(os.path.join(model_dir, SAVED + "*")):
+    tf.io.gfile.remove(path)
+
+
+def end_on_chief(model_dir, task, *, step, since, timeout_secs):
+  """Says the save of `step` is done, then waits for every other task's acknowledgement."""
+  with tf.io.gfile.GFile(os.path.join(model_dir, SAVED), "w") as f:
+    f.write(str(step))
+  others = [f".rank-{rank}" for rank in range(1, task.size)] + (
+      [".evaluator"] if task.num_tasks("evaluator") else [])
+  missing = _wait(lambda: [n for n in others if not _written(model_dir, SAVED + n, since)],
+                  timeout_secs)
+  if missing:
+    logging.warning("estimator_dist: %s did not end within %gs of the save",
+                    ", ".join(n.lstrip(".") for n in missing), timeout_secs)
+  time.sleep(_EXIT_MOMENT_SECS)
+
+
+def end_elsewhere(model_dir, task, *, since, timeout_secs):
+  """Waits until the chief says it saved, then acknowledges."""
+  if _wait(lambda: not _written(model_dir, SAVED, since), timeout_secs):
+    logging.warning("estimator_dist: the chief did not say it saved within %gs",
+                    timeout_secs)
+  name = ".evaluator" if task.role == "evaluator" else f".rank-{task.rank}"
+  with tf.io.gfile.GFile(os.path.join(model_dir, SAVED + name), "w") as f:
+    f.write("")
+
+
+def _written(model_dir, name, since):
+  try:
+    return tf.io.gfile.stat(os.path.join(model_dir, name)).mtime_nsec / 1e9 >= since
+  except tf.errors.OpError:
+    return False
+
+
+def _wait(pending, timeout_secs):
+  """Polls `pending()` until it is falsy or the timeout passed; its last value."""
+  deadline = time.monotonic() + timeout_secs
+  while (left := pending()) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  return left
