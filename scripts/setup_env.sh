@@ -69,10 +69,13 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     done
   fi
 fi
-# SLURM: the tests start a private one-node cluster (munged, slurmctld, slurmd) from a
-# temporary directory; the packages' own services are not started here (no systemd).
+# SLURM: the tests start a private one-node cluster (munged, slurmctld, slurmd, and
+# slurmdbd over a MariaDB server, for sacct) from a temporary directory; the packages' own
+# services are not started here (no systemd).
 command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 \
-  || apt_install "the real SLURM tests are skipped" slurmctld slurmd slurm-client munge
+  && command -v slurmdbd >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 2>&1 \
+  || apt_install "the real SLURM tests are skipped" slurmctld slurmd slurm-client munge \
+       slurmdbd mariadb-server-core mariadb-client-core
 # iproute2: the tests of jobs across hosts make test hosts as network namespaces;
 # OpenSSH: each test host runs an SSH server, as horovodrun across hosts needs.
 command -v ip >/dev/null 2>&1 || apt_install "the tests across test hosts are skipped" iproute2

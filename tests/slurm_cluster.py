@@ -1,6 +1,7 @@
 """A real one-node SLURM cluster for tests: munged, slurmctld and slurmd started as root
 from Debian's packages, with their own key, config, state, spool and logs in a temporary
-directory and their own free ports; stopped (and every job cancelled) when the tests end."""
+directory and their own free ports, and its accounting (sacct) in slurmdbd over a MariaDB
+server of its own; stopped (and every job cancelled) when the tests end."""
 
 import contextlib
 import os
@@ -18,8 +19,8 @@ from estimator_dist.jobs import local_cluster
 from estimator_dist.task import env_vars
 from tests import helpers
 
-DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scancel", "scontrol",
-           "sinfo")
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "slurmdbd", "mariadbd",
+           "mariadb-install-db", "sbatch", "scancel", "scontrol", "sinfo", "sacct")
 CPUS = 2
 _CONF = """\
 ClusterName=estimator-dist-test
@@ -33,7 +34,10 @@ AuthInfo=socket={root}/munge/socket
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort={dbd_port}
+AccountingStoragePass={root}/munge/socket
 SwitchType=switch/none
 MpiDefault=none
 SelectType=select/cons_tres
@@ -50,6 +54,20 @@ SlurmctldLogFile={root}/slurmctld.log
 SlurmdLogFile={root}/slurmd.log
 NodeName=localhost CPUs={cpus} RealMemory=2000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+"""
+_DBD_CONF = """\
+AuthType=auth/munge
+AuthInfo=socket={root}/munge/socket
+DbdHost=localhost
+DbdPort={dbd_port}
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={db_port}
+StorageUser=root
+StorageLoc=slurm_acct_db
+PidFile={root}/slurmdbd.pid
+LogFile={root}/slurmdbd.log
 """
 
 
@@ -76,6 +94,19 @@ class Cluster:
                            f"--chdir={helpers.REPO}", *args, path)
     return printed.strip().split(";")[0]
 
+  def runs(self, job_id, timeout=30):
+    """[(state, exit code)] of each run of the finished job, as sacct has them (a requeue
+    keeps the run before it), once slurmdbd has the last run's end."""
+    deadline = time.monotonic() + timeout
+    while True:
+      listed = self.command("sacct", "-j", job_id, "--duplicates", "--allocations",
+                            "--noheader", "--parsable2", "--format=State,ExitCode")
+      runs = [tuple(line.split("|")) for line in listed.splitlines()]
+      if runs and runs[-1][0] not in ("PENDING", "RUNNING", "COMPLETING") or (
+          time.monotonic() > deadline):
+        return runs
+      time.sleep(0.3)
+
   def job(self, job_id):
     """scontrol's fields of the job (JobState, ExitCode, Restarts, ...)."""
     shown = self.command("scontrol", "--oneliner", "show", "job", job_id)
@@ -101,8 +132,11 @@ def _check_can_run():
   if missing:
     pytest.skip(f"SLURM is not installed ({', '.join(missing)} missing; make setup installs "
                 "Debian's slurmctld slurmd slurm-client munge as root)")
-  if subprocess.run(["pgrep", "-x", "slurmctld|slurmd"], capture_output=True).returncode == 0:
-    pytest.skip("another slurmctld or slurmd runs on this machine; this test starts its own")
+  # One name a call: pgrep matches nothing with a pattern of over 15 characters.
+  if any(subprocess.run(["pgrep", "-x", name], capture_output=True).returncode == 0
+         for name in ("slurmctld", "slurmd", "slurmdbd")):
+    pytest.skip("another slurmctld, slurmd or slurmdbd runs on this machine; this test starts "
+                "its own")
 
 
 def _start(root, env):
@@ -119,9 +153,11 @@ def _start(root, env):
                   f"--pid-file={root}/munged.pid", f"--log-file={root}/munged.log",
                   f"--seed-file={root}/munged.seed", "--force"],
                  check=True, env=env, capture_output=True)
-  ctld_port, slurmd_port = local_cluster.free_ports(2)
+  ctld_port, slurmd_port, dbd_port, db_port = local_cluster.free_ports(4)
   with open(env["SLURM_CONF"], "w") as f:
-    f.write(_CONF.format(root=root, cpus=CPUS, ctld_port=ctld_port, slurmd_port=slurmd_port))
+    f.write(_CONF.format(root=root, cpus=CPUS, ctld_port=ctld_port, slurmd_port=slurmd_port,
+                         dbd_port=dbd_port))
+  _start_accounting(root, env, dbd_port=dbd_port, db_port=db_port)
   for daemon in ("slurmctld", "slurmd"):
     subprocess.run([daemon, "-f", env["SLURM_CONF"]], check=True, env=env,
                    capture_output=True)
@@ -133,6 +169,41 @@ def _start(root, env):
       return
     time.sleep(0.1)
   raise AssertionError(f"the SLURM node is {states}, not idle, after 30 s; see {root}/*.log")
+
+
+def _start_accounting(root, env, *, dbd_port, db_port):
+  """MariaDB (its own data directory, socket and port) and slurmdbd, which slurmctld
+  records every job run in."""
+  data = os.path.join(root, "db")
+  subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root",
+                  "--auth-root-authentication-method=normal", "--skip-test-db",
+                  "--skip-name-resolve", "--innodb-log-file-size=8M"],
+                 check=True, env=env, capture_output=True, timeout=120)
+  subprocess.Popen(
+      ["mariadbd", "--no-defaults", f"--datadir={data}", "--user=root",
+       f"--socket={root}/mysql.sock", f"--port={db_port}", "--bind-address=127.0.0.1",
+       f"--pid-file={root}/mariadb.pid", f"--log-error={root}/mariadb.err",
+       "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M", "--skip-name-resolve"],
+      env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+      start_new_session=True)
+  _until(lambda: subprocess.run(
+      ["mariadb", "--no-defaults", "-uroot", f"--socket={root}/mysql.sock", "-e", "select 1"],
+      capture_output=True, env=env).returncode == 0, "MariaDB answers", root)
+  conf = os.path.join(root, "slurmdbd.conf")  # Beside slurm.conf, root's and 0600.
+  with open(os.open(conf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+    f.write(_DBD_CONF.format(root=root, dbd_port=dbd_port, db_port=db_port))
+  subprocess.run(["slurmdbd"], check=True, env=env, capture_output=True, timeout=60)
+  _until(lambda: subprocess.run(["sacctmgr", "--noheader", "list", "cluster"],
+                                capture_output=True, env=env, timeout=30).returncode == 0,
+         "slurmdbd answers", root)
+
+
+def _until(done, what, root, timeout=30):
+  deadline = time.monotonic() + timeout
+  while not done():
+    if time.monotonic() > deadline:
+      raise AssertionError(f"{what} not within {timeout} s; see the logs in {root}")
+    time.sleep(0.1)
 
 
 def _processes_of(conf):
@@ -150,9 +221,10 @@ def _stop(root, env):
   for command in (["scancel", "--full", "--user=root"], ["scontrol", "shutdown"]):
     with contextlib.suppress(subprocess.SubprocessError, OSError):
       subprocess.run(command, env=env, capture_output=True, timeout=30)
-  with contextlib.suppress(OSError, ValueError):
-    with open(os.path.join(root, "munged.pid")) as f:
-      os.kill(int(f.read()), signal.SIGTERM)
+  for daemon in ("slurmdbd", "mariadb", "munged"):
+    with contextlib.suppress(OSError, ValueError):
+      with open(os.path.join(root, f"{daemon}.pid")) as f:
+        os.kill(int(f.read()), signal.SIGTERM)
   _, alive = psutil.wait_procs(_processes_of(env["SLURM_CONF"]), timeout=15)
   for p in alive:
     with contextlib.suppress(psutil.Error):
