@@ -114,7 +114,7 @@ def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
     ("multi_worker", [signal.SIGTERM] * 2, [], 143, "signal 15: stopping all tasks"),
     # Or the grace runs out.
     ("multi_worker", [signal.SIGUSR1], ["--preemption_grace_secs=1"], 138,
-     "did not save and stop within 1s; stopping every task at once")])
+     "did not save and stop within 1s; every task was stopped at once")])
 @pytest.mark.processes
 def test_ctrl_c_stops_every_task(strategy, signals, launch_args, code, said):
   process = subprocess.Popen(

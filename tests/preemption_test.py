@@ -52,17 +52,18 @@ def test_the_shell_passes_the_signal_on_until_the_step_catches_it_and_keeps_its_
   its first second (a task still starting), then exits 200 at the first it catches."""
   step = ("bash -c 'trap \"\" USR1; sleep 1; trap \"exit 200\" USR1; "
           "while :; do sleep 0.1; done'")
-  script = "\n".join([*signal_forwarding.lines(step, trap="USR1",
-                                               forward='kill -USR1 "$step_pid"',
-                                               every_secs=0.3), 'echo "code=$code"'])
+  script = "\n".join([*signal_forwarding.trap("USR1"),
+                       *signal_forwarding.lines(step, forward='kill -USR1 "$step_pid"',
+                                                every_secs=0.3), 'echo "code=$code"'])
   shell = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True)
   time.sleep(0.3)
   shell.send_signal(signal.SIGUSR1)  # While the step still ignores it.
   output, _ = shell.communicate(timeout=20)
   assert output.strip() == "code=200"
   # A step that ends by itself keeps its code, with no signal.
-  script = "\n".join([*signal_forwarding.lines("bash -c 'exit 3'", trap="USR1",
-                                               forward="true"), 'echo "code=$code"'])
+  script = "\n".join([*signal_forwarding.trap("USR1"),
+                       *signal_forwarding.lines("bash -c 'exit 3'", forward="true"),
+                       'echo "code=$code"'])
   assert subprocess.run(["bash", "-c", script], capture_output=True, text=True,
                         timeout=20).stdout.strip() == "code=3"
 

@@ -165,7 +165,7 @@ def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(
   """A one-minute job that SLURM sends USR1 before its limit (--signal=B:USR1@30, up to a
   minute early): every task stops at one step, the chief saves it, the script requeues
   the job, and the requeued job resumes at that step and completes."""
-  steps = 3000  # At most 50 a second: the signal comes before the last.
+  steps = 2000  # At most 50 a second: the signal (within 30 s) comes before the last.
   model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
   text = script(cluster, monkeypatch, "multi_worker", "--time=1", "--preemption_grace_secs=30",
                 model_dir=model_dir, steps=steps,

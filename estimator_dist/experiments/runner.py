@@ -125,7 +125,7 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
       study, options, warn=lambda message: out.write(f"estimator_dist.sweep: {message}\n"))
   report = None
   try:
-    with preemption.watched():
+    with preemption.watched(ends_after_grace=False):  # It waits for its trials.
       if options.scheduler == "pbt":
         try:
           pbt.run(study, program=program, options=options, slots=slots, out=out,
@@ -189,7 +189,8 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
         job.beat(storage, storage_lib.HEARTBEAT_SECS)
         ended = job.process.poll() is not None
         try:
-          state = job.finish(study) if ended else job.reporter.poll()
+          state = (job.finish(study, preempting=preempting) if ended else
+                   job.reporter.poll())
         except Exception:
           del running[index]
           job.fail(study)
@@ -207,8 +208,8 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
         preempting = True
         out.write(f"estimator_dist.sweep: {preemption.requested()}: each running trial saves "
                   f"at one step and stops; run the sweep again to resume them\n")
-        for job in running.values():
-          job.preempt()
+      for job in running.values() if preempting else ():
+        job.preempt()  # Each once its launcher catches the signal.
       if preempting and not running:
         raise preemption.Preempted()
       if not running and study_lib.over(study, options):

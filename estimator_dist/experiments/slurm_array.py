@@ -18,6 +18,7 @@ import sys
 
 from estimator_dist import errors
 from estimator_dist.jobs import signal_forwarding
+from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
 from estimator_dist.task import env_vars
 from estimator_dist.task import preemption
@@ -56,6 +57,7 @@ def sbatch_array(program, *, options, python=sys.executable):
            f"#SBATCH --signal=B:USR1@{preemption.DEFAULT_GRACE_SECS}",
            "#SBATCH --requeue",
            "set -euo pipefail",
+           *signal_forwarding.trap("USR1 TERM"),
            f"# Each array task is a runner: it takes trials from {options.storage_url}",
            f"# until the sweep has {options.trial_count} finished trials, each a local job of "
            f"{job.num_tasks} process(es).",
@@ -64,9 +66,7 @@ def sbatch_array(program, *, options, python=sys.executable):
              if not options.storage else []),
            "# USR1 (before the time limit): the trial saves, and the array task requeues.",
            f"export {env_vars.PREEMPTION_GRACE_SECS}={preemption.DEFAULT_GRACE_SECS}",
-           *signal_forwarding.lines(shlex.join(runner), trap="USR1",
-                                    forward='kill -USR1 "$step_pid"'),
-           f'if [ "$code" -eq {errors.PREEMPTED_EXIT_CODE} ]; then '
-           f'scontrol requeue "$SLURM_JOB_ID"; fi',
+           *signal_forwarding.lines(shlex.join(runner), forward='kill -USR1 "$step_pid"'),
+           f'if [ "$code" -eq {errors.PREEMPTED_EXIT_CODE} ]; then {slurm.REQUEUE}; fi',
            'exit "$code"']
   return "\n".join(lines) + "\n"

@@ -93,7 +93,7 @@ class TrialJob:
                                 model_dir=self.model_dir, log=log,
                                 env={**os.environ, env_vars.WATCH_STOP_REQUESTS: "1",
                                      **(env or {})})
-    self._last_beat = 0.0
+    self._last_beat, self._asked_to_save = 0.0, False
 
   def beat(self, storage, every_secs):
     if hasattr(storage, "record_heartbeat") and (
@@ -113,9 +113,12 @@ class TrialJob:
         self.process.wait()
 
   def preempt(self):
-    """Asks the job to save at one step and stop (the launcher's preemption)."""
-    if self.process.poll() is None:
+    """Asks the job to save at one step and stop (the launcher's preemption), once its
+    launcher catches the signal: one still starting would die of it."""
+    if (not self._asked_to_save and self.process.poll() is None and
+        process_tree.catches(self.process.pid, signal.SIGUSR1)):
       self.process.send_signal(signal.SIGUSR1)
+      self._asked_to_save = True
 
   def fail(self, study):
     """Ends the job and records the trial failed (the sweep stops on its error)."""
@@ -124,9 +127,10 @@ class TrialJob:
     if not frozen.state.is_finished():
       study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
 
-  def finish(self, study) -> str:
+  def finish(self, study, *, preempting=False) -> str:
     """Tells the study how the ended job went; the state's name. TrialFailed when the
-    program failed for another reason than its values."""
+    program failed for another reason than its values. `preempting`: the sweep was asked
+    to stop, and a job that did not finish is left untold (it goes stale, and is retried)."""
     code = self.process.returncode
     results = self.reporter.poll()
     self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
@@ -139,8 +143,9 @@ class TrialJob:
     if code == 0:
       study.tell(self.trial, self.reporter.final_value(results))
       return "complete"
-    if code == errors.PREEMPTED_EXIT_CODE:  # Untold: it goes stale, and is retried.
-      return "preempted (its checkpoint saved)"
+    if code == errors.PREEMPTED_EXIT_CODE or (preempting and code != 0):
+      return ("preempted (its checkpoint saved)" if code == errors.PREEMPTED_EXIT_CODE else
+              f"stopped (exit code {code}) as the sweep was preempted")
     if code == errors.DIVERGED_EXIT_CODE:  # The values made training diverge: a result.
       self.trial.set_user_attr("diverged", True)
       study.tell(self.trial, state=optuna.trial.TrialState.FAIL)

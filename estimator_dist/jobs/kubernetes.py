@@ -196,8 +196,9 @@ def manifest(job, *, options):
     if grace:  # The pod's SIGTERM reaches the ranks as USR1, through mpirun.
       step = shlex.join(mpirun[:-len(program)]) + (
           f" {signal_forwarding.IGNORING_USR1} {shlex.join(program)}")
-      mpirun = ["bash", "-c", "\n".join([*signal_forwarding.lines(
-          step, trap="TERM", forward='kill -USR1 "$step_pid"'), 'exit "$code"'])]
+      mpirun = ["bash", "-c", "\n".join([
+          *signal_forwarding.trap("TERM"),
+          *signal_forwarding.lines(step, forward='kill -USR1 "$step_pid"'), 'exit "$code"'])]
     launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts, grace)
     worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources,
                         mounts, grace)

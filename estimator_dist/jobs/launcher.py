@@ -229,7 +229,7 @@ def _attempts(starter, *, on_tick):
                 f"it; starting every task again on new ports ({port_retries} of "
                 f"{PORT_RETRIES})")
     elif (code in (0, errors.DIVERGED_EXIT_CODE, errors.PREEMPTED_EXIT_CODE) or
-          attempt == options.max_restarts):
+          group.preemption_asked or attempt == options.max_restarts):  # No restart then.
       break
     else:
       attempt, port_retries = attempt + 1, 0

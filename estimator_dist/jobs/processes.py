@@ -121,8 +121,10 @@ def stop_on_signals(group):
       [signal.SIGHUP] if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else [])
 
   def on_signal(signum, _):
-    if signum in _GRACEFUL and group.preemption_grace_secs and group.preempted_by is None:
-      group.preempt(f"signal {signum} ({signal.Signals(signum).name})", exit_code=128 + signum)
+    if signum in _GRACEFUL and group.preemption_grace_secs and not group.preemption_asked:
+      # Only marked here: the handler may run in the middle of a write of the launcher.
+      group.preemption_asked = (f"signal {signum} ({signal.Signals(signum).name})",
+                                128 + signum)
       return
     ignore_signals(handled)
     group.log(f"signal {signum}: stopping all tasks")
@@ -149,7 +151,7 @@ class TaskGroup:
     self.hang_timeout_secs = hang_timeout_secs
     self.stop_grace_secs = stop_grace_secs
     self.preemption_grace_secs = preemption_grace_secs
-    self.preempted_by = None  # Why the tasks were asked to save and stop.
+    self.preemption_asked = None  # (why, exit code if the grace runs out), by a signal.
     self._preemption = None  # (deadline, exit code once it passed, pids signalled)
     self._directories = []
     self.heartbeats = self.temporary_directory("heartbeats") if heartbeats else None
@@ -174,7 +176,7 @@ class TaskGroup:
     it), also to those that catch it later. `wait` gives them preemption_grace_secs, then
     stops them at once and returns `exit_code`."""
     grace = self.preemption_grace_secs
-    self.preempted_by = why
+    self.preemption_asked = self.preemption_asked or (why, exit_code)
     self._preemption = (time.monotonic() + grace, exit_code, set())
     self.log(f"{why}: preemption: every task stops at one agreed step and the chief saves "
              f"a checkpoint there, within {grace:g}s (a second signal stops them at once)")
@@ -218,8 +220,11 @@ class TaskGroup:
       # One look at every exit code per round: a task that ends after it is still
       # running in this round, so its code is read in the next, never taken for 0.
       codes = [(task, task.process.poll()) for task in self.tasks]
+      if self.preemption_asked and not self._preemption:
+        why, exit_code = self.preemption_asked
+        self.preempt(why, exit_code=exit_code)
       for task, code in codes:
-        if code == errors.PREEMPTED_EXIT_CODE and self.preempted_by is None:
+        if code == errors.PREEMPTED_EXIT_CODE and not self._preemption:
           self.preempt(f"{task.name} was preempted", exit_code=1)
         if code not in (None, 0, errors.PREEMPTED_EXIT_CODE):
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
@@ -253,12 +258,17 @@ class TaskGroup:
         preempted = any(code == errors.PREEMPTED_EXIT_CODE for _, code in codes)
         return errors.PREEMPTED_EXIT_CODE if preempted else 0
       if self._preemption:
-        deadline, exit_code, _ = self._preemption
-        if time.monotonic() > deadline:
-          self.log(f"{', '.join(t.name for t in running)} did not save and stop within "
-                   f"{self.preemption_grace_secs:g}s; stopping every task at once (the "
-                   f"latest complete checkpoint stays)")
+        until, exit_code, _ = self._preemption
+        if time.monotonic() > until:
+          names = ", ".join(t.name for t in running)
           self.stop_all()
+          trained = [code for t, code in codes if t.name in training]
+          if trained and all(code == errors.PREEMPTED_EXIT_CODE for code in trained):
+            self.log(f"the training tasks saved and stopped; {names} had not ended within "
+                     f"{self.preemption_grace_secs:g}s and were stopped")
+            return errors.PREEMPTED_EXIT_CODE
+          self.log(f"{names} did not save and stop within {self.preemption_grace_secs:g}s; "
+                   f"every task was stopped at once (the latest complete checkpoint stays)")
           return exit_code
         self._ask_to_save()  # A task whose program catches the signal only now.
       if on_tick:

@@ -96,6 +96,8 @@ def sbatch_script(job, *, options=SlurmOptions()):
               "forever)."]
   lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
             "output is appended.", "set -euo pipefail", ""]
+  if grace:  # USR1 (and SLURM's own preemption, SIGTERM) marks a request from here on.
+    lines += signal_forwarding.trap("USR1 TERM")
   program = shlex.join(job.program)
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"
@@ -120,19 +122,22 @@ def sbatch_script(job, *, options=SlurmOptions()):
   return "\n".join(lines) + "\n"
 
 
+REQUEUE = ('scontrol requeue "$SLURM_JOB_ID" || echo "[slurm] the requeue failed: submit the '
+           'script again to resume"')
+
+
 def _preemptible(step, options):
   """The step run so that USR1 (SLURM's --signal) reaches its tasks, which save and exit
   with errors.PREEMPTED_EXIT_CODE; then the job requeues itself (or says how to resume)."""
   code = errors.PREEMPTED_EXIT_CODE
-  after = ('  scontrol requeue "$SLURM_JOB_ID" || echo "[slurm] the requeue failed: submit '
-           'the script again to resume"' if options.requeue else
-           '  echo "[slurm] no --requeue: submit the script again to resume"')
+  after = f"  {REQUEUE}" if options.requeue else (
+      '  echo "[slurm] no --requeue: submit the script again to resume"')
   forward = 'scancel --signal=USR1 "$SLURM_JOB_ID"'
   return [
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",
       f"export {env_vars.PREEMPTION_GRACE_SECS}={options.preemption_grace_secs}",
-      *signal_forwarding.lines(step, trap="USR1", forward=forward),
+      *signal_forwarding.lines(step, forward=forward),
       f'if [ "$code" -eq {code} ]; then',
       f'  echo "[slurm] job $SLURM_JOB_ID was preempted and saved its work (exit code {code})"',
       after, "fi", 'exit "$code"']

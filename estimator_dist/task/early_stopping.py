@@ -102,6 +102,7 @@ class StopTogether(tf.estimator.SessionRunHook):
 
   def after_create_session(self, session, coord):
     self._runs, self._last_decision, self._reason = 0, 0.0, None
+    preemption.watch()  # Over the handler multi_worker's coordination service has set.
 
   def after_run(self, run_context, run_values):
     self._runs += 1

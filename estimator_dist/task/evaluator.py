@@ -5,8 +5,8 @@ after the final one, and may sleep through the final checkpoint's arrival: a job
 training ended could wait a minute for it; after an early stop it waits for ever. This
 one evaluates a new checkpoint at most every `throttle_secs`, but the final checkpoint
 (step >= max_steps, or the step the chief marked as its early stop) at once, exports
-after each evaluation, and returns. Asked to stop by a signal (`preemption`), it ends
-once the chief has saved: a rerun evaluates that checkpoint.
+after each evaluation, and returns. Asked to stop by a signal (`preemption`), or once the
+chief says it saved on one, it ends: a rerun evaluates that checkpoint.
 """
 
 import time
@@ -28,9 +28,9 @@ def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
   started, next_time = time.time(), 0.0
   evaluations = evaluation.Evaluations(estimator, eval_spec)
   while True:
-    if preemption.requested():
+    if preemption.requested() or preemption_save.saved(estimator.model_dir, started):
       preemption_save.end_elsewhere(estimator.model_dir, task, since=started,
-                                    timeout_secs=preemption.grace_secs())
+                                    timeout_secs=preemption.remaining_secs())
       raise preemption.Preempted()
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)

@@ -10,8 +10,9 @@ again resumes from that checkpoint.
 A repeated signal changes nothing: mpirun and srun forward signals to the ranks they
 started, so a rank may get the same one twice. Whoever sent the signal enforces the
 grace (the launcher's --preemption_grace_secs, Kubernetes' terminationGracePeriodSeconds,
-SLURM's time limit): a task still running when it ends is stopped at once, and the
-previous complete checkpoint is the one a rerun resumes from. Without a grace
+SLURM's time limit), and a task still running a few seconds past it (a ps, a task that
+was not training: nothing acts on the request there) ends itself at once; the previous
+complete checkpoint is then the one a rerun resumes from. Without a grace
 (`env_vars.PREEMPTION_GRACE_SECS` = 0) a task keeps the signals' default: they end it.
 """
 
@@ -27,7 +28,11 @@ from estimator_dist.task import env_vars
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 DEFAULT_GRACE_SECS = 25
+_PAST_THE_GRACE_SECS = 5  # Then a task that has not ended ends itself.
 _requested = None  # The name of the first signal, once one came.
+_requested_at = None  # time.monotonic() then.
+_ending = None  # The timer that ends the process past the grace.
+_ends_after_grace = True
 
 
 class Preempted(SystemExit):
@@ -48,30 +53,37 @@ def grace_secs():
                              f"of seconds (0: no graceful stop).") from None
 
 
-def watch():
+def watch(*, ends_after_grace=True):
   """In the main thread of a process with a grace: SIGTERM and SIGUSR1 become a request,
-  until the process ends; the handlers they had before."""
+  until the process ends; the handlers they had before. Called again, it sets them again
+  (TensorFlow's coordination service of multi_worker sets a SIGTERM handler of its own).
+  `ends_after_grace`: the process ends itself a little past the grace after a request
+  (not a sweep, which waits for its trials)."""
+  global _ends_after_grace
   if not grace_secs() or threading.current_thread() is not threading.main_thread():
     return {}
+  _ends_after_grace = ends_after_grace
   return {s: signal.signal(s, _on_signal) for s in SIGNALS}
 
 
 @contextlib.contextmanager
-def watched():
+def watched(*, ends_after_grace=True):
   """`watch()` for a while (training in a process that goes on after it, such as a test's
   or a notebook's): then the handlers before, and no request, are back."""
-  global _requested
+  global _requested, _ending
   if signal.getsignal(signal.SIGTERM) is _on_signal:  # Already, for the whole process.
     yield
     return
-  previous = watch()
+  previous = watch(ends_after_grace=ends_after_grace)
   try:
     yield
   finally:
     for s, handler in previous.items():
       signal.signal(s, handler)
     if previous:
-      _requested = None
+      if _ending:
+        _ending.cancel()
+      _requested = _ending = None
 
 
 def requested():
@@ -79,10 +91,27 @@ def requested():
   return _requested
 
 
+def remaining_secs():
+  """What is left of the grace since the request (all of it before one)."""
+  spent = time.monotonic() - _requested_at if _requested else 0.0
+  return max(grace_secs() - spent, 0.0)
+
+
+def _end_at_once():
+  os.write(sys.stderr.fileno(), (
+      f"estimator_dist: {_requested} came {grace_secs() + _PAST_THE_GRACE_SECS:g}s ago and "
+      f"this task has not ended: it ends at once\n").encode())
+  os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _on_signal(signum, _):
-  global _requested
+  global _requested, _requested_at, _ending
   if _requested is None:
-    _requested = signal.Signals(signum).name
+    _requested, _requested_at = signal.Signals(signum).name, time.monotonic()
+    if _ends_after_grace:
+      _ending = threading.Timer(grace_secs() + _PAST_THE_GRACE_SECS, _end_at_once)
+      _ending.daemon = True
+      _ending.start()
     # Handlers run between two of the interpreter's steps: no logging lock is taken here.
     os.write(sys.stderr.fileno(), (
         f"{time.strftime('%H:%M:%S')} estimator_dist: {_requested}: preemption requested; "

@@ -40,9 +40,15 @@ def end_on_chief(model_dir, task, *, step, since, timeout_secs):
   time.sleep(_EXIT_MOMENT_SECS)
 
 
+def saved(model_dir, since):
+  """Whether the chief said it saved on preemption (an evaluator that got no signal ends
+  then too)."""
+  return _written(model_dir, SAVED, since)
+
+
 def end_elsewhere(model_dir, task, *, since, timeout_secs):
   """Waits until the chief says it saved, then acknowledges."""
-  if _wait(lambda: not _written(model_dir, SAVED, since), timeout_secs):
+  if _wait(lambda: not saved(model_dir, since), timeout_secs):
     logging.warning("estimator_dist: the chief did not say it saved within %gs",
                     timeout_secs)
   name = ".evaluator" if task.role == "evaluator" else f".rank-{task.rank}"

@@ -235,7 +235,7 @@ class TrainingRun:
     # multi_worker's coordination service sets a SIGTERM handler of its own and may leave
     # the default at its end: a SIGTERM to the last tasks (srun's) must not end them.
     preemption.watch()
-    model_dir, task, grace = self.options.model_dir, adapter.task, preemption.grace_secs()
+    model_dir, task, grace = self.options.model_dir, adapter.task, preemption.remaining_secs()
     adapter.after_training()
     if task.is_chief:
       print(f"estimator_dist: preempted at global step {step}: saved "
