@@ -57,7 +57,7 @@ def sbatch_array(program, *, options, python=sys.executable):
            f"#SBATCH --signal=B:USR1@{preemption.DEFAULT_GRACE_SECS}",
            "#SBATCH --requeue",
            "set -euo pipefail",
-           *signal_forwarding.trap("USR1 TERM"),
+           *signal_forwarding.trap("USR1"),
            f"# Each array task is a runner: it takes trials from {options.storage_url}",
            f"# until the sweep has {options.trial_count} finished trials, each a local job of "
            f"{job.num_tasks} process(es).",

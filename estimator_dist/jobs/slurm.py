@@ -96,8 +96,8 @@ def sbatch_script(job, *, options=SlurmOptions()):
               "forever)."]
   lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
             "output is appended.", "set -euo pipefail", ""]
-  if grace:  # USR1 (and SLURM's own preemption, SIGTERM) marks a request from here on.
-    lines += signal_forwarding.trap("USR1 TERM")
+  if grace:  # USR1 marks a request from here on. Not SIGTERM: scancel ends the job.
+    lines += signal_forwarding.trap("USR1")
   program = shlex.join(job.program)
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"

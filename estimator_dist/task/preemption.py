@@ -41,6 +41,12 @@ class Preempted(SystemExit):
 
   def __init__(self):
     super().__init__(errors.PREEMPTED_EXIT_CODE)
+    # Its work is saved: from now on the signals are ignored, also while Python ends,
+    # which sets the handlers it had back to the default (and the sbatch script sends
+    # USR1 again, srun SIGTERM, until every task has ended).
+    if threading.current_thread() is threading.main_thread():
+      for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
 
 
 def grace_secs():
