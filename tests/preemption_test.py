@@ -18,7 +18,7 @@ from estimator_dist.jobs import signal_forwarding
 from estimator_dist.task import preemption
 from tests import helpers
 
-STEPS = 800  # Checkpoints every 1000 steps: the only ones are those of steps 0 and 800.
+STEPS = 600  # Checkpoints every 1000 steps: the only ones are those of steps 0 and 600.
 _STEPS_RUN = re.compile(r"^\[(\w+:\d)\] steps_run=(\d+)$", re.M)
 
 
