@@ -176,12 +176,21 @@ def clear_marker(model_dir):
     tf.io.gfile.remove(path)
 
 
+def written_since(path, since):
+  """Whether the marker at `path` was written at or after `since` (time.time()): an
+  earlier run's is older."""
+  try:
+    return tf.io.gfile.stat(path).mtime_nsec / 1e9 >= since
+  except tf.errors.OpError:
+    return False
+
+
 def stopped_at(model_dir, since):
   """The step of an early stop marked after `since` (time.time()), or None."""
   path = os.path.join(model_dir, stop_files.STOPPED_MARKER)
+  if not written_since(path, since):
+    return None
   try:
-    if tf.io.gfile.stat(path).mtime_nsec / 1e9 < since:
-      return None
     with tf.io.gfile.GFile(path) as f:
       return int(f.read())
   except (tf.errors.OpError, ValueError):

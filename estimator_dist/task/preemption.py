@@ -41,12 +41,17 @@ class Preempted(SystemExit):
 
   def __init__(self):
     super().__init__(errors.PREEMPTED_EXIT_CODE)
-    # Its work is saved: from now on the signals are ignored, also while Python ends,
-    # which sets the handlers it had back to the default (and the sbatch script sends
-    # USR1 again, srun SIGTERM, until every task has ended).
-    if threading.current_thread() is threading.main_thread():
-      for s in SIGNALS:
-        signal.signal(s, signal.SIG_IGN)
+    ignore()
+
+
+def ignore():
+  """The work is saved: from now on the signals are ignored, also while Python ends, which
+  sets the handlers it had back to the default (and the sbatch script sends USR1 again,
+  srun SIGTERM, until every task has ended; multi_worker's coordination service may have
+  set a SIGTERM handler of its own)."""
+  if threading.current_thread() is threading.main_thread():
+    for s in SIGNALS:
+      signal.signal(s, signal.SIG_IGN)
 
 
 def grace_secs():

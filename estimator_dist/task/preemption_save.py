@@ -16,6 +16,8 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist.task import early_stopping
+
 SAVED = "estimator_dist_saved_on_preemption"
 _EXIT_MOMENT_SECS = 1.0  # Between a task's acknowledgement and its exit.
 
@@ -32,7 +34,7 @@ def end_on_chief(model_dir, task, *, step, since, timeout_secs):
     f.write(str(step))
   others = [f".rank-{rank}" for rank in range(1, task.size)] + (
       [".evaluator"] if task.num_tasks("evaluator") else [])
-  missing = _wait(lambda: [n for n in others if not _written(model_dir, SAVED + n, since)],
+  missing = _wait(lambda: [n for n in others if not early_stopping.written_since(os.path.join(model_dir, SAVED + n), since)],
                   timeout_secs)
   if missing:
     logging.warning("estimator_dist: %s did not end within %gs of the save",
@@ -43,7 +45,7 @@ def end_on_chief(model_dir, task, *, step, since, timeout_secs):
 def saved(model_dir, since):
   """Whether the chief said it saved on preemption (an evaluator that got no signal ends
   then too)."""
-  return _written(model_dir, SAVED, since)
+  return early_stopping.written_since(os.path.join(model_dir, SAVED), since)
 
 
 def end_elsewhere(model_dir, task, *, since, timeout_secs):
@@ -54,13 +56,6 @@ def end_elsewhere(model_dir, task, *, since, timeout_secs):
   name = ".evaluator" if task.role == "evaluator" else f".rank-{task.rank}"
   with tf.io.gfile.GFile(os.path.join(model_dir, SAVED + name), "w") as f:
     f.write("")
-
-
-def _written(model_dir, name, since):
-  try:
-    return tf.io.gfile.stat(os.path.join(model_dir, name)).mtime_nsec / 1e9 >= since
-  except tf.errors.OpError:
-    return False
 
 
 def _wait(pending, timeout_secs):

@@ -232,9 +232,7 @@ class TrainingRun:
   def _end_preempted(self, adapter, step):
     """After a stop on preemption (the chief's saver wrote its last checkpoint as training
     ended): every task exits (Preempted), the chief last (`preemption_save`)."""
-    # multi_worker's coordination service sets a SIGTERM handler of its own and may leave
-    # the default at its end: a SIGTERM to the last tasks (srun's) must not end them.
-    preemption.watch()
+    preemption.ignore()  # Saved (the chief) or done (the others): no signal ends it now.
     model_dir, task, grace = self.options.model_dir, adapter.task, preemption.remaining_secs()
     adapter.after_training()
     if task.is_chief:
