@@ -3,6 +3,7 @@ launcher with 2 workers."""
 
 import json
 import os
+import re
 
 import pytest
 import tensorflow as tf
@@ -95,3 +96,23 @@ def test_the_best_checkpoint_is_kept_after_estimator_deleted_it(tmp_path):
           f"give --best_metric=loss --best_direction=maximize, or move that directory "
           f"away." in output), output[-3000:]
   assert tf.train.latest_checkpoint(str(best)) == kept
+
+
+@pytest.mark.processes
+def test_a_misspelt_best_metric_stops_every_task_at_the_first_evaluation(tmp_path):
+  # It logged the error at step 0, trained every step, then exited 2.
+  code, output = helpers.launch(
+      "multi_worker", "tests.programs.plain_model", f"--model_dir={tmp_path}",
+      "--train_steps=3000", "--step_secs=0.01", "--save_checkpoints_steps=100",
+      "--eval_throttle_secs=0", "--keep_best_checkpoints=2", "--best_metric=acuracy",
+      "--best_direction=maximize", timeout=180)
+  assert code == 2, output[-3000:]
+  said = ("error: keeping the best checkpoints by eval metric 'acuracy', but the model's "
+          "evaluations report only ['accuracy', 'loss']: give one of them as --best_metric "
+          "(--best_metric=accuracy?).")
+  assert f"\n[chief:0] {said}\n" in output, output[-3000:]
+  evaluated = event_files.eval_metrics(str(tmp_path))
+  reached = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit("-", 1)[1])
+  assert list(evaluated) == [0] and reached < 3000, (evaluated, reached)
+  (worker,) = re.findall(r"^\[worker:0\] steps_run=(\d+)$", output, re.M)
+  assert int(worker) < 3000, output[-3000:]  # The worker stopped too, none waits.

@@ -100,6 +100,18 @@ def test_bad_options_are_refused_before_any_trial(tmp_path):
   with pytest.raises(errors.ConfigError, match="cannot be opened"):
     study_lib.open_study(_options(tmp_path, storage="sqlite:////no/such/dir/study.db"),
                          create=True)
+  # A first rung at or past the last step would prune nothing; below it, or where the
+  # program's default or the space decides the last step, the sweep runs.
+  hyperband = _options(tmp_path, pruner="hyperband", min_resource_steps=200)
+  with pytest.raises(errors.ConfigError, match=(
+      r"^--min_resource_steps=200 puts the first rung of --pruner=hyperband at or past the "
+      r"last step of the trials \(the program's --train_steps=200\), .* \(e\.g\. "
+      r"--min_resource_steps=66\), or more --train_steps\.$")):
+    runner.check_program([*DNN, "--train_steps", "200"], hyperband)
+  runner.check_program([*DNN, "--train_steps=201"], hyperband)
+  runner.check_program(DNN, hyperband)
+  runner.check_program([*DNN, "--train_steps=100"], _options(
+      tmp_path, space="train_steps=choice(100,400)", pruner="asha", min_resource_steps=200))
 
 
 def test_parallel_trials_get_disjoint_cpus():
@@ -423,6 +435,21 @@ def test_a_pruned_trial_stops_on_every_worker_and_is_recorded_pruned(tmp_path, p
                                   for line in stops), log[-3000:]
   steps = {re.search(r"global step (\d+)", line).group(1) for line in stops}
   assert len(steps) == 1, stops  # Both workers stop at one step.
+
+
+@pytest.mark.processes
+def test_a_first_rung_past_the_last_step_is_refused_before_any_trial(tmp_path):
+  # It exited 0 after running every trial to its end, none pruned.
+  code, output = _sweep(tmp_path, "--space=learning_rate=choice(0.1,0.0001)", "--sampler=grid",
+                        "--pruner=asha", "--min_resource_steps=1000",
+                        program=[*DNN, "--train_steps=200"])
+  assert code == 2, output[-3000:]
+  assert output == (
+      "estimator_dist.sweep: --min_resource_steps=1000 puts the first rung of --pruner=asha "
+      "at or past the last step of the trials (the program's --train_steps=200), so it would "
+      "prune no trial: give a --min_resource_steps below 200 (e.g. --min_resource_steps=50), "
+      "or more --train_steps.\n"), output[-3000:]
+  assert not os.listdir(tmp_path), os.listdir(tmp_path)  # No study, no trial.
 
 
 @pytest.mark.processes

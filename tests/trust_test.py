@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import types
 
 import psutil
 import pytest
@@ -17,6 +18,8 @@ import tensorflow as tf
 
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
+from estimator_dist.task import best_checkpoint_keeper
+from estimator_dist.task import best_checkpoints
 from estimator_dist.task import checkpoints
 from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import env_vars
@@ -480,6 +483,39 @@ def test_a_read_only_model_dir_is_refused_in_one_line(read_only_dir):
   code, output = helpers.run([*plain_model(model_dir), "--strategy=local"], timeout=120)
   assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
   assert "Traceback" not in output, output[-3000:]
+
+
+@pytest.fixture
+def read_only_best(tmp_path):
+  """model_dir/best on a read-only file system of its own, in a model_dir that can be
+  written; unmounted at the end."""
+  (tmp_path / "model").mkdir()
+  yield from tmpfs(tmp_path / "model" / "best", "ro,size=1m")
+
+
+@needs_root
+def test_a_read_only_best_directory_is_refused_in_one_line(read_only_best):
+  # It trained to the end, then failed (exit 1) with a PermissionDeniedError raised by the
+  # cleanup in the handler of the first one.
+  best, model_dir = read_only_best, read_only_best.parent
+  said = (f"{best} (where --keep_best_checkpoints keeps the best checkpoints) is on a "
+          f"read-only file system: give a --model_dir whose best/ is a directory you can "
+          f"write.")
+  program = plain_model(model_dir, "--keep_best_checkpoints=2")
+  assert refused_at_the_door(program=program) == f"estimator_dist.launch: {said}"
+  # Started without the launcher (or with best_checkpoints= in its code), the keeper refuses.
+  code, output = helpers.run([*program, "--strategy=local"], timeout=120)
+  assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
+  assert "Traceback" not in output and "step = " not in output, output[-3000:]
+  # Should best/ turn read-only while the job runs, the keeper raises the copy's error,
+  # not one of its cleanup.
+  checkpoint = str(model_dir / "model.ckpt-7")
+  tf.train.Checkpoint(v=tf.Variable(1.0)).write(checkpoint)
+  keeper = best_checkpoint_keeper.Keeper(best_checkpoints.BestCheckpoints(keep=1))
+  with pytest.raises(tf.errors.PermissionDeniedError, match="Read-only file system") as raised:
+    keeper.export(types.SimpleNamespace(model_dir=str(model_dir)), None, checkpoint,
+                  {"global_step": 7, "loss": 0.5}, False)
+  assert raised.value.__context__ is None, raised.value.__context__
 
 
 @needs_root

@@ -53,6 +53,22 @@ def check_rungs(pruner, *, min_resource_steps, reduction_factor):
                              f"of at least 2: the share of trials a rung keeps is 1/it.")
 
 
+def check_first_rung(pruner, *, min_resource_steps, reduction_factor, last_step):
+  """ConfigError when the first rung of asha or hyperband (`min_resource_steps`, where
+  hyperband's first bracket starts and its others later) is at or past `last_step`, the
+  step the trials train to: no trial is judged before it ends, so nothing is pruned and
+  every trial runs to its end, silently. `last_step` None: not known, not checked."""
+  if pruner not in _RUNGS or None in (min_resource_steps, last_step) or (
+      min_resource_steps < last_step):
+    return
+  factor = reduction_factor or (4 if pruner == "asha" else 3)  # Optuna's defaults.
+  raise errors.ConfigError(
+      f"--min_resource_steps={min_resource_steps} puts the first rung of --pruner={pruner} at "
+      f"or past the last step of the trials (the program's --train_steps={last_step}), so "
+      f"it would prune no trial: give a --min_resource_steps below {last_step} (e.g. "
+      f"--min_resource_steps={max(1, last_step // factor)}), or more --train_steps.")
+
+
 def of(options):
   """The pruner of a sweep's `SweepOptions`."""
   rungs = {k: v for k, v in (("reduction_factor", options.reduction_factor),

@@ -23,6 +23,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.experiments import pbt
+from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import storage as storage_lib
@@ -44,6 +45,20 @@ def check_program(program, options):
   if model_dir_arg.program_model_dir(list(program[1:])) is not None:
     raise errors.ConfigError("the sweep gives each trial its own model_dir under --sweep_dir; "
                              "remove --model_dir from the program's arguments.")
+  pruners.check_first_rung(options.pruner, min_resource_steps=options.min_resource_steps,
+                           reduction_factor=options.reduction_factor,
+                           last_step=_last_step(program, options))
+
+
+def _last_step(program, options):
+  """The step every trial trains to: the program's --train_steps; None when the program
+  gives none (its default is not known here) or the space searches it."""
+  if "train_steps" in options.search_space:
+    return None
+  try:
+    return int(model_dir_arg.program_flag(list(program[1:]), "train_steps"))
+  except (TypeError, ValueError):
+    return None
 
 
 def cpu_shares(parallel):

@@ -3,7 +3,8 @@ task starts and said in one line with its fix (a ConfigError, which `estimator-d
 launch` prints as it is and exits 2 on).
 
 - `check_job`: the model_dir (without one, the temporary directory where a new one is
-  made) can be written and has space; the program exists and can be run.
+  made) can be written and has space, and so can its best/ where the program keeps best
+  checkpoints; the program exists and can be run.
 - `exposure`: on the host network a job's servers stay on loopback only through the
   preload library of `task/bind_address.py`. Where it cannot be built they would listen
   on every interface, which only the user's --allow_every_interface accepts.
@@ -31,8 +32,19 @@ def check_job(job, model_dir, *, local):
         name=f"the temporary directory {temporary} (where a job without --model_dir trains)")
   else:
     model_dir_check.check(given)
+    if _keeps_best_checkpoints(job.program):
+      model_dir_check.check_best(given)
   if local:  # Elsewhere the program is on the other hosts.
     _check_program(job.command[0])
+
+
+def _keeps_best_checkpoints(program):
+  """Whether the program's flags say --keep_best_checkpoints=N (N > 0); a program that
+  passes best_checkpoints= in its code is checked by its keeper."""
+  try:
+    return int(model_dir_arg.program_flag(list(program[1:]), "keep_best_checkpoints")) > 0
+  except (TypeError, ValueError):
+    return False  # Not given, or not a number: the program's flags say so.
 
 
 def _temporary_directory():

@@ -15,9 +15,10 @@ import shutil
 
 import tensorflow as tf
 from absl import logging
+from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
-from estimator_dist import errors
 from estimator_dist.task import best_checkpoints
+from estimator_dist.task import model_dir_check
 
 _PINS = ".evaluating"
 _CHECKPOINT_FILE = re.compile(r"^(model\.ckpt-\d+)\.")
@@ -41,10 +42,7 @@ class Keeper(tf.estimator.Exporter):
     del export_path, is_the_final_export  # Kept in model_dir/best, final or not.
     directory = os.path.join(estimator.model_dir, best_checkpoints.DIRECTORY)
     best, metric = self.best, self.best.metric
-    if metric not in eval_result:
-      raise errors.ConfigError(
-          f"keeping the best checkpoints by eval metric {metric!r}, but the evaluations have "
-          f"only {sorted(eval_result)}: name one of them (--best_metric).")
+    best_checkpoints.check_reported(best, eval_result)
     record = {"step": int(eval_result["global_step"]), "metric": metric,
               "value": float(eval_result[metric]), "direction": best.direction,
               "metrics": {k: _number(v) for k, v in eval_result.items()},
@@ -72,6 +70,31 @@ class Keeper(tf.estimator.Exporter):
     return kept_path
 
 
+def metric_watch(best, model_dir):
+  """A stop condition for the chief's decision (`early_stopping.decision`) that never
+  asks to stop, but raises `check_reported`'s ConfigError once the evaluations in
+  model_dir/eval lack the metric `best` ranks by (None without `best`). A decision that
+  fails stops every task at the next agreement: a misspelt --best_metric ends the job at
+  its first evaluation, where the keeper alone (on the chief, beside training) let it
+  train to the end. Once the metric was seen it reads nothing more."""
+  if best is None:
+    return None
+  eval_dir, seen = os.path.join(model_dir, "eval"), []
+
+  def watch():
+    if seen or not tf.io.gfile.isdir(eval_dir):
+      return None
+    try:
+      evaluations = tf_early_stopping.read_eval_metrics(eval_dir)
+    except tf.errors.OpError:  # A record still being written: read again next time.
+      return None
+    if evaluations:
+      best_checkpoints.check_reported(best, list(evaluations.values())[-1])
+      seen.append(True)
+    return None
+  return watch
+
+
 def _number(value):
   try:
     return float(value)
@@ -97,7 +120,9 @@ def _copied(checkpoint_path, directory, record):
       targets[-1] = target
   except (OSError, tf.errors.OpError):
     for target in targets:
-      _remove_file(target)
+      _discard(target)
+    if all(tf.io.gfile.exists(source) for source in sources):
+      raise  # Not deleted meanwhile: best/ cannot take it, which its error says.
     return False
   target = os.path.join(directory, record["checkpoint"])
   with tf.io.gfile.GFile(target + ".json.tmp", "w") as f:
@@ -109,7 +134,7 @@ def _copied(checkpoint_path, directory, record):
 def _link_or_copy(source, target):
   if "://" not in target:
     try:
-      _remove_file(target)
+      _discard(target)
       os.link(source, target)  # The pinned file: no second copy on disk.
       return
     except OSError:
@@ -124,6 +149,15 @@ def _remove_file(path):
     pass
 
 
+def _discard(path):
+  """Removes `path` if it can: a cleanup, which must not raise over the error that made
+  it (a read-only file system refuses to remove even a file that is not there)."""
+  try:
+    tf.io.gfile.remove(path)
+  except (OSError, tf.errors.OpError):
+    pass
+
+
 def _remove(directory, record):
   path = os.path.join(directory, record["checkpoint"])
   _remove_file(path + ".json")  # First: a checkpoint without it is not kept.
@@ -132,10 +166,11 @@ def _remove(directory, record):
 
 
 def prepare(model_dir, best):
-  """Before training: ConfigError when model_dir/best keeps checkpoints ranked otherwise
-  than `best` ranks them (a rerun or a sweep changed the metric); else removes what a
-  keeper killed in the middle left there: its pins, its temporary files, and checkpoint
-  files without a record."""
+  """Before training: ConfigError when model_dir/best cannot be written (a read-only
+  mount: `model_dir_check`), or keeps checkpoints ranked otherwise than `best` ranks them
+  (a rerun or a sweep changed the metric); else removes what a keeper killed in the middle
+  left there: its pins, its temporary files, and checkpoint files without a record."""
+  model_dir_check.check_best(model_dir)
   directory = os.path.join(model_dir, best_checkpoints.DIRECTORY)
   kept = best_checkpoints.read(directory)
   best_checkpoints.check_kept(kept, best, directory)

@@ -12,6 +12,7 @@ report names each trial's best).
 """
 
 import dataclasses
+import difflib
 import glob
 import json
 import os
@@ -59,6 +60,19 @@ def read(directory):
     except Exception:  # pylint: disable=broad-except  # Being written or removed.
       continue
   return sorted(records, key=rank_key(records[0]["direction"])) if records else []
+
+
+def check_reported(best, metrics):
+  """ConfigError when an evaluation's `metrics` (its names) lack the one `best` ranks by:
+  a misspelt --best_metric would keep nothing."""
+  if best.metric in metrics:
+    return
+  reported = sorted(m for m in metrics if m != "global_step")
+  close = difflib.get_close_matches(best.metric, reported, n=1)
+  raise errors.ConfigError(
+      f"keeping the best checkpoints by eval metric {best.metric!r}, but the model's "
+      f"evaluations report only {reported}: give one of them as --best_metric"
+      f"{f' (--best_metric={close[0]}?)' if close else ''}.")
 
 
 def check_kept(kept, best, directory):

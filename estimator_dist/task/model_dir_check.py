@@ -5,15 +5,19 @@ not write made a job fail with a traceback from deep inside (the lock, or Tensor
 first save minutes later). `check` does what the job will do first (makes the directory
 and writes a file in it) and measures the free space; a ConfigError names the path,
 what is wrong and the fix. The launcher checks before it starts any task, a chief
-started otherwise when it takes the model_dir's lock.
+started otherwise when it takes the model_dir's lock. `check_best` checks model_dir/best
+the same way: the launcher when the program's flags keep best checkpoints, the process
+that keeps them (the chief, or the evaluator task) before it trains or evaluates.
 """
 
 import errno
 import os
 import pwd
 import shutil
+import tempfile
 
 from estimator_dist import errors
+from estimator_dist.task import best_checkpoints
 
 # Below this a job's first checkpoints and event files may not fit (a checkpoint of a
 # model_zoo model is 1-30 MB): refused at the door, not at a save minutes later.
@@ -47,16 +51,27 @@ def check(model_dir, *, name=None, give="give a directory"):
         f"a job needs for its checkpoints: free space there or {give} on another disk.")
 
 
+def check_best(model_dir):
+  """Raises ConfigError unless model_dir/best, where the best checkpoints are kept
+  (`best_checkpoints`), can be written: it may be a mount of its own (a read-only one) that
+  the model_dir's check does not see, and a keeper that could not write there failed at the
+  first evaluation, with a traceback."""
+  best = os.path.join(model_dir, best_checkpoints.DIRECTORY)
+  check(best, name=f"{best} (where --keep_best_checkpoints keeps the best checkpoints)",
+        give="give a --model_dir whose best/ is a directory")
+
+
 def _write_a_file(directory):
   """Creates, writes and removes a small file: os.access answers from the permission
-  bits, which say yes to root and on a read-only mount."""
-  probe = os.path.join(directory, f".estimator_dist.write_test.{os.getpid()}")
+  bits, which say yes to root and on a read-only mount. A name of its own: the chief and
+  the evaluator task (in process namespaces of their own, maybe with one pid) both check
+  best/."""
+  handle, probe = tempfile.mkstemp(prefix=".estimator_dist.write_test.", dir=directory)
   try:
-    with open(probe, "wb") as f:
+    with os.fdopen(handle, "wb") as f:
       f.write(b"estimator_dist")
   finally:
-    if os.path.lexists(probe):
-      os.remove(probe)
+    os.remove(probe)
 
 
 def _problem(model_dir, error):

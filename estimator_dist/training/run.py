@@ -105,9 +105,10 @@ class TrainingRun:
       self.params[rate_options.lr_param] = options.learning_rate
     self.options = options
     self._hooks, self._stop_conditions = early_stopping.split_hooks(hooks)
-    requested = early_stopping.requested_stop(options.model_dir)  # A sweep's pruner asks.
-    if requested and eval_input_fn is not None:
-      self._stop_conditions.append(requested)
+    if eval_input_fn is not None:  # A sweep's pruner asks; a misspelt best metric fails.
+      self._stop_conditions += filter(None, (
+          early_stopping.requested_stop(options.model_dir),
+          best_checkpoint_keeper.metric_watch(options.best_checkpoints, options.model_dir)))
     exporters = evaluation.exporters(options.exporters, serving_input_receiver_fn,
                                      exports_to_keep=options.exports_to_keep)
     if options.best_checkpoints:
