@@ -1,10 +1,13 @@
 """Watching jobs and sweeps: a job's run and a grid sweep's nested runs in a real MLflow
 server, read back with MLflow's own client; the sweep's results, progress lines and
-optuna-dashboard; a server that cannot be reached."""
+optuna-dashboard; a server that cannot be reached, and one that answers a byte a second."""
 
+import contextlib
 import json
 import os
 import re
+import socket
+import threading
 import time
 import urllib.request
 
@@ -140,3 +143,67 @@ def test_a_job_and_a_sweep_are_runs_of_a_real_mlflow_server(tmp_path):
   assert code == 0, output[-5000:]
   warnings = [line for line in output.splitlines() if "MLflow tracking at" in line]
   assert len(warnings) == 1 and "training goes on untracked" in warnings[0], warnings
+
+
+# An HTTP answer that is never complete: 600 bytes, one a second, bound each connection.
+_SLOW_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"." * 540
+
+
+@contextlib.contextmanager
+def _slow_server():
+  """Yields the URI of a server on a free port of 127.0.0.1 that answers every connection
+  one byte a second: each read of MLflow's client gets a byte well within its timeout, so
+  only a deadline on the whole call ends it. Stopped, every thread joined, at the end."""
+  stop, threads = threading.Event(), []
+
+  def dribble(connection):
+    with connection:
+      for byte in _SLOW_ANSWER:
+        if stop.wait(1):
+          return
+        try:
+          connection.sendall(bytes([byte]))
+        except OSError:
+          return  # The client gave up.
+
+  def serve(listener):
+    while not stop.is_set():
+      try:
+        connection, _ = listener.accept()
+      except socket.timeout:
+        continue
+      threads.append(threading.Thread(target=dribble, args=(connection,), daemon=True))
+      threads[-1].start()
+
+  with socket.create_server(("127.0.0.1", 0)) as listener:
+    listener.settimeout(0.2)
+    threads.append(threading.Thread(target=serve, args=(listener,), daemon=True))
+    threads[0].start()
+    try:
+      yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+      stop.set()
+      for thread in threads:
+        thread.join(5)
+
+
+def test_a_server_that_answers_a_byte_a_second_delays_training_by_the_deadline_at_most(
+    tmp_path):
+  """Such a server held the launcher's first call for as long as it dribbled: no step was
+  trained in 150 s. Now the call ends at its deadline, with one warning, and the job trains
+  untracked."""
+  from estimator_dist.task import tracking  # pylint: disable=g-import-not-at-top
+  started = time.monotonic()
+  with _slow_server() as uri:
+    code, output = helpers.run(helpers.launch_command(
+        "--strategy=local", "--num_workers=1", f"--mlflow_tracking_uri={uri}",
+        program=(helpers.PYTHON, "-m", "tests.programs.plain_model",
+                 f"--model_dir={tmp_path}", "--train_steps=20")), timeout=150)
+  assert code == 0, output[-5000:]
+  warnings = [line for line in output.splitlines() if "MLflow tracking at" in line]
+  assert len(warnings) == 1, warnings
+  assert (f"no complete answer within {tracking.CALL_DEADLINE_SECS}s" in warnings[0] and
+          "training goes on untracked" in warnings[0]), warnings
+  assert "[launch] summary" in output, output[-3000:]
+  print(f"measured: a job tracked at a server answering a byte a second ended in "
+        f"{time.monotonic() - started:.1f} s: {warnings[0]}")

@@ -14,15 +14,19 @@ succeeded, the newest export of each exporter (the SavedModel, under
 earlier one's model_dir has that one's evaluations too.
 
 Tracking runs before training starts and after it ended, never during it. Each request
-gets one try of at most REQUEST_TIMEOUT_SECS (unless MLFLOW_HTTP_REQUEST_TIMEOUT says
-otherwise); the first that fails, or MLflow missing, is warned about once, naming the
-server and the error, and neither that run nor the runs made from it (a sweep's trials)
-are written again. MLflow is imported only when a run is started
-(`pip install estimator_dist[tracking]`).
+gets one try of at most REQUEST_TIMEOUT_SECS per read (unless MLFLOW_HTTP_REQUEST_TIMEOUT
+says otherwise), and each call to the server (a run's creation, a batch, a tag) at most
+CALL_DEADLINE_SECS in all (an export's upload UPLOAD_DEADLINE_SECS): a server that answers
+a byte at a time resets every read's timeout, never the call's. The first call that fails
+or passes its deadline, or MLflow missing, is warned about once, naming the server and
+the error, and neither that run nor the runs made from it (a sweep's trials) are written
+again: a server delays a job's training by CALL_DEADLINE_SECS at most. MLflow is imported
+only when a run is started (`pip install estimator_dist[tracking]`).
 """
 
 import json
 import os
+import threading
 import time
 from typing import Callable, Optional
 
@@ -30,6 +34,8 @@ from estimator_dist import extras
 from estimator_dist.task import env_vars
 
 REQUEST_TIMEOUT_SECS = 5
+CALL_DEADLINE_SECS = 15
+UPLOAD_DEADLINE_SECS = 300  # After training: it delays the job's end, not its training.
 EXPERIMENT = "estimator_dist"  # Unless MLFLOW_EXPERIMENT_NAME names another.
 _BATCH = 500  # Metrics per request (MLflow takes at most 1000).
 PARAMS = os.path.join("estimator_dist", "params.json")  # In the model_dir, by the chief.
@@ -49,11 +55,12 @@ class _Connection:
     except Exception as e:  # pylint: disable=broad-except
       self._failed(e)
 
-  def call(self, method, *args):
+  def call(self, method, *args, deadline_secs=CALL_DEADLINE_SECS):
+    """method(client, *args), or None once a call failed or passed its deadline."""
     if self.client is None:
       return None
     try:
-      return method(self.client, *args)
+      return _within(method, self.client, *args, deadline_secs=deadline_secs)
     except Exception as e:  # pylint: disable=broad-except
       self._failed(e)
       return None
@@ -115,7 +122,8 @@ class Run:
       self._connection.call(lambda c: c.set_tag(self.run_id, key, str(value)[:5000]))
 
   def log_artifacts(self, local_dir, artifact_path):
-    self._connection.call(lambda c: c.log_artifacts(self.run_id, local_dir, artifact_path))
+    self._connection.call(lambda c: c.log_artifacts(self.run_id, local_dir, artifact_path),
+                          deadline_secs=UPLOAD_DEADLINE_SECS)
 
   def end(self, status):
     """status: FINISHED, FAILED or KILLED."""
@@ -132,6 +140,35 @@ def job_run(uri, *, model_dir, log, env=os.environ, tags=None):
   if run is not None:
     log(f"tracked in MLflow at {uri}, run {run.run_id}")
   return run
+
+
+class DeadlinePassed(Exception):
+  """A call to the tracking server did not end within its deadline."""
+
+
+def _within(function, *args, deadline_secs):
+  """function(*args), run in a daemon thread waited for at most `deadline_secs`: its
+  result, or its error; DeadlinePassed when it has not returned by then. The thread is
+  left to its read (a daemon, it never holds the process's exit: concurrent.futures'
+  threads would) and its connection is never used again."""
+  outcome = {}
+
+  def run():
+    try:
+      outcome["result"] = function(*args)
+    except Exception as e:  # pylint: disable=broad-except
+      outcome["error"] = e
+
+  thread = threading.Thread(target=run, name="estimator_dist tracking", daemon=True)
+  thread.start()
+  thread.join(deadline_secs)
+  if thread.is_alive():
+    raise DeadlinePassed(f"no complete answer within {deadline_secs:g}s (the server or "
+                         f"the network to it is too slow: check them, or leave tracking "
+                         f"off)")
+  if "error" in outcome:
+    raise outcome["error"]
+  return outcome.get("result")
 
 
 def _client(uri):
