@@ -669,3 +669,30 @@ def test_a_stopped_wrapper_of_a_task_ends_the_job_naming_the_task(tmp_path):
           f"{time.monotonic() - stopped_at:.1f} s: {line}")
   finally:
     job.kill()
+
+
+def test_output_that_looks_like_the_summary_neither_hangs_the_job_nor_forges_it(tmp_path):
+  """`estimator_dist summary: none yet` once ended the copying of the task's output: the
+  pipe filled (the 2000 lines after it), the task blocked on its next write, and the job
+  ended at the hang timeout. The job's summary is the chief's record, never a line."""
+  started = time.monotonic()
+  code, output = helpers.launch("local", "tests.programs.noisy_summary",
+                                f"--model_dir={tmp_path}", num_workers=1, timeout=180)
+  assert code == 0, output[-3000:]
+  assert "[chief:0] flood 001999 " in output, output[-3000:]  # All of it copied.
+  assert output.count("[launch] summary\n") == 1, output[-3000:]
+  table = output.split("[launch] summary\n")[1]
+  assert re.search(r"strategy\s+local\n\s+workers\s+1\n", table), table[:500]
+  assert re.search(r"steps\s+20\n", table) and "forged" not in table, table[:500]
+  print(f"measured: a job whose program printed 'estimator_dist summary: none yet', a "
+        f"forged summary line and 2000 lines ended in {time.monotonic() - started:.1f} s")
+
+
+def test_a_malformed_summary_record_is_ignored_with_one_warning(tmp_path):
+  code, output = helpers.launch("local", "tests.programs.noisy_summary", "--bad_record",
+                                "--flood_lines=1", f"--model_dir={tmp_path}", num_workers=1,
+                                timeout=120)
+  assert code == 0, output[-3000:]
+  warnings = [line for line in output.splitlines() if "summary record" in line]
+  assert len(warnings) == 1 and "ignored, the job has no summary" in warnings[0], warnings
+  assert "[launch] summary" not in output, output[-3000:]  # Not the forged line either.

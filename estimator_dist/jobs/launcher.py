@@ -160,7 +160,8 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     # The options as this job resolved them: its model_dir, horovodrun's discovery script.
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
     starter = task_starter.Starter(job=job, command=command, options=resolved, group=group,
-                       sandbox=sandbox, local=local, private_env=private)
+                       sandbox=sandbox, local=local, private_env=private,
+                       summary_dir=group.temporary_directory("summary") if local else None)
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
                                       model_dir=model_dir, log=group.log)

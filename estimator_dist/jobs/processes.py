@@ -1,66 +1,55 @@
-"""The processes of a job: started, their output copied with a prefix, and all stopped.
+"""The processes of a job: started, their output copied with a prefix (task_output), and
+all stopped.
 
 A task's processes are its process group and every descendant; stopping a task stops
 them all, and a task dies with the launcher. A `TaskGroup` holds the tasks of one job and
 watches every process of each: its exit, its heartbeat, and whether it is stopped.
 """
 
-import collections
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 from estimator_dist import errors
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
+from estimator_dist.jobs import task_output
 from estimator_dist.task import heartbeat
-from estimator_dist.task import summary
 
 
 _GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is preempted.
-# horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
-_HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
+
 
 class Task:
-  """One child process; its output is copied line by line with a prefix.
+  """One child process, its output copied line by line with a prefix (task_output).
 
-  `tail` keeps its last lines, for an error message.
+  `tail` keeps its last lines, for an error message; `summaries` are the summaries it
+  gave; summary_file: where its chief writes its summary record (`env` names it to the
+  task), None where its output's summary lines count instead.
   """
 
-  def __init__(self, name, command, env, out):
+  def __init__(self, name, command, env, out, *, summary_file=None):
     self.name = name
-    self.summaries = []
-    self.tail = collections.deque(maxlen=20)
+    self._output = task_output.Output(name, out, summary_file=summary_file)
+    self.tail = self._output.tail
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True,
         preexec_fn=process_tree.die_with_parent)
-    self._thread = threading.Thread(target=self._copy, args=(out,), daemon=True)
-    self._thread.start()
+    self._output.copy(self.process)
 
-  def _copy(self, out):
-    for raw in iter(self.process.stdout.readline, b""):
-      line = raw.decode("utf-8", "replace").rstrip("\n")
-      match = _HOROVOD_LINE.match(line)
-      prefix = f"[worker:{match.group(1)}]" if match else f"[{self.name}]"
-      text = match.group(2) if match else line
-      self.tail.append(text)
-      fields = summary.parse_line(text)
-      if fields:
-        self.summaries.append(fields)
-      out.write(f"{prefix} {text}\n")
-      out.flush()
+  @property
+  def summaries(self):
+    return self._output.summaries
 
   def join_output(self, timeout):
     """Waits (at most `timeout` seconds) until the task's output is copied."""
-    self._thread.join(timeout)
+    self._output.join(timeout)
 
   def stop(self, grace_secs=0.0):
     """Stops every process of this task (see `stop_tasks`)."""
@@ -167,8 +156,8 @@ class TaskGroup:
     self.out.write(f"[launch] {message}\n")
     self.out.flush()
 
-  def start(self, name, command, env):
-    self.tasks.append(Task(name, command, env, self.out))
+  def start(self, name, command, env, *, summary_file=None):
+    self.tasks.append(Task(name, command, env, self.out, summary_file=summary_file))
 
   def preempt(self, why, *, exit_code):
     """Asks every task to save and stop: SIGUSR1 to each of their processes that catches

@@ -1,8 +1,9 @@
 """Starts the tasks of one job of the local launcher: inside its sandbox, with the
-environment a local job's tasks get (its lock, the watchdog's settings, heartbeats, the
-bind library, never the tracking variables)."""
+environment a local job's tasks get (its lock, the watchdog's settings, heartbeats, where
+the chief's summary record goes, the bind library, never the tracking variables)."""
 
 import dataclasses
+import os
 from typing import Optional
 
 from estimator_dist.jobs import horovodrun
@@ -33,6 +34,9 @@ class Starter:
   options: the LaunchOptions as the job resolved them (model_dir, horovod).
   group: the job's TaskGroup; sandbox: its private namespaces, or None.
   local: every task on this machine; private_env: variables of the job's own namespaces.
+  summary_dir: the job's directory for the summary records (one file per task, which
+    the launcher reads once the task ended: task/summary.py); None where the tasks may
+    run on other hosts, whose summary is the chief's printed line.
   """
   job: spec.JobSpec
   command: list
@@ -41,6 +45,7 @@ class Starter:
   sandbox: Optional[sandbox_lib.Sandbox]
   local: bool
   private_env: dict
+  summary_dir: Optional[str] = None
 
   def _start(self, name, command, env):
     env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
@@ -49,12 +54,16 @@ class Starter:
            env_vars.PREEMPTION_GRACE_SECS: f"{self.options.preemption_grace_secs:g}"}
     if self.group.heartbeats:
       env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
+    summary_file = self.summary_dir and os.path.join(self.summary_dir, f"{name}.json")
+    if summary_file:
+      env = {**env, env_vars.SUMMARY_FILE: summary_file}
     env = launch_tracking.task_env(env)
     if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
       env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
-    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
+    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env,
+                     summary_file=summary_file)
 
   def beating(self):
     """The heartbeats of the job's training tasks: None for one per task, else per

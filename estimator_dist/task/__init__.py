@@ -7,7 +7,7 @@ on the job's network), `own_port` names a taken port,
 `heartbeat` and `watchdog` notice a stuck task, `inputs` (`array_inputs`) shards the
 input, `checkpoints` vouches for checkpoints in a model_dir `model_dir_lock` keeps to
 one job (and `model_dir_check` finds writable, with space), `evaluation` and `evaluator` evaluate and export, `early_stopping` (with
-`stop_files`) stops every task at one step, also when `preemption` asks it to save, `summary` is the job's summary line, and
+`stop_files`) stops every task at one step, also when `preemption` asks it to save, `summary` is the job's summary (the chief's line and its record for the launcher), and
 `env_vars` names the variables a task and the engines agree on. No module here imports
 from `strategies/` or above (tests/imports_test.py).
 """

@@ -40,6 +40,9 @@ STARTUP_TIMEOUT_SECS = "ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS"
 # Set by the launcher when it watches for hangs; read by heartbeat: the directory where
 # each training task touches its file.
 HEARTBEAT_DIR = "ESTIMATOR_DIST_HEARTBEAT_DIR"
+# Set by the launcher for a local job's tasks (a file in the job's private directory, one
+# per task); read by summary: the chief writes its summary record there, for the launcher.
+SUMMARY_FILE = "ESTIMATOR_DIST_SUMMARY_FILE"
 # Set by the launcher (the model_dir whose lock it holds for the whole job); read by
 # model_dir_lock, so the chief does not take that lock itself.
 MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"

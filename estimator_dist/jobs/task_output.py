@@ -1,0 +1,84 @@
+"""A task's output, copied line by line with the task's prefix, and the summary it gave.
+
+Nothing a program prints stops the copying: a task whose output is no longer read blocks
+on its next write once the pipe is full, and the job with it. The summary is the chief's
+record in the file the launcher named (task/summary.py), read once the task ended; a
+task without one (its ranks may run on other hosts) gives the summary lines it printed.
+"""
+
+import collections
+import contextlib
+import os
+import re
+import threading
+
+from estimator_dist.task import summary
+
+# horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
+_HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
+_LINE_LIMIT = 1 << 20  # Bytes: a longer line is copied in pieces, never held whole.
+
+
+class Output:
+  """The output of the task `name`, copied to `out`; `tail` keeps its last lines, for an
+  error message.
+
+  summary_file: where the task's chief writes its summary record (removed here: it may
+  be a previous start's); None: the summary lines of its output count instead.
+  """
+
+  def __init__(self, name, out, *, summary_file=None):
+    self.tail = collections.deque(maxlen=20)
+    self._name, self._out, self._summary_file = name, out, summary_file
+    self._record, self._printed, self._uncopied = None, [], False
+    self._process = self._thread = None
+    if summary_file:
+      with contextlib.suppress(FileNotFoundError):
+        os.remove(summary_file)
+
+  def copy(self, process):
+    """Copies the output of `process` (a Popen with stdout a pipe) in a thread."""
+    self._process = process
+    self._thread = threading.Thread(target=self._copy, daemon=True)
+    self._thread.start()
+
+  def join(self, timeout):
+    self._thread.join(timeout)
+
+  @property
+  def summaries(self):
+    """The summaries the task gave: its chief's record, read once the task ended, where it
+    has a summary file; else the summary lines of its output."""
+    if not self._summary_file:
+      return list(self._printed)
+    if self._record is None and self._process.poll() is not None:
+      record = summary.read_record(self._summary_file, warn=self._warn)
+      self._record = [record] if record else []
+    return self._record or []
+
+  def _warn(self, message):
+    self._out.write(f"[launch] {self._name}: {message}\n")
+    self._out.flush()
+
+  def _copy(self):
+    for raw in iter(lambda: self._process.stdout.readline(_LINE_LIMIT), b""):
+      try:
+        self._copy_line(raw)
+      except Exception as e:  # pylint: disable=broad-except
+        if not self._uncopied:
+          self._uncopied = True
+          with contextlib.suppress(Exception):  # The output itself may be what fails.
+            self._warn(f"a line of its output was not copied ({type(e).__name__}: {e}); "
+                       f"its output is still read, so the task goes on")
+
+  def _copy_line(self, raw):
+    line = raw.decode("utf-8", "replace").rstrip("\n")
+    match = _HOROVOD_LINE.match(line)
+    prefix = f"[worker:{match.group(1)}]" if match else f"[{self._name}]"
+    text = match.group(2) if match else line
+    self.tail.append(text)
+    fields = None if self._summary_file else summary.parse_line(text)
+    if fields:
+      self._printed.append(fields)
+    self._out.write(f"{prefix} {text}\n")
+    self._out.flush()
