@@ -1,5 +1,6 @@
 """Helpers of the tests that start real processes."""
 
+import contextlib
 import json
 import os
 import signal
@@ -47,10 +48,23 @@ def run(command, timeout=300, env=None):
   try:
     output, _ = process.communicate(timeout=timeout)
   except subprocess.TimeoutExpired:
-    os.killpg(process.pid, signal.SIGKILL)
+    stop(process)
     output, _ = process.communicate()
     pytest.fail(f"{command} did not finish within {timeout}s; output:\n{output[-5000:]}")
   return process.returncode, output
+
+
+def stop(process, secs=10):
+  """Stops `process` (the first of its process group) as Ctrl-C does, so that a launcher
+  removes what its job made; then, or `secs` later, SIGKILL to all its group."""
+  process.send_signal(signal.SIGINT)
+  try:
+    process.wait(secs)
+  except subprocess.TimeoutExpired:
+    pass
+  with contextlib.suppress(ProcessLookupError):
+    os.killpg(process.pid, signal.SIGKILL)
+  process.wait()
 
 
 def chief_at(host="127.0.0.1", port=2222, source="TF_CONFIG"):
@@ -148,8 +162,7 @@ class Job:
     try:
       self.process.wait(timeout)
     except subprocess.TimeoutExpired:
-      os.killpg(self.process.pid, signal.SIGKILL)
-      self.process.wait()
+      stop(self.process)
       pytest.fail(f"the job did not end within {timeout}s:\n{self.output[-5000:]}")
     finally:
       self._reader.join(10)

@@ -14,9 +14,11 @@ from estimator_dist.task import bind_address
 from estimator_dist.task import cluster
 from estimator_dist.task import env_vars
 from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import local_cluster
+from estimator_dist.jobs import process_tree
 from estimator_dist.task import heartbeat
 from tests import helpers
 
@@ -75,16 +77,16 @@ def test_a_job_is_a_checked_value():
 
 
 @pytest.mark.processes
-def test_every_task_gets_its_tf_config_and_prefix():
+def test_every_task_gets_its_tf_config_and_prefix(tmp_path):
   code, output = run_launcher("--strategy=parameter_server", "--num_workers=2",
-                              "--model_dir=/tmp/m", env={"FAIL_ROLE": "worker"})
+                              f"--model_dir={tmp_path}", env={"FAIL_ROLE": "worker"})
   assert code == 3, output
   tasks = {}
   for line in output.splitlines():
     if " task " in line:
       prefix, rest = line.split(" task ", 1)
       tasks[prefix] = json.loads(rest.split(" argv ")[0])
-      assert rest.endswith("argv --strategy=parameter_server --model_dir=/tmp/m")
+      assert rest.endswith(f"argv --strategy=parameter_server --model_dir={tmp_path}")
   assert tasks == {"[chief:0]": {"type": "chief", "index": 0},
                    "[worker:0]": {"type": "worker", "index": 0},
                    "[ps:0]": {"type": "ps", "index": 0}}
@@ -108,35 +110,54 @@ def test_ps_that_never_exits_is_stopped_after_the_shutdown_timeout():
 
 
 @pytest.mark.parametrize("strategy,signals,launch_args,code,said", [
-    ("multi_worker", [signal.SIGINT], [], 130, "signal 2: stopping all tasks"),
-    ("horovod", [signal.SIGINT], [], 130, "signal 2: stopping all tasks"),
+    ("parameter_server", [signal.SIGINT], [], 130, "signal 2: stopping all tasks"),
+    # horovodrun's semaphores (Gloo); Open MPI's session directory (host network).
+    ("horovod", [signal.SIGINT], ["--horovod_controller=gloo"], 130,
+     "signal 2: stopping all tasks"),
+    ("horovod", [signal.SIGINT], ["--horovod_controller=mpi", "--isolation=host"], 130,
+     "signal 2: stopping all tasks"),
     # SIGTERM asks the tasks to save (these never do); a second one stops them at once.
     ("multi_worker", [signal.SIGTERM] * 2, [], 143, "signal 15: stopping all tasks"),
     # Or the grace runs out.
     ("multi_worker", [signal.SIGUSR1], ["--preemption_grace_secs=1"], 138,
      "did not save and stop within 1s; every task was stopped at once")])
 @pytest.mark.processes
-def test_ctrl_c_stops_every_task(strategy, signals, launch_args, code, said):
+def test_ctrl_c_stops_every_task_and_leaves_nothing(strategy, signals, launch_args, code,
+                                                    said, tmp_path):
+  temporary = tmp_path / "tmp"  # The job's own: whatever is left there is the job's.
+  temporary.mkdir()
   process = subprocess.Popen(
       helpers.launch_command(f"--strategy={strategy}", "--num_workers=2", *launch_args,
                              program=(helpers.PYTHON, "-c", TASK)),
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=helpers.REPO,
-      env=helpers.child_env(), start_new_session=True)
+      env=helpers.child_env(TMPDIR=str(temporary)), start_new_session=True)
   started, lines = 0, []
   while started < 2:
     lines.append(process.stdout.readline())
     assert lines[-1], "launcher ended before its tasks started:\n" + "".join(lines)
     started += " task " in lines[-1]
+  mapped = process_tree.shared_memory_files(process_tree.descendants(process.pid))
+  assert os.listdir(temporary)  # Its heartbeats, at least.
+  assert mapped or "--horovod_controller=gloo" not in launch_args  # horovodrun's Events.
   for sig in signals:
     os.kill(process.pid, sig)
     time.sleep(0.5)
   try:
     assert process.wait(30) == code
     assert said in process.stdout.read()
+    assert os.listdir(temporary) == []
+    assert launcher_shared_memory(process.pid) == []
+    assert [name for name in os.listdir("/dev/shm")
+            if job_dirs.file_id(f"/dev/shm/{name}") in mapped] == []
   finally:
     if process.poll() is None:
       os.killpg(process.pid, signal.SIGKILL)
     process.stdout.close()
+
+
+def launcher_shared_memory(pid):
+  """The directories the launcher `pid` made in /dev/shm (job_dirs)."""
+  return [name for name in os.listdir("/dev/shm") if name.startswith(f"estimator_dist_{pid}-")]
 
 
 def test_tf_config_written_by_the_launcher_parses():

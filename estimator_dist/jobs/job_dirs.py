@@ -8,6 +8,9 @@ apart), and every launch first removes those of launchers that are gone. The lau
 also holds a lock (flock) on each of its directories while it lives: where /proc cannot
 see it (another pid namespace sharing /dev/shm, another host sharing the temporary
 directory), the lock still tells that its directories are in use.
+
+Python's multiprocessing keeps its semaphores and shared memory in /dev/shm itself (see
+`remove_multiprocessing_files`).
 """
 
 import fcntl
@@ -21,6 +24,8 @@ from estimator_dist.task import watchdog
 
 SHARED_MEMORY = "/dev/shm"
 _NAME = re.compile(r"^estimator_dist_(\d+)-(\d+)_[a-z]+_")
+# Python's multiprocessing names its semaphores sem.mp-*, its shared memory psm_*.
+MULTIPROCESSING_FILE = re.compile(r"^(sem\.mp-|psm_)")
 _held = []  # Descriptors of this launcher's directories, locked until it exits.
 
 
@@ -97,3 +102,28 @@ def remove_left_behind(log, keep=lambda path: False):
       shutil.rmtree(path, ignore_errors=True)
       if not os.path.exists(path):
         log(f"removed {path}, left by launcher {pid} which was killed")
+
+
+def remove_multiprocessing_files(mapped):
+  """Removes the semaphores and shared memory of Python's multiprocessing in /dev/shm
+  that are among `mapped` (process_tree.shared_memory_files of a stopped task's processes).
+
+  A process that makes them in a `spawn` context (horovodrun: an Event, five semaphores,
+  for each command it runs, such as a Gloo rank) leaves their removal to its
+  resource tracker, a process of the task: killed with it, the tracker removes nothing.
+  """
+  if not shared_memory():
+    return
+  for name in os.listdir(SHARED_MEMORY):
+    path = os.path.join(SHARED_MEMORY, name)
+    try:
+      if MULTIPROCESSING_FILE.match(name) and file_id(path) in mapped:
+        os.remove(path)
+    except OSError:
+      pass  # Removed meanwhile.
+
+
+def file_id(path):
+  """(device, inode) of `path`, as process_tree.shared_memory_files gives them."""
+  info = os.lstat(path)
+  return info.st_dev, info.st_ino

@@ -17,6 +17,7 @@ The job's temporary directories go with it, however it ends (job_dirs).
 """
 
 import dataclasses
+import os
 import shutil
 import signal
 import sys
@@ -49,7 +50,8 @@ class LaunchOptions:
   """How the local engine runs a job.
 
   model_dir: passed to the program as --model_dir unless its arguments have one
-    (default: a new temporary directory, removed if the job fails before a checkpoint).
+    (default: a new temporary directory, removed if the job fails before a checkpoint or
+    finishes leaving it empty).
   host: the address the tasks of a local job bind to.
   isolation: "auto" runs a local job in private namespaces where the machine allows,
     "private" refuses to run without them, "host" runs on the host network.
@@ -150,9 +152,11 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
           run.elastic, discovery_script=horovodrun.local_discovery_script(
               job.num_workers, directory=group.temporary_directory("elastic"), log=group.log)))
     private = {}
-    if sandbox:
-      # Open MPI names its session directory and shared memory after mpirun's pid, which
-      # in a job's own PID namespace is the same small number in every job.
+    if local:
+      # The tasks' temporary files, and Open MPI's session directory and shared memory,
+      # which a stopped mpirun leaves behind, go with the job. (Open MPI names them after
+      # mpirun's pid, which in a job's own PID namespace is the same small number in
+      # every job.)
       scratch = group.temporary_directory("job")
       private = {"TMPDIR": scratch, "OMPI_MCA_orte_tmpdir_base": scratch,
                  "OMPI_MCA_btl_vader_backing_directory":
@@ -175,12 +179,23 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
       tracked.ended(code, group.tasks, None if isinstance(error, SystemExit) else error)
     if sandbox:
       sandbox.close()
-    if made and code != 0 and not model_dir_arg.has_checkpoint(model_dir):
-      shutil.rmtree(model_dir, ignore_errors=True)  # Also after Ctrl-C (code None).
-      group.log(f"removed {model_dir}: the job {'failed' if code else 'ended'} before "
-                f"writing a checkpoint")
+    why = made and _why_remove(model_dir, code)
+    if why:
+      shutil.rmtree(model_dir, ignore_errors=True)
+      group.log(f"removed {model_dir}: {why}")
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _why_remove(model_dir, code):
+  """Why the new temporary `model_dir` goes once the job ended with `code` (None: stopped
+  by a signal), or None: it keeps a checkpoint, or what a job that finished wrote."""
+  if code == 0:
+    wrote = not os.path.isdir(model_dir) or os.listdir(model_dir)
+    return None if wrote else "the job finished without writing anything there"
+  if model_dir_arg.has_checkpoint(model_dir):
+    return None
+  return f"the job {'failed' if code else 'ended'} before writing a checkpoint"
 
 
 def _run_attempts(starter, *, new_model_dir):

@@ -1,5 +1,6 @@
 """A job's processes as Linux shows them (/proc): the table of every process, a task's
-descendants, which are alive, which catch a signal; signals to them all."""
+descendants, which are alive, which catch a signal, what they map of /dev/shm; signals to
+them all."""
 
 import os
 import signal
@@ -33,6 +34,26 @@ def alive(pids):
     except (OSError, IndexError):
       pass
   return alive
+
+
+def shared_memory_files(pids):
+  """{(device, inode)} of the files of /dev/shm that processes `pids` map (/proc/PID/maps).
+
+  Not names: glibc makes a POSIX semaphore under a temporary name, maps it, links it to
+  its own name and removes the temporary one, so its maker's map shows the removed name.
+  """
+  files = set()
+  for pid in pids:
+    try:
+      with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+          if " /dev/shm/" in line:
+            _, _, _, device, inode, _ = line.split(None, 5)
+            major, minor = device.split(":")
+            files.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
+    except (OSError, ValueError):
+      pass
+  return files
 
 
 def process_table():

@@ -68,10 +68,13 @@ def stop_tasks(tasks, grace_secs=0.0):
   Without a grace, each task's processes are frozen (SIGSTOP: none runs another step),
   found again (a frozen process cannot fork) and killed. With one, they get SIGTERM and,
   `grace_secs` later, SIGKILL: horovodrun then stops the ranks it started on other hosts.
+  The semaphores and shared memory of Python's multiprocessing that they mapped go too
+  (`job_dirs.remove_multiprocessing_files`).
   """
   tasks = list(tasks)
   first = signal.SIGTERM if grace_secs > 0 else signal.SIGSTOP
   families = [task.family() for task in tasks]
+  mapped = process_tree.shared_memory_files(set().union(*families))
   for task, family in zip(tasks, families):
     process_tree.signal_all(task.process.pid, family, first)
   deadline = time.monotonic() + grace_secs
@@ -89,6 +92,7 @@ def stop_tasks(tasks, grace_secs=0.0):
       pass
     while process_tree.alive(family) and time.monotonic() < deadline:
       time.sleep(0.05)
+  job_dirs.remove_multiprocessing_files(mapped)
   for task in tasks:
     task.join_output(max(deadline - time.monotonic(), 0.5))
 

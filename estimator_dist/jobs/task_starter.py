@@ -33,7 +33,7 @@ class Starter:
   job: the JobSpec; command: the program every task runs, with its --model_dir.
   options: the LaunchOptions as the job resolved them (model_dir, horovod).
   group: the job's TaskGroup; sandbox: its private namespaces, or None.
-  local: every task on this machine; private_env: variables of the job's own namespaces.
+  local: every task on this machine; private_env: where the tasks' temporary files go.
   summary_dir: the job's directory for the summary records (one file per task, which
     the launcher reads once the task ended: task/summary.py); None where the tasks may
     run on other hosts, whose summary is the chief's printed line.
