@@ -1,8 +1,10 @@
-"""Preemption under every strategy: SIGTERM to the launcher at a random moment of training,
-one agreed step, the chief's checkpoint there, exit code 200, and a rerun that trains the
-steps left once and ends at the last."""
+"""Preemption under every strategy: SIGTERM to every process of the job at a random moment
+of training (or to the ps alone), one agreed step, the chief's checkpoint there, exit code
+200, and a rerun that trains the steps left once and ends at the last."""
 
+import contextlib
 import glob
+import json
 import os
 import random
 import re
@@ -10,6 +12,7 @@ import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from estimator_dist import errors
@@ -68,28 +71,61 @@ def test_the_shell_passes_the_signal_on_until_the_step_catches_it_and_keeps_its_
                         timeout=20).stdout.strip() == "code=3"
 
 
+def signal_every_process(job, signum=signal.SIGTERM):
+  """`signum` to the launcher and every process under it, as systemctl stop, pkill or a
+  container runtime send it."""
+  launcher = psutil.Process(job.process.pid)
+  for process in [launcher, *launcher.children(recursive=True)]:
+    with contextlib.suppress(psutil.NoSuchProcess):
+      process.send_signal(signum)
+
+
+def task_process(job, role, program="tests.programs.plain_model"):
+  """The program's process of the task `role` (its TF_CONFIG's task type)."""
+  for process in psutil.Process(job.process.pid).children(recursive=True):
+    with contextlib.suppress(psutil.Error):
+      config = json.loads(process.environ().get("TF_CONFIG") or "{}")
+      if config.get("task", {}).get("type") == role and process.cmdline()[1:3] == ["-m", program]:
+        return process
+  raise AssertionError(f"no {role} task under the launcher:\n{job.output[-3000:]}")
+
+
+def wait_for_step(job, step, timeout=240):
+  deadline = time.monotonic() + timeout
+  while progress_step(job) < step and job.process.poll() is None:
+    assert time.monotonic() < deadline, job.output[-3000:]
+    time.sleep(0.05)
+
+
+# Horovod with a fixed global batch of micro-batches of 8: the ranks accumulate different
+# numbers of micro-batches (session runs) per update, 2+1, 1+1 and 3+2.
+_SPLITS = {24: (2, 1), 16: (1, 1), 40: (3, 2)}
+
+
 @pytest.mark.processes
-@pytest.mark.parametrize("strategy,launch_args", [
-    ("mirrored", []),
-    ("multi_worker", []),
-    ("parameter_server", ["--num_ps=1", "--evaluator"]),
-    ("horovod", []),
+@pytest.mark.parametrize("strategy,launch_args,global_batch", [
+    ("mirrored", [], None),
+    ("multi_worker", [], None),
+    ("parameter_server", ["--num_ps=1", "--evaluator"], None),
+    ("horovod", [], 24),
+    ("horovod", ["--horovod_controller=gloo"], 16),
+    ("horovod", [], 40),
 ])
-def test_sigterm_saves_at_one_agreed_step_and_the_rerun_trains_the_rest_once(
-    strategy, launch_args, tmp_path):
+def test_sigterm_to_every_process_saves_at_one_agreed_step_and_the_rerun_trains_the_rest_once(
+    strategy, launch_args, global_batch, tmp_path):
   model_dir = str(tmp_path / "run")
   launch = [f"--strategy={strategy}", "--num_workers=2", "--progress_secs=0.2", *launch_args]
+  runs_per_step = dict(enumerate(_SPLITS.get(global_batch, (1, 1))))
   # A step lasts 10 ms at least, so the signal comes well before the last step.
   program = [f"--model_dir={model_dir}", f"--train_steps={STEPS}",
-             "--save_checkpoints_steps=1000", "--step_secs=0.01"]
+             "--save_checkpoints_steps=1000", f"--step_secs={0.01 / runs_per_step[0]:g}"]
+  if global_batch:
+    program += ["--batch_size=8", f"--global_batch_size={global_batch}"]
   job = helpers.Job(*launch, program_args=program)
   try:
-    deadline = time.monotonic() + 240
-    while progress_step(job) < 300 and job.process.poll() is None:
-      assert time.monotonic() < deadline, job.output[-3000:]
-      time.sleep(0.05)
+    wait_for_step(job, 300)
     time.sleep(random.uniform(0, 0.3))
-    job.process.send_signal(signal.SIGTERM)
+    signal_every_process(job)
     code = job.wait(120)
   finally:
     job.kill()
@@ -108,8 +144,14 @@ def test_sigterm_saves_at_one_agreed_step_and_the_rerun_trains_the_rest_once(
     assert agreed <= step < agreed + 40, output[-5000:]
     assert re.search(r"\[evaluator:0\] .*preemption requested", output), output[-5000:]
     assert "[launch] job was preempted with exit code 200" in output
-  else:  # Every task ran the same steps, to the agreed one, which the chief saved.
-    assert agreed == step and set(before.values()) == {step}, (before, output[-5000:])
+  else:  # Every task ran the same updates, to the agreed one, which the chief saved.
+    assert agreed == step, output[-5000:]
+    # No rank was ended after it saved (horovodrun under Gloo and MPI ends every rank once
+    # one exits with a code other than 0: the chief, the last, alone says 200).
+    assert not re.search(r"Process \d+ exit with status code 1[34]\d|exited on signal",
+                         output), output[-5000:]
+    assert before == {task: step * runs_per_step[int(task[-1])] for task in before}, before
+    assert len(before) == 2 - (strategy == "mirrored"), before
 
   code, again = helpers.run(helpers.launch_command(
       *launch, program=(helpers.PYTHON, "-m", "tests.programs.plain_model", *program)))
@@ -119,7 +161,41 @@ def test_sigterm_saves_at_one_agreed_step_and_the_rerun_trains_the_rest_once(
   assert int(summary["steps"]) >= STEPS and checkpoint_steps(model_dir)[-1] >= STEPS
   after = {task: int(n) for task, n in _STEPS_RUN.findall(again)}
   if strategy != "parameter_server":  # The steps between were trained once, by each task.
-    assert set(after) == set(before) and set(after.values()) == {STEPS - step}, after
+    assert after == {task: (STEPS - step) * runs_per_step[int(task[-1])] for task in before}, after
     assert checkpoint_steps(model_dir) == [0, step, STEPS]
-  print(f"{strategy}: preempted at {agreed}, saved {step}; rerun ran {after} to "
-        f"{summary['steps']}")
+  print(f"{strategy} {global_batch or ''}: preempted at {agreed}, saved {step}; rerun ran "
+        f"{after} to {summary['steps']}")
+
+
+@pytest.mark.processes
+def test_sigterm_to_the_ps_alone_preempts_the_job_and_a_long_evaluation_is_abandoned(tmp_path):
+  """The ps asks the training tasks to stop through their agreement; the chief, in an
+  evaluation of 60 s beside its training, leaves it and saves within the grace."""
+  model_dir = str(tmp_path / "run")
+  job = helpers.Job("--strategy=parameter_server", "--num_workers=2", "--num_ps=1",
+                    "--progress_secs=0.2", "--preemption_grace_secs=20",
+                    program_args=[f"--model_dir={model_dir}", "--train_steps=100000",
+                                  "--save_checkpoints_steps=50", "--step_secs=0.01",
+                                  "--eval_secs=60", "--eval_throttle_secs=1"])
+  try:
+    deadline = time.monotonic() + 240
+    while "Starting evaluation" not in job.output:
+      assert time.monotonic() < deadline and job.process.poll() is None, job.output[-3000:]
+      time.sleep(0.1)
+    time.sleep(2)  # Into the evaluation's batches.
+    signalled = time.monotonic()
+    task_process(job, "ps").send_signal(signal.SIGTERM)
+    code = job.wait(120)
+  finally:
+    job.kill()
+  output = job.output
+  assert code == errors.PREEMPTED_EXIT_CODE, output[-5000:]
+  ended = job.first("[launch] job was preempted with exit code 200")[0]
+  assert ended and ended - signalled < 20, output[-5000:]  # Within the grace, not at 60 s.
+  assert "[ps:0] " in output and "asked the training tasks to stop" in output, output[-5000:]
+  assert re.search(r"\[chief:0\] .*an evaluation was abandoned after \d+ batches", output), (
+      output[-5000:])
+  saved = re.search(r"\[chief:0\] estimator_dist: preempted at global step \d+: saved "
+                    r"\S*model\.ckpt-(\d+)", output)
+  assert saved and int(saved.group(1)) in checkpoint_steps(model_dir), output[-5000:]
+  assert "did not save and stop" not in output, output[-5000:]

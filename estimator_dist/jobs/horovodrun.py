@@ -9,6 +9,7 @@ import dataclasses
 import os
 import re
 import shlex
+import shutil
 import sys
 from typing import Optional, Tuple
 
@@ -24,6 +25,7 @@ _OWN_OPTIONS = ("-np", "--num-proc", "-H", "--hosts", "-hostfile", "--hostfile",
                 "--host-discovery-script")
 _ORTED_VARIABLE = "OMPI_MCA_orte_launch_agent"  # How mpirun starts its daemons.
 _HOST = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+$")
+_PREEMPTION_SIGNALS = "TERM,USR1"
 
 
 def parse_hosts(hosts):
@@ -157,6 +159,27 @@ def command(program, *, num_workers, run=None):
   return [_horovodrun(), *([f"--{controller}"] if controller != "auto" else []),
           "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines_),
           "--network-interface", network_interface, *_passed(run.extra_args), *program]
+
+
+def shielded(command, env, *, directory):
+  """(command, env) of a local horovodrun that a signal sent to every process of the job
+  (systemctl stop, pkill) does not end before its ranks saved: mpirun would take SIGTERM
+  as an order to kill them, and horovodrun, its shell, or under Gloo a rank's shell would
+  die of it. horovodrun and what it starts ignore the preemption signals (a program's own
+  handlers take them: task/preemption.py), and mpirun, which sets handlers of its own,
+  runs through a wrapper first on the PATH (in `directory`) that keeps them blocked; it
+  starts its ranks with none blocked and their default handling."""
+  env = dict(env)
+  mpirun = shutil.which("mpirun", path=env.get("PATH"))
+  if mpirun:
+    wrapper = os.path.join(directory, "bin", "mpirun")
+    os.makedirs(os.path.dirname(wrapper), exist_ok=True)
+    with open(wrapper, "w") as f:
+      f.write(f"#!/bin/sh\nexec env --block-signal={_PREEMPTION_SIGNALS} "
+              f"{shlex.quote(mpirun)} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    env["PATH"] = os.pathsep.join([os.path.dirname(wrapper), env.get("PATH", os.defpath)])
+  return ["env", f"--ignore-signal={_PREEMPTION_SIGNALS}", *command], env
 
 
 def _horovodrun():

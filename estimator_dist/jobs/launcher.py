@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from typing import Optional
 
 from estimator_dist import errors
@@ -38,6 +39,7 @@ from estimator_dist.jobs import task_starter
 from estimator_dist.task import bind_address
 from estimator_dist.task import model_dir_lock
 from estimator_dist.task import preemption
+from estimator_dist.task import stop_files
 from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
@@ -237,8 +239,11 @@ def _attempts(starter, *, on_tick):
       group.log(f"restart {attempt} of {options.max_restarts}: starting every task "
                 f"again; training resumes from "
                 f"{resume or f'the start (no checkpoint in {model_dir})'}")
+    started = time.time()
     code = group.wait(starter.start_tasks(), options.shutdown_timeout_secs,
-                      beating=starter.beating(), on_tick=on_tick)
+                      beating=starter.beating(), on_tick=on_tick,
+                      saved_on_preemption=lambda: stop_files.saved_on_preemption(
+                          model_dir, since=started))
     if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
       port_retries += 1
       group.log(f"another process took a port of the job before its task listened on "

@@ -202,11 +202,13 @@ class TaskGroup:
     for directory in self._directories:
       shutil.rmtree(directory, ignore_errors=True)
 
-  def wait(self, training, shutdown_timeout_secs, beating=None, on_tick=None):
+  def wait(self, training, shutdown_timeout_secs, beating=None, on_tick=None,
+           saved_on_preemption=None):
     """Waits for the `training` tasks; returns the exit code of the job.
 
     `beating` names the heartbeats expected (None: the training tasks'); `on_tick` is
-    called at every look (live_progress).
+    called at every look (live_progress); `saved_on_preemption()` gives the step the chief
+    saved on a preemption of this run, or None.
     """
     deadline, started, stopped_since = None, time.time(), {}
     while True:
@@ -220,6 +222,12 @@ class TaskGroup:
         if code == errors.PREEMPTED_EXIT_CODE and not self._preemption:
           self.preempt(f"{task.name} was preempted", exit_code=1)
         if code not in (None, 0, errors.PREEMPTED_EXIT_CODE):
+          saved = saved_on_preemption and saved_on_preemption()
+          if saved is not None:  # The work is saved: a preempted job, however it ends.
+            self.log(f"{task.name} exited with code {code} after the chief saved step "
+                     f"{saved} on the preemption; stopping the other tasks")
+            self.stop_all()
+            return errors.PREEMPTED_EXIT_CODE
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
@@ -256,8 +264,11 @@ class TaskGroup:
           names = ", ".join(t.name for t in running)
           self.stop_all()
           trained = [code for t, code in codes if t.name in training]
-          if trained and all(code == errors.PREEMPTED_EXIT_CODE for code in trained):
-            self.log(f"the training tasks saved and stopped; {names} had not ended within "
+          saved = saved_on_preemption and saved_on_preemption()
+          if saved is not None or (
+              trained and all(code == errors.PREEMPTED_EXIT_CODE for code in trained)):
+            self.log(f"the chief saved {'' if saved is None else f'step {saved} '}on the "
+                     f"preemption; {names} had not ended within "
                      f"{self.preemption_grace_secs:g}s and were stopped")
             return errors.PREEMPTED_EXIT_CODE
           self.log(f"{names} did not save and stop within {self.preemption_grace_secs:g}s; "

@@ -30,6 +30,14 @@ print("ready", flush=True)
 signal.pause()
 """
 
+# A signal sent to every process of the job (systemctl stop, pkill, a container runtime)
+# must reach the programs, whose handlers save the work, and not end the processes that
+# hold the job together first: the namespaces' first process and each task's nsenter
+# ignore the preemption signals, and every program gets their default back.
+_PREEMPTION_SIGNALS = "TERM,USR1"
+_SURVIVES_PREEMPTION = ["env", f"--ignore-signal={_PREEMPTION_SIGNALS}"]
+_DEFAULT_SIGNALS = ["env", f"--default-signal={_PREEMPTION_SIGNALS}"]
+
 
 class Sandbox:
   """The namespaces of one job; `command(c)` runs `c` inside them."""
@@ -41,7 +49,8 @@ class Sandbox:
 
   def command(self, command):
     user = ["--user", "--preserve-credentials"] if self._user_namespace else []
-    return ["nsenter", "-t", str(self.init_pid), *user, "--net", "--pid", "--", *command]
+    return [*_SURVIVES_PREEMPTION, "nsenter", "-t", str(self.init_pid), *user, "--net",
+            "--pid", "--", *_DEFAULT_SIGNALS, *command]
 
   def close(self):
     """Ends the namespaces: the kernel kills every process left in them."""
@@ -69,7 +78,7 @@ def open_sandbox(isolation, preexec_fn=None):
   if isolation == "host":
     return None, None
   user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-  command = ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", sys.executable,
+  command = [*_SURVIVES_PREEMPTION, "unshare", *user, "--net", "--pid", "--fork", "--kill-child", sys.executable,
              "-c", _HOLDER]
   try:
     holder = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -89,7 +98,7 @@ def open_sandbox(isolation, preexec_fn=None):
   if isolation == "private":
     raise errors.ConfigError(
         f"--isolation=private: this machine cannot give the job its own namespaces "
-        f"(`{' '.join(command[:6])}` failed: {why}). Allow unprivileged user namespaces "
+        f"(`{' '.join(command[2:8])}` failed: {why}). Allow unprivileged user namespaces "
         f"(sysctl kernel.unprivileged_userns_clone=1) or run as root, or pass "
         f"--isolation=host to run on the host network.")
   return None, why

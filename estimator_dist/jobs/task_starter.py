@@ -78,10 +78,11 @@ class Starter:
     """Starts every task of the job; returns the names of the training tasks."""
     job, command = self.job, self.command
     if job.traits.ranks_from_horovodrun:
-      self._start("horovodrun",
-                  horovodrun.command(command, num_workers=job.num_workers,
-                                     run=self.options.horovod),
-                  _horovodrun_env())
+      ranks = horovodrun.command(command, num_workers=job.num_workers, run=self.options.horovod)
+      env = _horovodrun_env()
+      if self.local:  # Across hosts its SIGTERM lets horovodrun stop the ranks over SSH.
+        ranks, env = horovodrun.shielded(ranks, env, directory=self.private_env["TMPDIR"])
+      self._start("horovodrun", ranks, env)
       return {"horovodrun"}
     if job.traits.one_process:
       devices = str(job.num_workers) if job.traits.replicas_are_devices else None

@@ -11,6 +11,7 @@ An adapter's life has two steps:
 
 import contextlib
 import dataclasses
+import functools
 import os
 from typing import Optional, Tuple
 
@@ -151,6 +152,12 @@ class StrategyAdapter:
     return 1
 
   @property
+  def preempted_exit_code(self) -> int:
+    """This task's exit code once it saved (or acknowledged the chief's save) on a
+    preemption."""
+    return errors.PREEMPTED_EXIT_CODE
+
+  @property
   def default_lr_scaling(self) -> str:
     return "linear" if self.synchronous else "none"
 
@@ -241,8 +248,17 @@ class StrategyAdapter:
       # A TF_CONFIG cluster trains only through train_and_evaluate; without an evaluator
       # task its eval spec is never used.
       eval_spec = tf.estimator.EvalSpec(train_spec.input_fn)
+    if not self.synchronous:  # Estimator refuses saving listeners under multi_worker.
+      # TensorFlow's distribute coordinator trains a deep copy of the Estimator without the
+      # TrainSpec's saving listeners: the copy's train() gets (copies of) them back.
+      estimator.train = functools.partial(_train_with_listeners, estimator.train,
+                                          train_spec.saving_listeners)
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     return result[0] if result else None
 
   def after_training(self):
     """Called on every task when its training ends, before the chief's final evaluation."""
+
+
+def _train_with_listeners(train, listeners, *args, saving_listeners=None, **kwargs):
+  return train(*args, saving_listeners=[*(saving_listeners or ()), *listeners], **kwargs)

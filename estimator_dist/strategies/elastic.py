@@ -25,7 +25,7 @@ from absl import logging
 from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
 ELASTIC_ENV = "HOROVOD_ELASTIC"  # Set by horovodrun for the ranks of an elastic job.
-CHECK_EVERY_RUNS = 10
+CHECK_EVERY_UPDATES = 10
 
 
 def enabled():
@@ -51,14 +51,18 @@ def run(adapter, train_with, model_dir):
     if task.is_chief:
       logging.warning("estimator_dist: elastic round on %d rank(s), from %s", task.size,
                       tf.train.latest_checkpoint(model_dir) or "the start")
-    return train_with(current["adapter"], [HostUpdatesHook(state, model_dir, task.is_chief)])
+    every_runs = CHECK_EVERY_UPDATES * current["adapter"].runs_per_update
+    return train_with(current["adapter"], [HostUpdatesHook(state, model_dir, task.is_chief,
+                                                           every_runs=every_runs)])
   return rounds(state)
 
 
 class HostUpdatesHook(tf.estimator.SessionRunHook):
-  """Every few runs, all ranks check for host changes; rank 0 saves before they reset."""
+  """Every few updates, all ranks check for host changes; rank 0 saves before they reset.
+  `every_runs`: this rank's session runs between checks, a multiple of its runs per update
+  (under gradient accumulation ranks make different numbers of runs per update)."""
 
-  def __init__(self, state, model_dir, is_chief, every_runs=CHECK_EVERY_RUNS):
+  def __init__(self, state, model_dir, is_chief, *, every_runs):
     self._state = state
     self._model_dir = model_dir
     self._is_chief = is_chief

@@ -99,6 +99,12 @@ class HorovodAdapter(base.StrategyAdapter):
   def runs_per_update(self):
     return self.passes or self.options.backward_passes_per_step
 
+  @property
+  def preempted_exit_code(self):
+    # horovodrun (MPI and Gloo) ends every rank once one exits with a code other than 0:
+    # the chief, the last to exit (task/preemption_save.py), alone says it was preempted.
+    return super().preempted_exit_code if self.task.is_chief else 0
+
   def describe(self):
     text = super().describe()
     if self.passes:

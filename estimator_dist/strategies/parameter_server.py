@@ -6,6 +6,7 @@ and worker enqueues a token into a queue that lives on every ps when its trainin
 and a ps exits once it has dequeued one token per training task.
 """
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -18,6 +19,8 @@ from tensorflow.python.distribute import distribute_config  # pylint: disable=g-
 from estimator_dist import errors
 from estimator_dist.strategies import base
 from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.task import early_stopping
+from estimator_dist.task import preemption
 
 _DONE_QUEUE = "estimator_dist_training_done_{}"
 
@@ -43,6 +46,15 @@ def _ready_poll_every(secs):
     yield
   finally:
     cls.__init__ = original
+
+
+def _finished(future, poll_secs=0.5):
+  """Whether `future` is done, after waiting at most `poll_secs` for it."""
+  try:
+    future.exception(timeout=poll_secs)
+    return True
+  except concurrent.futures.TimeoutError:
+    return False
 
 
 def _only(device, timeout_secs=None):
@@ -151,8 +163,33 @@ class ParameterServerAdapter(base.StrategyAdapter):
         options = None
         if self.options.ps_done_timeout_secs:
           options = tf.compat.v1.RunOptions(timeout_in_ms=int(self.options.ps_done_timeout_secs * 1000))
-        session.run(done, options=options)
+        # In a thread: the main thread stays free to take a signal and pass it on.
+        waiting = concurrent.futures.ThreadPoolExecutor(1).submit(session.run, done, options)
+        told = False
+        while not _finished(waiting):
+          told = told or (preemption.requested() is not None and self._tell_preemption(server))
+        waiting.result()
     logging.info("estimator_dist: ps:%d: all training tasks finished; exiting", task.index)
+    if preemption.requested():
+      raise preemption.Preempted()
+
+  def _tell_preemption(self, server):
+    """A ps asked to stop asks the training tasks, through their stop agreement (the
+    variable on ps:0 that every worker reads): they stop at one step and the chief saves
+    there while the ps still serves. True once told (the variable exists from the
+    workers' first session on)."""
+    with tf.Graph().as_default():
+      request = self.stop_requested(tf.constant(early_stopping.PREEMPT))
+      try:
+        with tf.compat.v1.Session(server.target, config=_only("/job:ps/task:0", 10)) as session:
+          session.run(request)
+      except tf.errors.OpError as e:
+        logging.info("estimator_dist: ps:%d: the training tasks cannot be asked yet (%s)",
+                     self.task.index, e.message.splitlines()[0])
+        return False
+    logging.warning("estimator_dist: ps:%d: asked the training tasks to stop at one step "
+                    "and save", self.task.index)
+    return True
 
   def after_training(self):
     """Tells every ps that this training task is done."""

@@ -5,8 +5,9 @@ that runs beside training, or by the evaluator task): an `EarlyStopping` option 
 improvement of a metric for `patience_steps`) or the condition of a
 `tf.estimator.experimental.stop_if_*` hook given in `hooks`. TensorFlow's own hooks
 stop only the chief (a worker then waits in an all-reduce until a timeout). Here every
-task runs `StopTogether`: every `check_every_runs` session runs, all of them run the
-adapter's `stop_requested` op at the same step (an all-reduce of the chief's request
+task runs `StopTogether`: every `check_every_updates` updates of the weights, all of them
+run the adapter's `stop_requested` op at the same step (counted in updates, not session
+runs: under gradient accumulation the ranks make different numbers of runs per update) (an all-reduce of the chief's request
 for the synchronous strategies, a variable on a ps for parameter_server) and stop
 together when it says so. The chief then leaves a marker, which ends the evaluator task.
 A sweep stops a trial it prunes the same way: it leaves a stop request in the model_dir,
@@ -31,7 +32,7 @@ from estimator_dist.task import stop_files
 
 MODES = ("min", "max")
 # What a task feeds into the agreement; the adapters sum (or take the largest of) them.
-_END, _PREEMPT = 1, 2
+_END, PREEMPT = 1, 2
 _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access
                   tf_early_stopping._CheckForStoppingHook,  # pylint: disable=protected-access
                   tf_early_stopping._MultiWorkerEarlyStoppingHook)  # pylint: disable=protected-access
@@ -85,12 +86,14 @@ def split_hooks(hooks):
 
 class StopTogether(tf.estimator.SessionRunHook):
   """Run by every task: all tasks learn the chief's decision, or any task's preemption, at
-  the same session run (`preempted` then says which)."""
+  the same update (`preempted` then says which)."""
 
-  def __init__(self, adapter, *, decide=None, check_every_runs=10, decide_every_secs=1.0):
+  def __init__(self, adapter, *, decide=None, check_every_updates=10, decide_every_secs=1.0):
     self._adapter = adapter
     self._decide = decide  # On the chief: a function giving a reason to stop, or None.
-    self._every = check_every_runs
+    # This task's session runs per check: its runs per update (its share of the micro-
+    # batches of one update) times the updates, so every task checks after the same update.
+    self._every = check_every_updates * adapter.runs_per_update
     self._decide_every_secs = decide_every_secs
     self.stopped_at = None
     self.preempted = False
@@ -116,14 +119,15 @@ class StopTogether(tf.estimator.SessionRunHook):
         failure = e  # Every task stops with the chief, then the chief raises.
         self._reason = f"deciding failed: {e}"
       self._last_decision = time.monotonic()
-    request = _PREEMPT if preemption.requested() else _END if self._reason else 0
+    request = PREEMPT if preemption.requested() else _END if self._reason else 0
     agreed, step = run_context.session.run(
         [self._agreed, self._global_step], feed_dict={self._requested: request})
     if failure is not None:
       raise failure
     if agreed > 0:
-      self.stopped_at, self.preempted = int(step), agreed >= _PREEMPT
+      self.stopped_at, self.preempted = int(step), agreed >= PREEMPT
       if self.preempted:
+        preemption.agreed()
         logging.warning("estimator_dist: preemption: every task stops at global step %d",
                         step)
       else:

@@ -26,6 +26,7 @@ from tensorflow.python.eager import context as eager_context  # pylint: disable=
 from estimator_dist import errors
 from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import inputs
+from estimator_dist.task import preemption
 
 EXPORTER_KINDS = ("latest", "best", "final")
 # Without --eval_timeout_secs, an evaluation may take this many times the longest one so
@@ -67,12 +68,18 @@ def _empty(input_fn):
           f"batch with drop_remainder=True is not larger than the eval data.")
 
 
+class Abandoned(Exception):
+  """An evaluation left between two batches because the job is preempted: the save must
+  not wait for it, and its metrics would be partial (none are written)."""
+
+
 class EvaluationWatch(tf.estimator.SessionRunHook):
   """An eval hook that counts each evaluation's batches, fails one that had none (before
   Estimator writes its summary, so nothing reads its metrics), and stops one that runs
   past its timeout, between two batches: `timeout_secs` (0: never), or by default
   TIMEOUT_MULTIPLE times the longest evaluation so far, at least TIMEOUT_FLOOR_SECS. (A
-  batch that never returns is the launcher's to notice: the task then uses no CPU.)"""
+  batch that never returns is the launcher's to notice: the task then uses no CPU.) Once
+  the task is preempted, the evaluation is abandoned (`Abandoned`)."""
 
   def __init__(self, *, input_fn, steps, timeout_secs=None):
     self._input_fn, self._steps, self._timeout_secs = input_fn, steps, timeout_secs
@@ -82,6 +89,9 @@ class EvaluationWatch(tf.estimator.SessionRunHook):
     self._started, self._batches = time.monotonic(), 0
 
   def before_run(self, run_context):
+    if preemption.requested():
+      raise Abandoned(f"an evaluation was abandoned after {self._batches} batches: "
+                      f"preemption ({preemption.requested()})")
     waited = time.monotonic() - self._started
     timeout = self._timeout_secs
     if timeout is None:
@@ -197,6 +207,9 @@ def beside_training(evaluations, model_dir, *, throttle_secs, poll_secs=0.5):
           time.monotonic() >= next_time):
         try:
           evaluations.run(path)
+        except Abandoned as e:
+          logging.warning("estimator_dist: %s; a rerun evaluates the saved checkpoint", e)
+          return
         except Exception as e:  # pylint: disable=broad-except
           if (isinstance(e, (tf.errors.NotFoundError, OSError, ValueError)) and
               not isinstance(e, errors.ConfigError) and

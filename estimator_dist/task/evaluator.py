@@ -35,12 +35,16 @@ def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)
     final = _step(path) >= (max_steps if stopped is None else min(stopped, max_steps))
-    if path and final:
-      metrics = evaluations.run(path, final=True)
-      logging.info("estimator_dist: evaluated the final checkpoint %s; the evaluator ends",
-                   path)
-      return metrics
-    if path and path != evaluations.last_path and time.monotonic() >= next_time:
-      evaluations.run(path)
-      next_time = time.monotonic() + eval_spec.throttle_secs
+    try:
+      if path and final:
+        metrics = evaluations.run(path, final=True)
+        logging.info("estimator_dist: evaluated the final checkpoint %s; the evaluator ends",
+                     path)
+        return metrics
+      if path and path != evaluations.last_path and time.monotonic() >= next_time:
+        evaluations.run(path)
+        next_time = time.monotonic() + eval_spec.throttle_secs
+    except evaluation.Abandoned as e:  # Preempted: the next look ends the evaluator.
+      logging.warning("estimator_dist: %s", e)
+      continue
     time.sleep(poll_secs)

@@ -39,8 +39,8 @@ class Preempted(SystemExit):
   """Ends a task that saved its work on request, with errors.PREEMPTED_EXIT_CODE; as a
   SystemExit it passes through the program's own code after training, and prints nothing."""
 
-  def __init__(self):
-    super().__init__(errors.PREEMPTED_EXIT_CODE)
+  def __init__(self, code=errors.PREEMPTED_EXIT_CODE):
+    super().__init__(code)
     ignore()
 
 
@@ -66,12 +66,16 @@ def grace_secs():
 
 def watch(*, ends_after_grace=True):
   """In the main thread of a process with a grace: SIGTERM and SIGUSR1 become a request,
-  until the process ends; the handlers they had before. Called again, it sets them again
+  until the process ends (unblocked: horovodrun's wrapper blocks them); the handlers they
+  had before. Called again, it sets them again
   (TensorFlow's coordination service of multi_worker sets a SIGTERM handler of its own).
   `ends_after_grace`: the process ends itself a little past the grace after a request
   (not a sweep, which waits for its trials)."""
   global _ends_after_grace
-  if not grace_secs() or threading.current_thread() is not threading.main_thread():
+  if threading.current_thread() is not threading.main_thread():
+    return {}
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # Blocked by a launcher's wrapper.
+  if not grace_secs():
     return {}
   _ends_after_grace = ends_after_grace
   return {s: signal.signal(s, _on_signal) for s in SIGNALS}
@@ -100,6 +104,14 @@ def watched(*, ends_after_grace=True):
 def requested():
   """Why this task was asked to stop (the signal's name), or None."""
   return _requested
+
+
+def agreed():
+  """The tasks agreed on a preemption that another task was asked for: this one acts as if
+  asked too (an evaluation running beside its training is abandoned)."""
+  global _requested, _requested_at
+  if _requested is None:
+    _requested, _requested_at = "another task's preemption", time.monotonic()
 
 
 def remaining_secs():

@@ -17,8 +17,10 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist.task import early_stopping
+from estimator_dist.task import preemption
+from estimator_dist.task import stop_files
 
-SAVED = "estimator_dist_saved_on_preemption"
+SAVED = stop_files.SAVED_ON_PREEMPTION
 _EXIT_MOMENT_SECS = 1.0  # Between a task's acknowledgement and its exit.
 
 
@@ -28,10 +30,29 @@ def clear(model_dir):
     tf.io.gfile.remove(path)
 
 
-def end_on_chief(model_dir, task, *, step, since, timeout_secs):
-  """Says the save of `step` is done, then waits for every other task's acknowledgement."""
+class SaidWhenWritten(tf.estimator.CheckpointSaverListener):
+  """On the chief: says the save is done as soon as its saver wrote the last checkpoint of
+  training stopped on a preemption, before its session closes (which can take seconds
+  more): the launcher then knows the work is saved, whatever happens next."""
+
+  def __init__(self, model_dir):
+    self._model_dir = model_dir
+
+  def end(self, session, global_step_value):
+    if preemption.requested():
+      _say_saved(self._model_dir, global_step_value)
+
+
+def _say_saved(model_dir, step):
   with tf.io.gfile.GFile(os.path.join(model_dir, SAVED), "w") as f:
     f.write(str(step))
+
+
+def end_on_chief(model_dir, task, *, step, since, timeout_secs):
+  """Says the save of `step` is done (unless said already), then waits for every other
+  task's acknowledgement."""
+  if not saved(model_dir, since):
+    _say_saved(model_dir, step)
   others = [f".rank-{rank}" for rank in range(1, task.size)] + (
       [".evaluator"] if task.num_tasks("evaluator") else [])
   missing = _wait(lambda: [n for n in others if not early_stopping.written_since(os.path.join(model_dir, SAVED + n), since)],

@@ -170,7 +170,7 @@ class TrainingRun:
                                 tasks=self.options.profile_tasks, model_dir=model_dir),
                *more_hooks,
                *self._hooks],
-        saving_listeners=[hooks_lib.FiniteCheckpoints(model_dir)])
+        saving_listeners=hooks_lib.saving_listeners(model_dir))
 
   def _train_round(self, adapter, more_hooks=()):
     """Trains one round under `adapter`; returns (adapter, metrics)."""
@@ -244,7 +244,7 @@ class TrainingRun:
                                    timeout_secs=grace)
     else:
       preemption_save.end_elsewhere(model_dir, task, since=self._started, timeout_secs=grace)
-    raise preemption.Preempted()
+    raise preemption.Preempted(adapter.preempted_exit_code)
 
   def run(self):
     """Trains this task's share, then returns the chief's final metrics; the chief writes

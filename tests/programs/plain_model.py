@@ -15,6 +15,8 @@ from model_zoo import data
 flags.DEFINE_integer("examples", None, "Train on the first N examples only.")
 flags.DEFINE_float("step_secs", 0.0, "Make each training step last this long at least "
                    "(a heavier model, or one slower than its evaluation).")
+flags.DEFINE_float("eval_secs", 0.0, "Make each evaluation last this long at least, spread "
+                   "over batches of 10 examples (a long evaluation beside training).")
 FLAGS = flags.FLAGS
 
 
@@ -87,7 +89,12 @@ def main(_, model=model_fn):
         options.batch_size)
 
   def eval_input_fn():
-    return tf.data.Dataset.from_tensor_slices((x_eval, y_eval)).batch(100)
+    dataset = tf.data.Dataset.from_tensor_slices((x_eval, y_eval))
+    if not FLAGS.eval_secs:
+      return dataset.batch(100)
+    pause = FLAGS.eval_secs / -(-len(y_eval) // 10)
+    return dataset.batch(10).map(lambda x, y: (tf.ensure_shape(tf.numpy_function(
+        lambda t: time.sleep(pause) or t, [x], x.dtype, stateful=True), x.shape), y))
   ed.train_and_evaluate(model, train_input_fn, eval_input_fn,
                         hooks=[CountSteps(), *step_hooks()], options=options)
 
