@@ -14,6 +14,9 @@ import uuid
 import psutil
 import pytest
 
+from estimator_dist.jobs import job_dirs
+from estimator_dist.jobs import model_dir_arg
+from estimator_dist.jobs import process_tree
 from estimator_dist.task import cluster
 from estimator_dist.task import env_vars
 
@@ -176,10 +179,25 @@ class Job:
     """(time, line) of the first line containing `text`."""
     return next(((t, line) for t, line in self.lines if text in line), (None, None))
 
-  def kill(self):
+  def shared_memory(self):
+    """The files of /dev/shm that the job's processes map now (process_tree)."""
+    with contextlib.suppress(psutil.Error):
+      launcher = psutil.Process(self.process.pid)
+      return process_tree.shared_memory_files(
+          {launcher.pid, *(p.pid for p in launcher.children(recursive=True))})
+    return set()
+
+  def kill(self, mapped=None):
+    """SIGKILL to the launcher's process group, as a test that ends early does; then what
+    the killed launcher leaves goes, as the next launch and a stop would remove it: its
+    directories, and the multiprocessing files its processes mapped (`mapped`, read
+    before a kill of the test's own; else now)."""
     if self.process.poll() is None:
+      mapped = mapped or self.shared_memory()
       os.killpg(self.process.pid, signal.SIGKILL)
       self.process.wait()
+    job_dirs.remove_multiprocessing_files(mapped or set())
+    job_dirs.remove_left_behind(lambda _: None, keep=model_dir_arg.has_checkpoint)
 
 
 def listening(process):

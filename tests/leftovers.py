@@ -25,6 +25,7 @@ def use_own_temporary_directory():
   """Makes the suite's temporary directory and makes it TMPDIR, for this process and the
   processes it starts; returns it."""
   path = tempfile.mkdtemp(prefix="estimator_dist_tests_")
+  os.chmod(path, 0o1777)  # As /tmp: the servers the tests run as other users write there.
   os.environ["TMPDIR"] = tempfile.tempdir = path
   return path
 

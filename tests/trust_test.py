@@ -148,7 +148,7 @@ def test_no_other_user_reaches_a_job_and_ctrl_c_stops_it_at_once(strategy, args,
     assert ports, job.output[-3000:]
     assert probe_as_nobody(ports) == []
     made = launcher_dirs(job.process.pid)
-    assert len(made) == 3, made  # Heartbeats, the tasks' TMPDIR, Open MPI's shared memory.
+    assert len(made) == 4, made  # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary.
     # Ctrl-C again and again (at least 3 times) until the launcher ends: one during the
     # stop or the removal of the directories must not cut it short.
     start, presses = time.monotonic(), 0
@@ -183,14 +183,16 @@ def test_on_the_host_network_other_users_do_reach_the_job(tmp_path):
     ("horovod", ["--isolation=host"]), ("multi_worker", ["--isolation=host"])])
 def test_nothing_outlives_a_killed_launcher(strategy, args, tmp_path):
   job = start_training(strategy, *args, model_dir=str(tmp_path))
+  mapped = None
   try:
     processes = job_processes(job)
     assert len(processes) > 2
+    mapped = job.shared_memory()
     os.kill(job.process.pid, signal.SIGKILL)
     print(f"measured: SIGKILL of the launcher of {strategy} {args}: every process gone in "
           f"{gone_within(processes, 5):.2f} s")
   finally:
-    job.kill()
+    job.kill(mapped)
 
 
 def test_a_failing_task_ends_the_job_within_3_s(tmp_path):
@@ -616,7 +618,7 @@ def test_the_next_launch_removes_what_a_killed_launcher_left(tmp_path):
       time.sleep(0.05)
     processes = job_processes(job)
     made = launcher_dirs(job.process.pid, temporary)
-    assert len(made) == 3, made  # Heartbeats, the tasks' TMPDIR, Open MPI's shared memory.
+    assert len(made) == 4, made  # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary.
     os.kill(job.process.pid, signal.SIGKILL)
     gone_within(processes, 5)
   finally:

@@ -66,16 +66,20 @@ def grace_secs():
 
 def watch(*, ends_after_grace=True):
   """In the main thread of a process with a grace: SIGTERM and SIGUSR1 become a request,
-  until the process ends (unblocked: horovodrun's wrapper blocks them); the handlers they
-  had before. Called again, it sets them again
+  until the process ends; without a grace, their default. Returns the handlers they had
+  before. Called again, it sets them again
   (TensorFlow's coordination service of multi_worker sets a SIGTERM handler of its own).
   `ends_after_grace`: the process ends itself a little past the grace after a request
   (not a sweep, which waits for its trials)."""
   global _ends_after_grace
   if threading.current_thread() is not threading.main_thread():
     return {}
-  signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # Blocked by a launcher's wrapper.
+  # A local horovodrun's wrapper blocks or ignores them (jobs/horovodrun.py: shielded).
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
   if not grace_secs():
+    for s in SIGNALS:
+      if signal.getsignal(s) == signal.SIG_IGN:
+        signal.signal(s, signal.SIG_DFL)
     return {}
   _ends_after_grace = ends_after_grace
   return {s: signal.signal(s, _on_signal) for s in SIGNALS}
