@@ -164,7 +164,8 @@ class ParameterServerAdapter(base.StrategyAdapter):
         if self.options.ps_done_timeout_secs:
           options = tf.compat.v1.RunOptions(timeout_in_ms=int(self.options.ps_done_timeout_secs * 1000))
         # In a thread: the main thread stays free to take a signal and pass it on.
-        waiting = concurrent.futures.ThreadPoolExecutor(1).submit(session.run, done, options)
+        waiting = concurrent.futures.ThreadPoolExecutor(1).submit(session.run, done,
+                                                                  options=options)
         told = False
         while not _finished(waiting):
           told = told or (preemption.requested() is not None and self._tell_preemption(server))
