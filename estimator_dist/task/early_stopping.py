@@ -6,10 +6,10 @@ improvement of a metric for `patience_steps`) or the condition of a
 `tf.estimator.experimental.stop_if_*` hook given in `hooks`. TensorFlow's own hooks
 stop only the chief (a worker then waits in an all-reduce until a timeout). Here every
 task runs `StopTogether`: every `check_every_updates` updates of the weights, all of them
-run the adapter's `stop_requested` op at the same step (counted in updates, not session
-runs: under gradient accumulation the ranks make different numbers of runs per update) (an all-reduce of the chief's request
-for the synchronous strategies, a variable on a ps for parameter_server) and stop
-together when it says so. The chief then leaves a marker, which ends the evaluator task.
+run the adapter's `stop_requested` op at the same step (an all-reduce of the chief's
+request for the synchronous strategies, a variable on a ps for parameter_server) and stop
+together when it says so. Updates, not session runs: under gradient accumulation the
+ranks make different numbers of runs per update. The chief then leaves a marker, which ends the evaluator task.
 A sweep stops a trial it prunes the same way: it leaves a stop request in the model_dir,
 which the chief of a job told to watch for one (`env_vars.WATCH_STOP_REQUESTS`) takes as
 its reason. Any task asked to stop by a signal (`preemption`) requests a stop the same way,

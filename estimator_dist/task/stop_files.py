@@ -2,9 +2,10 @@
 
 A sweep leaves STOP_REQUEST in a trial's model_dir (its text says why the trial stops);
 the chief leaves STOPPED_MARKER (the step) after an early stop, and SAVED_ON_PREEMPTION
-(the step) once it saved on a preemption (`preemption_save`; the launcher reads it too). No TensorFlow here: the
-sweep runner reads and writes them in its own (local) sweep dir without it, while the
-task side (`early_stopping`) uses TensorFlow's file systems, for a model_dir anywhere.
+(the step) once it saved on a preemption (`preemption_save`; the launcher reads it too).
+No TensorFlow here: the sweep runner and the launcher read and write them in local
+directories without it, while the task side (`early_stopping`, `preemption_save`) uses
+TensorFlow's file systems, for a model_dir anywhere.
 """
 
 import os
