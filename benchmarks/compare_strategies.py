@@ -19,14 +19,14 @@ import sys
 if __package__ in (None, ""):  # Run as a script: make the repository importable.
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 
 from benchmarks import models
 from benchmarks import projection
 from benchmarks import report
 from benchmarks import runner
 from benchmarks import stats
+from estimator_dist import command_line
 from estimator_dist.strategies import traits
 
 STRATEGIES = ("horovod", "multi_worker", "parameter_server", "mirrored")
@@ -148,7 +148,7 @@ def main(_):
 
 def run():
   define_flags()
-  app.run(main)
+  command_line.run(main)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ class PortInUse(RuntimeError):
   """Another process holds the port this task must listen on; the message names it."""
 
 
+# A bad command line or configuration: an unknown flag, a value refused, a model_dir that
+# cannot be written (ConfigError), as argparse and horovodrun exit on a bad command line.
+USAGE_EXIT_CODE = 2
 DIVERGED_EXIT_CODE = 3  # What a program run by run_program exits with when it diverged.
 STALLED_EXIT_CODE = 124  # A task (or job) stopped because it made no progress in time.
 PORT_IN_USE_EXIT_CODE = 75  # EX_TEMPFAIL: the launcher starts the job again on new ports.

@@ -10,9 +10,9 @@ import dataclasses
 import signal
 import sys
 
-from absl import app
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launcher
@@ -175,7 +175,7 @@ def run():
   # Ctrl-C before the job starts ends the launcher as Ctrl-C during the job does: exit
   # code 130, no traceback.
   signal.signal(signal.SIGINT, _exit_on_signal)
-  app.run(lambda argv: main(argv, launch_flags))
+  command_line.run(lambda argv: main(argv, launch_flags))
 
 
 if __name__ == "__main__":

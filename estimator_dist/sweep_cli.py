@@ -14,9 +14,9 @@ import dataclasses
 import sys
 
 import optuna
-from absl import app
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.experiments import dashboard
 from estimator_dist.experiments import pbt_values
@@ -233,7 +233,7 @@ def _warn(message):
 
 def run():
   sweep_flags = define_flags()
-  return app.run(lambda argv: main(argv, sweep_flags)) or 0
+  return command_line.run(lambda argv: main(argv, sweep_flags)) or 0
 
 
 if __name__ == "__main__":

@@ -176,6 +176,18 @@ def test_console_script():
   assert code == 2 and "usage: estimator-dist COMMAND" in output
 
 
+@pytest.mark.processes
+def test_a_bad_command_line_exits_2_under_every_command():
+  """An unknown flag or a value a flag refuses: 2, as argparse and horovodrun exit (absl's
+  own 1 means a failed run here)."""
+  script = os.path.join(os.path.dirname(helpers.PYTHON), "estimator-dist")
+  for command in ("launch", "sweep", "slurm", "k8s", "progress", "verify", "bench"):
+    code, output = helpers.run([script, command, "--no_such_flag=1"], timeout=120)
+    assert code == 2 and "Unknown command line flag 'no_such_flag'" in output, (command, output)
+  code, output = helpers.run([script, "launch", "--num_workers=0", "--", "true"], timeout=60)
+  assert code == 2 and "--num_workers=0" in output, output
+
+
 # A Horovod rank that all-reduces its rank and reports what horovodrun gave it.
 HOROVOD_TASK = """
 import os, horovod.tensorflow as hvd, tensorflow as tf

@@ -23,9 +23,9 @@ import sys
 from typing import Optional
 
 import yaml
-from absl import app
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
@@ -264,4 +264,4 @@ def main(argv, k8s_flags):
 
 def run():
   k8s_flags = define_flags()
-  app.run(lambda argv: main(argv, k8s_flags))
+  command_line.run(lambda argv: main(argv, k8s_flags))

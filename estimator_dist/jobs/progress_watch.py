@@ -12,9 +12,9 @@ import signal
 import sys
 import threading
 
-from absl import app
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist.jobs import live_progress
 from estimator_dist.task import heartbeat
 
@@ -50,4 +50,4 @@ def run():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # The batch step ends it.
     watch(heartbeats=heartbeats.value, model_dir=model_dir.value, every_secs=every.value)
     return 0
-  app.run(main)
+  command_line.run(main)

@@ -16,9 +16,9 @@ import subprocess
 import sys
 from typing import Optional
 
-from absl import app
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import signal_forwarding
@@ -263,4 +263,4 @@ def main(argv, slurm_flags):
 
 def run():
   slurm_flags = define_flags()
-  app.run(lambda argv: main(argv, slurm_flags))
+  command_line.run(lambda argv: main(argv, slurm_flags))

@@ -3,9 +3,9 @@
 import logging
 import sys
 
-from absl import app
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.strategies import factory
 from estimator_dist.task import preemption
@@ -13,15 +13,15 @@ from estimator_dist.training import flags as flags_lib
 
 
 def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
-  """absl's app.run(main); a configuration error, divergence or a taken port ends the
-  program with its message alone and the exit code the launcher acts on.
+  """absl's app.run(main) (a bad flag exits 2); a configuration error, divergence or a
+  taken port ends the program with its message alone and the exit code the launcher acts on.
 
   With `start_strategy`, a program that defined the training flags (`define_flags`) and
   was given --strategy (as the launcher, SLURM and Kubernetes engines give it) gets that
   strategy started before `main` runs, so a collective strategy exists before the program
   builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
   with the same strategy and options then uses that adapter. `flag_values` holds the
-  program's flags; app.run parses flags.FLAGS, so another must be parsed by the caller.
+  program's flags; command_line.run parses flags.FLAGS, so another must be parsed by the caller.
   """
   def guarded(argv):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
@@ -42,7 +42,7 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
       sys.stderr.write(f"error: {message}\n")
       sys.stderr.flush()
       sys.exit(_EXIT_CODES[kind])
-  app.run(guarded)
+  command_line.run(guarded)
 
 
 def _ours(error):
@@ -57,7 +57,8 @@ def _ours(error):
   return None, None
 
 
-_EXIT_CODES = {errors.ConfigError: 2, errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,
+_EXIT_CODES = {errors.ConfigError: errors.USAGE_EXIT_CODE,
+               errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,
                errors.PortInUse: errors.PORT_IN_USE_EXIT_CODE,
                errors.CheckpointSaveFailed: 1,
                errors.EvaluationStalled: errors.STALLED_EXIT_CODE}

@@ -8,4 +8,7 @@ import pytest
 if __name__ == "__main__":
   # This file is tools/bazel/pytest_main.py in the runfiles tree of the workspace.
   os.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-  sys.exit(pytest.main(sys.argv[1:]))
+  status = pytest.main(sys.argv[1:])
+  # A file whose tests all start processes has none left by `-m 'not processes'`: it was
+  # still imported and collected, which is what its unit target checks.
+  sys.exit(0 if status == pytest.ExitCode.NO_TESTS_COLLECTED else status)
