@@ -123,6 +123,24 @@ def test_module_is_small(name, path):
   assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by concern (at most {MAX_LINES})"
 
 
+# Programs run by the interpreter beside a task or a job: the watchdog's companion by its
+# file with -S (without site-packages, where estimator_dist cannot be imported), the
+# namespaces' first process as a module. Each starts in milliseconds.
+STANDARD_LIBRARY_ONLY = ("estimator_dist.task.watchdog_companion",
+                         "estimator_dist.jobs.namespace_holder")
+
+
+@pytest.mark.parametrize("name", STANDARD_LIBRARY_ONLY)
+def test_a_companion_program_imports_only_the_standard_library(name):
+  with open(modules()[name]) as f:
+    tree = ast.parse(f.read())
+  found = {alias.name.split(".")[0] for node in ast.walk(tree)
+           if isinstance(node, ast.Import) for alias in node.names}
+  found |= {node.module.split(".")[0] for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)}
+  assert found <= sys.stdlib_module_names, sorted(found - sys.stdlib_module_names)
+
+
 HEAVY_FOR_A_TASK = ("optuna", "matplotlib", "pyspark", "psycopg2")
 
 

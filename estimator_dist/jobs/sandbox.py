@@ -16,19 +16,9 @@ import subprocess
 import sys
 
 from estimator_dist import errors
+from estimator_dist.jobs import namespace_holder
 
 ISOLATIONS = ("auto", "private", "host")
-# The namespaces' first process: brings loopback up (a new namespace has it down), says
-# so, and waits to be killed. It runs as root in the namespace, so it may set the flag.
-_HOLDER = """
-import fcntl, signal, socket, struct
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
-fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
-print("ready", flush=True)
-signal.pause()
-"""
 
 # A signal sent to every process of the job (systemctl stop, pkill, a container runtime)
 # must reach the programs, whose handlers save the work, and not end the processes that
@@ -78,8 +68,9 @@ def open_sandbox(isolation, preexec_fn=None):
   if isolation == "host":
     return None, None
   user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+  # The namespaces' first process: brings loopback up, says so, and waits to be killed.
   command = [*_SURVIVES_PREEMPTION, "unshare", *user, "--net", "--pid", "--fork", "--kill-child", sys.executable,
-             "-c", _HOLDER]
+             "-m", namespace_holder.__name__]
   try:
     holder = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, text=True, preexec_fn=preexec_fn)

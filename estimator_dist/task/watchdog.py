@@ -1,9 +1,9 @@
 """A companion process of every task that ends it when it cannot go on, from its start.
 
 A process, not a thread: while TensorFlow waits for a peer it holds the interpreter
-lock, and it catches SIGTERM. The companion runs only the standard library, reads the
-task's phases from a pipe (and ends when the task does), and kills the task with
-SIGKILL, after printing why, when:
+lock, and it catches SIGTERM. The companion (`watchdog_companion`, run by its file with
+-S) runs only the standard library, reads the task's phases from a pipe (and ends when
+the task does), and kills the task with SIGKILL, after printing why, when:
 
 - **startup**: a training task has not reached its first step within the startup
   timeout (`env_vars.STARTUP_TIMEOUT_SECS`, default 120 s; the launcher's
@@ -27,87 +27,21 @@ import threading
 from estimator_dist import errors
 from estimator_dist.task import env_vars
 from estimator_dist.task import heartbeat
+from estimator_dist.task import watchdog_companion
 
 DEFAULT_STARTUP_TIMEOUT_SECS = 120
-PHASES = ("started", "cluster reached", "session created", "training", "ended")
+PHASES = watchdog_companion.PHASES
 _lock = threading.Lock()
 _companion = None
 _phase = PHASES[0]
-
-_COMPANION = r"""
-import json, os, select, signal, socket, sys, time
-task, timeout, launcher, beat, peers = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
-parent, phase, started = os.getppid(), "started", time.monotonic()
-next_probe = started
-
-def stat(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-def stop(message):
-    sys.stderr.write(f"error: {message}\n")
-    sys.stderr.flush()
-    os.kill(parent, signal.SIGKILL)
-    sys.exit(0)
-
-def answers(address):
-    host, _, port = address.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
-        return True
-    except (OSError, ValueError):
-        return False
-
-while True:
-    if select.select([sys.stdin], [], [], 0.5)[0]:
-        line = sys.stdin.readline()
-        if not line:
-            sys.exit(0)  # The task ended.
-        phase = line.strip()
-    if os.getppid() != parent:
-        sys.exit(0)
-    if launcher:
-        pid, _, start = launcher.partition(":")
-        fields = stat(pid)
-        if not fields or fields[19] != start:
-            stop(f"{task}: its launcher (pid {pid}) is gone; the task ends with it")
-    if phase in ("training", "ended"):
-        continue
-    if phase == "started" and time.monotonic() >= next_probe:
-        next_probe = time.monotonic() + 1
-        if peers and all(answers(address) for _, address in peers):
-            phase = "cluster reached"
-    fields = stat(parent)
-    if beat and fields and fields[0] not in "tT":
-        try:
-            with open(beat, "a"):
-                os.utime(beat)
-        except OSError:
-            pass  # Its directory is gone or full: the watcher says so, not a traceback.
-    waited = time.monotonic() - started
-    if timeout and waited > timeout:
-        silent = [f"{name} at {address}" for name, address in peers if not answers(address)]
-        waiting = (f"for {', '.join(silent)} (no answer)" if silent else
-                   "although every peer answers (one of them may be stuck)" if peers else
-                   "with no peer")
-        stop(f"{task} has waited {waited:.0f} s in phase '{phase}' {waiting}; it did not "
-             f"start training within the startup timeout of {timeout:g} s "
-             f"(ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS; launcher: --startup_timeout_secs). "
-             f"Check that every task of the cluster runs and can reach the others.")
-"""
 
 
 def launcher_identity(pid=None):
   """"pid:start time" of a process (this one by default), as the lifeline checks it."""
   pid = os.getpid() if pid is None else pid
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      start = f.read().rsplit(")", 1)[1].split()[19]
-  except (OSError, IndexError):
-    start = None
+  fields = watchdog_companion.process_stat(pid)
+  field = watchdog_companion.START_TIME_FIELD
+  start = fields[field] if fields and len(fields) > field else None
   return f"{pid}:{start}"
 
 
@@ -139,7 +73,7 @@ def start(task, env=None):
       return
     training = task.is_training
     _companion = subprocess.Popen(
-        [sys.executable, "-S", "-c", _COMPANION, f"{task.role}:{task.index}",
+        [sys.executable, "-S", watchdog_companion.__file__, f"{task.role}:{task.index}",
          str(timeout if training else 0), env.get(env_vars.LAUNCHER, ""),
          heartbeat.path_of(task, env) or "", json.dumps(_peers(task))],
         stdin=subprocess.PIPE, text=True, close_fds=True)

@@ -1,0 +1,129 @@
+"""The watchdog's companion process: what `watchdog.start` runs beside a task.
+
+  python -S watchdog_companion.py TASK TIMEOUT LAUNCHER HEARTBEAT PEERS
+
+`watchdog` runs this file with the task's own interpreter, by its path and with -S: no
+site-packages, hence no import of estimator_dist (whose import looks for TensorFlow) and
+nothing but the standard library, so it starts in milliseconds in every task. The
+arguments: TASK names the task ("worker:1"); TIMEOUT is the startup timeout in seconds
+(0: none, for a task that does not train); LAUNCHER is the "pid:start time" of the
+launcher whose end ends the task ("": none); HEARTBEAT is the file to beat until the
+first step ("": none); PEERS is a JSON list of [name, address] of the tasks it waits for.
+
+It reads the task's phases (PHASES), one a line, from stdin. It exits with 0 when stdin
+closes (the task ended), when its parent is no longer the task, and right after it
+killed the task with SIGKILL, having printed why on stderr ("error: ...").
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+PHASES = ("started", "cluster reached", "session created", "training", "ended")
+# Field 22 of /proc/PID/stat (proc(5)), counted after the command name: the start time,
+# which tells a process from a later one that got its pid.
+START_TIME_FIELD = 19
+
+
+def process_stat(pid):
+  """The fields of /proc/PID/stat after the command name (which may hold spaces and
+  parentheses); None when there is no such process."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()
+  except OSError:
+    return None
+
+
+def answers(address):
+  """Whether something accepts a connection at "host:port" (an IPv6 host in brackets)."""
+  host, _, port = address.rpartition(":")
+  try:
+    socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
+    return True
+  except (OSError, ValueError):
+    return False
+
+
+def startup_timeout_message(*, task, phase, waited, timeout, peers):
+  """Why `task` is stopped after `waited` seconds in `phase`: the peers that do not
+  answer now, or that all of them do."""
+  silent = [f"{name} at {address}" for name, address in peers if not answers(address)]
+  waiting = (f"for {', '.join(silent)} (no answer)" if silent else
+             "although every peer answers (one of them may be stuck)" if peers else
+             "with no peer")
+  return (f"{task} has waited {waited:.0f} s in phase '{phase}' {waiting}; it did not "
+          f"start training within the startup timeout of {timeout:g} s "
+          f"(ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS; launcher: --startup_timeout_secs). "
+          f"Check that every task of the cluster runs and can reach the others.")
+
+
+def _stop(task_pid, message):
+  """Says why, kills the task and ends: nothing is left to watch."""
+  sys.stderr.write(f"error: {message}\n")
+  sys.stderr.flush()
+  os.kill(task_pid, signal.SIGKILL)
+  sys.exit(0)
+
+
+def _launcher_is_gone(launcher):
+  """Whether the launcher "pid:start time" no longer runs (its pid may be another's)."""
+  pid, _, start = launcher.partition(":")
+  fields = process_stat(pid)
+  return not fields or fields[START_TIME_FIELD] != start
+
+
+def _beat(path, task_pid):
+  """Touches the heartbeat file, unless the task is stopped (state t or T): a task
+  stopped right after it started must look stuck to the launcher."""
+  fields = process_stat(task_pid)
+  if not (path and fields and fields[0] not in "tT"):
+    return
+  try:
+    with open(path, "a"):
+      os.utime(path)
+  except OSError:
+    pass  # Its directory is gone or full: the watcher says so, not a traceback.
+
+
+def watch(*, task, timeout, launcher, beat, peers):
+  """Watches this process's parent, the task, until it trains, ends, or is killed."""
+  task_pid, phase, started = os.getppid(), PHASES[0], time.monotonic()
+  next_probe = started
+  while True:
+    if select.select([sys.stdin], [], [], 0.5)[0]:
+      line = sys.stdin.readline()
+      if not line:
+        return  # The task ended.
+      phase = line.strip()
+    if os.getppid() != task_pid:
+      return
+    if launcher and _launcher_is_gone(launcher):
+      _stop(task_pid, f"{task}: its launcher (pid {launcher.partition(':')[0]}) is gone; "
+                      f"the task ends with it")
+    if phase in ("training", "ended"):
+      continue  # From the first step on, HeartbeatHook beats and no timeout applies.
+    if phase == "started" and time.monotonic() >= next_probe:
+      next_probe = time.monotonic() + 1
+      if peers and all(answers(address) for _, address in peers):
+        phase = "cluster reached"
+    _beat(beat, task_pid)
+    waited = time.monotonic() - started
+    if timeout and waited > timeout:
+      _stop(task_pid, startup_timeout_message(task=task, phase=phase, waited=waited,
+                                              timeout=timeout, peers=peers))
+
+
+def main(argv):
+  task, timeout, launcher, beat, peers = argv[1:6]
+  watch(task=task, timeout=float(timeout), launcher=launcher, beat=beat,
+        peers=json.loads(peers))
+  sys.exit(0)
+
+
+if __name__ == "__main__":
+  main(sys.argv)

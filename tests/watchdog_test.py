@@ -1,0 +1,112 @@
+"""The watchdog's companion as a program of its own.
+
+The jobs that exercise it whole are in trust_test; here it runs alone, under a shell
+standing in for the task it watches (it kills its parent).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from estimator_dist.task import watchdog
+from estimator_dist.task import watchdog_companion
+
+
+def _closed_port():
+  """A port nothing listens on (bound, so no one else takes it while the test runs)."""
+  s = socket.socket()
+  s.bind(("127.0.0.1", 0))
+  return s, f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_the_startup_message_names_the_peers_that_do_not_answer():
+  bound, silent = _closed_port()
+  with bound, socket.socket() as listening:
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(1)
+    answering = f"127.0.0.1:{listening.getsockname()[1]}"
+    message = watchdog_companion.startup_timeout_message(
+        task="chief:0", phase="started", waited=7.4, timeout=6,
+        peers=[["worker:0", silent], ["worker:1", answering]])
+    assert message == (
+        f"chief:0 has waited 7 s in phase 'started' for worker:0 at {silent} (no answer); it "
+        f"did not start training within the startup timeout of 6 s "
+        f"(ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS; launcher: --startup_timeout_secs). Check "
+        f"that every task of the cluster runs and can reach the others.")
+    every = watchdog_companion.startup_timeout_message(
+        task="worker:1", phase="cluster reached", waited=9, timeout=8.5,
+        peers=[["worker:1", answering]])
+    assert "in phase 'cluster reached' although every peer answers (one of them may be " \
+           "stuck); it did not start training within the startup timeout of 8.5 s" in every
+  alone = watchdog_companion.startup_timeout_message(task="chief:0", phase="started",
+                                                     waited=3, timeout=2, peers=[])
+  assert "in phase 'started' with no peer;" in alone
+
+
+def test_an_address_that_is_not_one_does_not_answer():
+  assert not watchdog_companion.answers("no port")
+  assert not watchdog_companion.answers("[::1]:x")
+
+
+def test_the_launcher_identity_is_what_the_lifeline_checks():
+  assert not watchdog_companion._launcher_is_gone(watchdog.launcher_identity())  # pylint: disable=protected-access
+  pid = os.getpid()
+  assert watchdog_companion._launcher_is_gone(f"{pid}:0")  # pylint: disable=protected-access
+  # Above the kernel's largest pid_max: no such process.
+  assert watchdog.launcher_identity(2 ** 22 + 1) == f"{2 ** 22 + 1}:None"
+
+
+def _companion_under_a_shell(*args):
+  """The companion run as `watchdog.start` runs it, whose parent is a shell that exits 3
+  after it, unless the companion kills it first."""
+  return subprocess.Popen(
+      ["sh", "-c", '"$@"; exit 3', "sh", sys.executable, "-S", watchdog_companion.__file__,
+       *args], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _killed(task):
+  """What the companion said before it ended `task` (its stdin stays open: the task
+  goes on)."""
+  task.wait(timeout=30)
+  with task.stdin, task.stderr:
+    return task.stderr.read()
+
+
+@pytest.mark.processes
+def test_the_companion_kills_a_task_that_does_not_train_in_time():
+  bound, silent = _closed_port()
+  with bound:
+    task = _companion_under_a_shell("chief:0", "1", "", "", f'[["worker:0", "{silent}"]]')
+    stderr = _killed(task)
+  assert task.returncode == -9, stderr
+  assert stderr.startswith(
+      f"error: chief:0 has waited 1 s in phase 'started' for worker:0 at {silent} (no "
+      f"answer); it did not start training within the startup timeout of 1 s"), stderr
+
+
+@pytest.mark.processes
+def test_the_companion_kills_a_task_whose_launcher_is_gone():
+  pid = os.getpid()
+  task = _companion_under_a_shell("worker:1", "0", f"{pid}:0", "", "[]")
+  stderr = _killed(task)
+  assert task.returncode == -9, stderr
+  assert stderr == f"error: worker:1: its launcher (pid {pid}) is gone; the task ends with it\n"
+
+
+@pytest.mark.processes
+def test_the_companion_beats_and_ends_with_the_task(tmp_path):
+  beat = tmp_path / "heartbeat"
+  task = _companion_under_a_shell("evaluator:0", "0", watchdog.launcher_identity(),
+                                  str(beat), "[]")
+  deadline = time.monotonic() + 10
+  while not beat.exists() and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert beat.exists() and task.poll() is None
+  task.stdin.write("session created\n")
+  task.stdin.flush()
+  _, stderr = task.communicate(timeout=30)  # Closes stdin: the task ended.
+  assert (task.returncode, stderr) == (3, "")
