@@ -29,6 +29,7 @@ def bring_up_loopback():
 
 
 def main():
+  """Says "ready" once loopback is up, then waits for the signal that kills it."""
   bring_up_loopback()
   print("ready", flush=True)
   signal.pause()

@@ -119,6 +119,7 @@ def watch(*, task, timeout, launcher, beat, peers):
 
 
 def main(argv):
+  """Watches with the arguments this module's docstring names; exits with 0."""
   task, timeout, launcher, beat, peers = argv[1:6]
   watch(task=task, timeout=float(timeout), launcher=launcher, beat=beat,
         peers=json.loads(peers))
