@@ -14,6 +14,7 @@ from absl import flags
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import sandbox
@@ -146,11 +147,12 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
           "server (http://host:5000): the program's flags, evaluations, throughput, summary "
           "and exports (pip install 'estimator_dist[tracking]').", flag_values=f),
       preemption_grace_secs=flags.DEFINE_float(
-          "preemption_grace_secs", 25, "SIGTERM or SIGUSR1 to the launcher or a task "
-          "preempts the job: every task stops at one agreed step, the chief saves a "
-          f"checkpoint there, and the launcher exits with code {errors.PREEMPTED_EXIT_CODE}; "
-          "running the same command again resumes from it. The tasks get this long, then (or at a second signal) they "
-          "are stopped at once. 0: those signals stop the job at once, as Ctrl-C does.",
+          "preemption_grace_secs", task_env.DEFAULT_PREEMPTION_GRACE_SECS,
+          "SIGTERM or SIGUSR1 to the launcher or a task preempts the job: every task stops "
+          "at one agreed step, the chief saves a checkpoint there, and the launcher exits "
+          f"with code {errors.PREEMPTED_EXIT_CODE}; running the same command again resumes "
+          "from it. The tasks get this long, then (or at a second signal) they are stopped "
+          "at once. 0: those signals stop the job at once, as Ctrl-C does.",
           lower_bound=0.0, flag_values=f))
 
 

@@ -7,8 +7,8 @@ import time
 import psutil
 import pytest
 
+from estimator_dist.contract import env_vars
 from estimator_dist.jobs import job_dirs
-from estimator_dist.task import env_vars
 from tests import helpers
 from tests import leftovers
 

@@ -4,7 +4,7 @@ import ast
 import os
 import re
 
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(env_vars.__file__)))
 NAMES = {name: value for name, value in vars(env_vars).items() if name.isupper()}

@@ -14,11 +14,11 @@ import uuid
 import psutil
 import pytest
 
+from estimator_dist.contract import env_vars
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import process_tree
 from estimator_dist.task import cluster
-from estimator_dist.task import env_vars
 
 PYTHON = sys.executable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -120,7 +120,7 @@ def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300)
 
 
 def summaries(output):
-  from estimator_dist.task import summary  # pylint: disable=g-import-not-at-top
+  from estimator_dist.contract import summary  # pylint: disable=g-import-not-at-top
   return [fields for fields in map(summary.parse_line, output.splitlines()) if fields]
 
 

@@ -10,9 +10,9 @@ import psutil
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.task import bind_address
 from estimator_dist.task import cluster
-from estimator_dist.task import env_vars
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import spec

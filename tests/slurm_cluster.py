@@ -15,8 +15,8 @@ import time
 import psutil
 import pytest
 
+from estimator_dist.contract import env_vars
 from estimator_dist.jobs import local_cluster
-from estimator_dist.task import env_vars
 from tests import helpers
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "slurmdbd", "mariadbd",

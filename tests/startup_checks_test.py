@@ -7,10 +7,10 @@ import tempfile
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import startup_checks
-from estimator_dist.task import env_vars
 from estimator_dist.task import model_dir_check
 
 

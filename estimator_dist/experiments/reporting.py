@@ -12,8 +12,8 @@ import os
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.contract import stop_files
 from estimator_dist.task import event_files
-from estimator_dist.task import stop_files
 
 
 def check_metric(metric, results):

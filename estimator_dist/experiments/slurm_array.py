@@ -7,9 +7,10 @@
 The study is created before the script is printed, so no two array tasks create it at
 once. Each array task runs `estimator-dist sweep --parallel=1` with the same options:
 it takes trials from the study (a trial whose runner died first) until the sweep has its
-trials, running each as a local job of the launcher on its node. SLURM sends a runner USR1
-`preemption.DEFAULT_GRACE_SECS` before its time limit: its trial saves at one step, and
-the array task requeues itself; the requeued runner resumes the trial from there.
+trials, running each as a local job of the launcher on its node. SLURM sends a runner
+USR1 `task_env.DEFAULT_PREEMPTION_GRACE_SECS` before its time limit: its trial saves at
+one step, and the array task requeues itself; the requeued runner resumes the trial from
+there.
 """
 
 import dataclasses
@@ -17,11 +18,10 @@ import shlex
 import sys
 
 from estimator_dist import errors
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
-from estimator_dist.task import env_vars
-from estimator_dist.task import preemption
 
 _NOT_FORWARDED = ("parallel",)
 
@@ -46,6 +46,7 @@ def sbatch_array(program, *, options, python=sys.executable):
   """The sbatch script of `options.parallel` runners of the sweep."""
   job = spec.JobSpec(strategy=options.strategy, num_workers=options.workers_per_trial,
                      command=tuple(program))
+  grace = task_env.DEFAULT_PREEMPTION_GRACE_SECS
   runner = [python, "-m", "estimator_dist.cli", "sweep", *options_as_flags(options),
             "--parallel=1", "--", *program]
   lines = ["#!/bin/bash",
@@ -54,7 +55,7 @@ def sbatch_array(program, *, options, python=sys.executable):
            "#SBATCH --ntasks=1",
            f"#SBATCH --cpus-per-task={job.num_tasks}",
            f"#SBATCH --output={options.sweep_dir}/slurm-%A_%a.out",
-           f"#SBATCH --signal=B:USR1@{preemption.DEFAULT_GRACE_SECS}",
+           f"#SBATCH --signal=B:USR1@{task_env.whole_seconds(grace)}",
            "#SBATCH --requeue",
            "set -euo pipefail",
            *signal_forwarding.trap("USR1"),
@@ -65,7 +66,7 @@ def sbatch_array(program, *, options, python=sys.executable):
               "# give --storage=postgresql://... (or journal:/shared/path) for those."]
              if not options.storage else []),
            "# USR1 (before the time limit): the trial saves, and the array task requeues.",
-           f"export {env_vars.PREEMPTION_GRACE_SECS}={preemption.DEFAULT_GRACE_SECS}",
+           *task_env.shell_exports(task_env.task_environment(preemption_grace_secs=grace)),
            *signal_forwarding.lines(shlex.join(runner), forward='kill -USR1 "$step_pid"'),
            f'if [ "$code" -eq {errors.PREEMPTED_EXIT_CODE} ]; then {slurm.REQUEUE}; fi',
            'exit "$code"']

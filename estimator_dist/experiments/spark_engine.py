@@ -19,11 +19,11 @@ import subprocess
 import sys
 import threading
 
+from estimator_dist.contract import task_env
 from estimator_dist.experiments import runner
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import spark
 from estimator_dist.jobs import spec
-from estimator_dist.task import env_vars
 
 
 def run_program(command, log_path):
@@ -86,8 +86,7 @@ class SparkSlot:
     log.write(f"{' '.join(job.program)}\n".encode())
     log.flush()
     options = spark.SparkOptions(spark_context=self._sc, env={
-        name: env[name] for name in (env_vars.WATCH_STOP_REQUESTS, env_vars.MLFLOW_TRACKING_URI,
-                                     env_vars.MLFLOW_RUN_ID) if name in env})
+        name: env[name] for name in task_env.TRIAL if name in env})
     run = functools.partial(run_program, list(job.program), log.name)
     return _Stage(self._sc, f"estimator_dist {os.path.basename(model_dir)}",
                   lambda: spark.run_job(job, run, options=options))

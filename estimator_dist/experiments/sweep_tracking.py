@@ -16,7 +16,7 @@ that are not tracked (`task.tracking`).
 import collections
 import os
 
-from estimator_dist.task import env_vars
+from estimator_dist.contract import task_env
 from estimator_dist.task import tracking
 
 _RUN_ID = "mlflow_run_id"  # A study's and a trial's user attribute.
@@ -59,7 +59,8 @@ class SweepRun:
       return {}
     self._trials[trial.number] = child
     trial.set_user_attr(_RUN_ID, child.run_id)
-    return {env_vars.MLFLOW_TRACKING_URI: self._uri, env_vars.MLFLOW_RUN_ID: child.run_id}
+    return task_env.task_environment(mlflow_tracking_uri=self._uri,
+                                     mlflow_run_id=child.run_id)
 
   def trial_ended(self, trial, state):
     """Tags the trial's run with how it ended; a failed job's run ends FAILED."""

@@ -16,12 +16,12 @@ import time
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.contract import stop_files
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import failure_cause
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.jobs import process_tree
-from estimator_dist.task import env_vars
-from estimator_dist.task import stop_files
 
 LOG_NAME = "launch.log"
 
@@ -91,7 +91,8 @@ class TrialJob:
       self.process = slot.start([*program, *space_lib.as_flags(trial.params),
                                  *queued.get("program_flags", ())],
                                 model_dir=self.model_dir, log=log,
-                                env={**os.environ, env_vars.WATCH_STOP_REQUESTS: "1",
+                                env={**os.environ,
+                                     **task_env.task_environment(watch_stop_requests=True),
                                      **(env or {})})
     self._last_beat, self._asked_to_save = 0.0, False
 

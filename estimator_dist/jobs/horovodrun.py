@@ -14,8 +14,8 @@ import sys
 from typing import Optional, Tuple
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.task import bind_address
-from estimator_dist.task import env_vars
 
 CONTROLLERS = ("auto", "mpi", "gloo")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")

@@ -27,10 +27,9 @@ from absl import flags
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
-from estimator_dist.task import env_vars
-from estimator_dist.task import preemption
 
 API_VERSION = "kubeflow.org/v1"
 TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.
@@ -67,7 +66,7 @@ class KubernetesOptions:
   volume_claim: Optional[str] = None
   port: int = 2222
   network_policy: bool = True
-  preemption_grace_secs: int = preemption.DEFAULT_GRACE_SECS
+  preemption_grace_secs: float = task_env.DEFAULT_PREEMPTION_GRACE_SECS
 
   def __post_init__(self):
     if not self.image:
@@ -78,7 +77,7 @@ class KubernetesOptions:
           f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
           f"starting with a letter, at most 63 characters.")
     errors.check_choice("restart_policy", self.restart_policy, RESTART_POLICIES)
-    errors.check_non_negative("preemption_grace_secs", self.preemption_grace_secs)
+    errors.check_non_negative_number("preemption_grace_secs", self.preemption_grace_secs)
     if self.volume_claim:
       claim, _, path = self.volume_claim.partition(":")
       if not claim or not path.startswith("/"):
@@ -143,16 +142,17 @@ def define_flags(flag_values=flags.FLAGS) -> KubernetesFlags:
       network_policy=flags.DEFINE_bool(
           "network_policy", True, "Also print a NetworkPolicy that lets only the job's own "
           "pods reach its pods: their servers have no authentication.", flag_values=f),
-      preemption_grace_secs=flags.DEFINE_integer(
-          "preemption_grace_secs", preemption.DEFAULT_GRACE_SECS, "An evicted pod's tasks "
-          "get this long to stop at one agreed step and save a checkpoint there (the pods' "
-          f"terminationGracePeriodSeconds is {TERMINATION_MARGIN_SECS}s longer); 0: "
-          "SIGTERM ends them at once.", lower_bound=0, flag_values=f))
+      preemption_grace_secs=flags.DEFINE_float(
+          "preemption_grace_secs", task_env.DEFAULT_PREEMPTION_GRACE_SECS,
+          "An evicted pod's tasks get this long to stop at one agreed step and save a "
+          "checkpoint there (the pods' terminationGracePeriodSeconds is "
+          f"{TERMINATION_MARGIN_SECS}s longer); 0: SIGTERM ends them at once.",
+          lower_bound=0.0, flag_values=f))
 
 
-def _container(name, image, command, resources, mounts, grace_secs, port=None):
+def _container(name, image, command, resources, mounts, env, port=None):
   container = {"name": name, "image": image, "command": list(command),
-               "env": [{"name": env_vars.PREEMPTION_GRACE_SECS, "value": str(grace_secs)}]}
+               "env": task_env.kubernetes_env(env)}
   if port:
     container["ports"] = [{"name": TF_PORT_NAME, "containerPort": port}]
   if resources:
@@ -163,7 +163,8 @@ def _container(name, image, command, resources, mounts, grace_secs, port=None):
 
 
 def _replica(replicas, restart_policy, container, volumes, grace_secs):
-  spec = {"terminationGracePeriodSeconds": grace_secs + TERMINATION_MARGIN_SECS,
+  spec = {"terminationGracePeriodSeconds": (task_env.whole_seconds(grace_secs) +
+                                            TERMINATION_MARGIN_SECS),
           "containers": [container]}
   if volumes:
     spec["volumes"] = volumes
@@ -186,22 +187,23 @@ def manifest(job, *, options):
   metadata = {"name": options.name,
               **({"namespace": options.namespace} if options.namespace else {})}
   grace = options.preemption_grace_secs
+  env = task_env.task_environment(job=job, preemption_grace_secs=grace)  # Every pod's.
   run_policy = {"cleanPodPolicy": "Running", "backoffLimit": options.backoff_limit}
 
   if job.traits.ranks_from_horovodrun:  # Ranks that mpirun starts in the worker pods.
     mpirun = ["mpirun", "--allow-run-as-root", "-np", str(num_workers), "--hostfile",
               MPI_HOSTFILE, "-bind-to", "none", "-map-by", "slot", "-x", "PATH",
-              "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH", "-x",
-              env_vars.PREEMPTION_GRACE_SECS, *program]
+              "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH",
+              *[part for name in env for part in ("-x", name)], *program]
     if grace:  # The pod's SIGTERM reaches the ranks as USR1, through mpirun.
       step = shlex.join(mpirun[:-len(program)]) + (
           f" {signal_forwarding.IGNORING_USR1} {shlex.join(program)}")
       mpirun = ["bash", "-c", "\n".join([
           *signal_forwarding.trap("TERM"),
           *signal_forwarding.lines(step, forward='kill -USR1 "$step_pid"'), 'exit "$code"'])]
-    launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts, grace)
+    launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts, env)
     worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources,
-                        mounts, grace)
+                        mounts, env)
     return {"apiVersion": API_VERSION, "kind": "MPIJob", "metadata": metadata, "spec": {
         "slotsPerWorker": 1, "runPolicy": run_policy, "mpiReplicaSpecs": {
             "Launcher": _replica(1, restart_policy, launcher, volumes, grace),
@@ -215,12 +217,9 @@ def manifest(job, *, options):
     if replicas:
       trains = role in ("Chief", "Worker")
       container = _container(TF_CONTAINER, image, program,
-                             training_resources if trains else resources, mounts, grace,
+                             training_resources if trains else resources, mounts, env,
                              options.port)
       specs[role] = _replica(replicas, restart_policy, container, volumes, grace)
-  if job.traits.replicas_are_devices:
-    specs["Chief"]["template"]["spec"]["containers"][0]["env"].append(
-        {"name": env_vars.NUM_DEVICES, "value": str(num_workers)})
   # The operator's default (Running) removes the evaluator as the chief ends, before its
   # final evaluation (kubeflow/trainer#1658); every task here ends by itself.
   return {"apiVersion": API_VERSION, "kind": "TFJob", "metadata": metadata, "spec": {

@@ -25,6 +25,9 @@ import time
 from typing import Optional
 
 from estimator_dist import errors
+from estimator_dist.contract import stop_files
+from estimator_dist.contract import summary
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import curves
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
@@ -38,9 +41,6 @@ from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
 from estimator_dist.task import bind_address
 from estimator_dist.task import model_dir_lock
-from estimator_dist.task import preemption
-from estimator_dist.task import stop_files
-from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
 
@@ -89,7 +89,7 @@ class LaunchOptions:
   curves: bool = True
   mlflow_tracking_uri: Optional[str] = None
   horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
-  preemption_grace_secs: float = preemption.DEFAULT_GRACE_SECS
+  preemption_grace_secs: float = task_env.DEFAULT_PREEMPTION_GRACE_SECS
 
   def __post_init__(self):
     errors.check_choice("isolation", self.isolation, sandbox_lib.ISOLATIONS)

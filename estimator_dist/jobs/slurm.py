@@ -20,12 +20,11 @@ from absl import flags
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
-from estimator_dist.task import env_vars
-from estimator_dist.task import preemption
-from estimator_dist.task import slurm_env
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -37,12 +36,12 @@ class SlurmOptions:
   time: Optional[str] = None
   partition: Optional[str] = None
   job_name: str = "estimator-dist"
-  port_base: int = slurm_env.DEFAULT_PORT_BASE
+  port_base: int = task_env.DEFAULT_PORT_BASE
   srun_mpi: str = "pmix"
   overcommit: bool = False
   progress_secs: float = 30.0  # The batch step's progress lines (progress_watch); 0: none.
   # USR1 this long before the time limit: the tasks save and the job requeues (0: none).
-  preemption_grace_secs: int = preemption.DEFAULT_GRACE_SECS
+  preemption_grace_secs: float = task_env.DEFAULT_PREEMPTION_GRACE_SECS
   requeue: bool = True  # After a save on preemption, the job requeues itself.
 
 
@@ -86,7 +85,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
               ("partition", options.partition), ("open-mode", "append")]
   grace = options.preemption_grace_secs
   if grace:
-    settings.append(("signal", f"B:USR1@{grace}"))
+    settings.append(("signal", f"B:USR1@{task_env.whole_seconds(grace)}"))
   lines = ["#!/bin/bash"] + [f"#SBATCH --{k}={v}" for k, v in settings if v is not None]
   if grace and options.requeue:
     lines.append("#SBATCH --requeue")
@@ -102,21 +101,21 @@ def sbatch_script(job, *, options=SlurmOptions()):
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"
   lines += _progress_lines(job, options)
+  # The tasks' variables; the grace only with a grace, beside the step (_preemptible).
+  env = task_env.task_environment(job=job, port_base=options.port_base)
   if traits.ranks_from_horovodrun:
-    lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support."]
+    lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
+              *task_env.shell_exports(env)]
     step = f"srun --kill-on-bad-exit=1 --mpi={options.srun_mpi} {program}"
   elif traits.one_process:
     lines += [f"# One process; {strategy} uses this node's devices.",
-              *([f"export {env_vars.NUM_DEVICES}={job.num_workers}"]
-                if traits.replicas_are_devices else [])]
+              *task_env.shell_exports(env)]
     step = f"srun --ntasks=1 {program}"
   else:
     lines += ["# Each task derives its TF_CONFIG from SLURM_PROCID, SLURM_STEP_NODELIST and",
               "# SLURM_STEP_TASKS_PER_NODE: chief, evaluator, ps, then workers, hosts sorted,",
               f"# ports {options.port_base} and up on each node.",
-              f"export {env_vars.NUM_PS}={job.num_ps}",
-              f"export {env_vars.EVALUATOR}={int(job.evaluator)}",
-              f"export {env_vars.PORT_BASE}={options.port_base}"]
+              *task_env.shell_exports(env)]
     step = f"srun --kill-on-bad-exit=1 {program}"
   lines += _preemptible(step, options) if grace else [step]
   return "\n".join(lines) + "\n"
@@ -136,7 +135,8 @@ def _preemptible(step, options):
   return [
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",
-      f"export {env_vars.PREEMPTION_GRACE_SECS}={options.preemption_grace_secs}",
+      *task_env.shell_exports(task_env.task_environment(
+          preemption_grace_secs=options.preemption_grace_secs)),
       *signal_forwarding.lines(step, forward=forward),
       f'if [ "$code" -eq {code} ]; then',
       f'  echo "[slurm] job $SLURM_JOB_ID was preempted and saved its work (exit code {code})"',
@@ -211,7 +211,7 @@ def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
       partition=flags.DEFINE_string("partition", None, "#SBATCH --partition.", flag_values=f),
       job_name=flags.DEFINE_string("job_name", "estimator-dist", "#SBATCH --job-name.",
                                    flag_values=f),
-      port_base=flags.DEFINE_integer("port_base", slurm_env.DEFAULT_PORT_BASE,
+      port_base=flags.DEFINE_integer("port_base", task_env.DEFAULT_PORT_BASE,
                                      "First TensorFlow server port per node.", lower_bound=1,
                                      upper_bound=65000, flag_values=f),
       srun_mpi=flags.DEFINE_string("srun_mpi", "pmix", "horovod: srun --mpi plugin that "
@@ -224,11 +224,11 @@ def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
           "progress_secs", 30, "The job's progress lines in its output this often (the "
           "program's --model_dir holds the tasks' heartbeats); 0: none.", lower_bound=0.0,
           flag_values=f),
-      preemption_grace_secs=flags.DEFINE_integer(
-          "preemption_grace_secs", preemption.DEFAULT_GRACE_SECS, "#SBATCH "
+      preemption_grace_secs=flags.DEFINE_float(
+          "preemption_grace_secs", task_env.DEFAULT_PREEMPTION_GRACE_SECS, "#SBATCH "
           "--signal=B:USR1@N: this long before the time limit, every task stops at one "
           "agreed step and the chief saves a checkpoint there; 0: no signal.",
-          lower_bound=0, flag_values=f),
+          lower_bound=0.0, flag_values=f),
       requeue=flags.DEFINE_bool(
           "requeue", True, "#SBATCH --requeue: after that save, the job requeues itself and "
           "resumes from the checkpoint.", flag_values=f))

@@ -31,13 +31,13 @@ import types
 from typing import Any, Mapping, Optional
 
 from estimator_dist import errors
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import progress_watch
 from estimator_dist.jobs import spec
 from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import env_vars
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
 FUNCTION_COMMAND = ("<train_fn>",)
@@ -123,34 +123,42 @@ def run_job(job, train_fn, *, options=SparkOptions()):
         f"{int(job.evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
         f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
         f"or more executors or cores).")
-  with _progress_lines(options, sc.applicationId) as beats_env:
+  with _progress_lines(options, sc.applicationId) as beats:
+    env = task_environment(job, options, heartbeats=beats)
     if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
-      return _run_horovod(train_fn, job, options, beats_env)
-    return _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, {**options.env,
-                                                                         **beats_env})
+      return _run_horovod(train_fn, job, options, env)
+    return _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
+
+
+def task_environment(job, options, *, heartbeats=None):
+  """The variables every task of `job` gets on top of its executor's: the job's
+  (`task_env.task_environment`; the preemption grace at its default, which
+  `options.env` may change like any other), `options.env`, and `heartbeats`: the
+  directory the training tasks beat in, if the driver watches it."""
+  job_wide = task_env.task_environment(
+      job=job, preemption_grace_secs=task_env.DEFAULT_PREEMPTION_GRACE_SECS)
+  return {**job_wide, **options.env, **task_env.task_environment(heartbeat_dir=heartbeats)}
 
 
 def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
   """The tf.distribute strategies: one barrier stage, a task per partition."""
   num_ps, num_tasks = job.num_ps, job.num_tasks
   payload = cloudpickle.dumps(train_fn)
-  if job.traits.replicas_are_devices:
-    extra.setdefault(env_vars.NUM_DEVICES, str(job.num_workers))
 
   def task(_):
     context = pyspark.BarrierTaskContext.get()
     partition = context.partitionId()
     host = context.getTaskInfos()[partition].address.rpartition(":")[0] or "127.0.0.1"
     addresses = context.allGather(f"{host}:{local_cluster.free_ports(1, host=host)[0]}")
-    task_env = dict(extra)
+    env = dict(extra)
     if num_tasks > 1:
       cluster, roles = cluster_lib.assign_roles(addresses, num_ps, job.evaluator,
                                                 source="Spark")
       role, index = roles[partition]
-      task_env["TF_CONFIG"] = cluster_lib.tf_config(cluster, role, index)
+      env["TF_CONFIG"] = cluster_lib.tf_config(cluster, role, index)
     else:
       role, index = "chief", 0
-    yield partition, _run_in_new_process(payload, f"{role}:{index}", task_env)
+    yield partition, _run_in_new_process(payload, f"{role}:{index}", env)
 
   from py4j.protocol import Py4JJavaError  # pylint: disable=g-import-not-at-top
   try:
@@ -163,11 +171,11 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
 
 @contextlib.contextmanager
 def _progress_lines(options, application_id):
-  """The tasks' environment for heartbeats in the model_dir, while a thread of the driver
-  prints progress lines from them; {} when there is no model_dir the driver can write."""
+  """The directory in the model_dir where the tasks beat, while a thread of the driver
+  prints progress lines from them; None when there is no model_dir the driver can write."""
   model_dir = options.model_dir
   if not options.progress_secs or not model_dir or "://" in model_dir:
-    yield {}
+    yield None
     return
   beats = os.path.join(os.path.abspath(model_dir), "estimator_dist",
                        f"heartbeats-spark-{application_id}-{os.getpid()}")
@@ -175,7 +183,7 @@ def _progress_lines(options, application_id):
     os.makedirs(beats)
   except OSError as e:
     logging.warning("estimator_dist.jobs.spark: no progress lines: %s", e)
-    yield {}
+    yield None
     return
   stop = threading.Event()
   watcher = threading.Thread(target=progress_watch.watch, name="estimator_dist progress",
@@ -184,7 +192,7 @@ def _progress_lines(options, application_id):
                                                       stop=stop))
   watcher.start()
   try:
-    yield {env_vars.HEARTBEAT_DIR: beats}
+    yield beats
   finally:
     stop.set()
     watcher.join()
@@ -257,11 +265,11 @@ def call_pickled(call_path, result_path):
     cloudpickle.dump(value, f)
 
 
-def _run_horovod(train_fn, job, options, beats_env):
+def _run_horovod(train_fn, job, options, variables):
   """Horovod's own Spark runner: one rank per Spark task, all-reduce over Gloo or MPI."""
   import horovod.spark  # pylint: disable=g-import-not-at-top
   controller, interface = options.horovod_controller, options.network_interface
-  env = {**os.environ, **options.env, **beats_env}
+  env = {**os.environ, **variables}
   if interface:
     env = horovodrun.across_hosts_env(env, interface)
   return horovod.spark.run(train_fn, num_proc=job.num_workers, env=env,

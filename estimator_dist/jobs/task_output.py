@@ -2,7 +2,7 @@
 
 Nothing a program prints stops the copying: a task whose output is no longer read blocks
 on its next write once the pipe is full, and the job with it. The summary is the chief's
-record in the file the launcher named (task/summary.py), read once the task ended; a
+record in the file the launcher named (contract/summary.py), read once the task ended; a
 task without one (its ranks may run on other hosts) gives the summary lines it printed.
 """
 
@@ -12,7 +12,7 @@ import os
 import re
 import threading
 
-from estimator_dist.task import summary
+from estimator_dist.contract import summary
 
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")

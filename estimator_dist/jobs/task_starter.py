@@ -6,6 +6,8 @@ import dataclasses
 import os
 from typing import Optional
 
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import local_cluster
@@ -14,7 +16,6 @@ from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.jobs import spec
 from estimator_dist.task import bind_address
 from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import env_vars
 from estimator_dist.task import watchdog
 
 
@@ -26,6 +27,16 @@ def _horovodrun_env():
   return env
 
 
+def job_environment(job, options, *, heartbeats=None):
+  """The variables every task of a local job gets (`task_env.task_environment`): the
+  job's, and the launcher's `options` (LaunchOptions): grace, watchdog, model_dir lock;
+  `heartbeats`: the directory the training tasks beat in, if the launcher watches it."""
+  return task_env.task_environment(
+      job=job, preemption_grace_secs=options.preemption_grace_secs,
+      startup_timeout_secs=options.startup_timeout_secs, model_dir_lock=options.model_dir,
+      heartbeat_dir=heartbeats or None)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Starter:
   """Starts every task of a job: inside its sandbox, with a local job's environment.
@@ -35,7 +46,7 @@ class Starter:
   group: the job's TaskGroup; sandbox: its private namespaces, or None.
   local: every task on this machine; private_env: where the tasks' temporary files go.
   summary_dir: the job's directory for the summary records (one file per task, which
-    the launcher reads once the task ended: task/summary.py); None where the tasks may
+    the launcher reads once the task ended: contract/summary.py); None where the tasks may
     run on other hosts, whose summary is the chief's printed line.
   """
   job: spec.JobSpec
@@ -49,11 +60,7 @@ class Starter:
 
   def _start(self, name, command, env):
     env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
-           env_vars.STARTUP_TIMEOUT_SECS: str(self.options.startup_timeout_secs),
-           env_vars.MODEL_DIR_LOCK: self.options.model_dir,
-           env_vars.PREEMPTION_GRACE_SECS: f"{self.options.preemption_grace_secs:g}"}
-    if self.group.heartbeats:
-      env = {**env, env_vars.HEARTBEAT_DIR: self.group.heartbeats}
+           **job_environment(self.job, self.options, heartbeats=self.group.heartbeats)}
     summary_file = self.summary_dir and os.path.join(self.summary_dir, f"{name}.json")
     if summary_file:
       env = {**env, env_vars.SUMMARY_FILE: summary_file}
@@ -85,8 +92,7 @@ class Starter:
       self._start("horovodrun", ranks, env)
       return {"horovodrun"}
     if job.traits.one_process:
-      devices = str(job.num_workers) if job.traits.replicas_are_devices else None
-      self._start("chief:0", command, processes.child_env(**{env_vars.NUM_DEVICES: devices}))
+      self._start("chief:0", command, processes.child_env())
       return {"chief:0"}
     cluster = local_cluster.local_cluster(job, host=self.options.host)
     self.group.log("cluster: " + ", ".join(

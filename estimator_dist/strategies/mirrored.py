@@ -7,8 +7,8 @@ from typing import Optional
 import tensorflow as tf
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.strategies import base
-from estimator_dist.task import env_vars
 
 
 def _cpu_devices(count):

@@ -19,7 +19,7 @@ import tempfile
 
 from absl import logging
 
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native",
                        "bind_address.c")

@@ -26,9 +26,9 @@ from absl import logging
 from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
 from estimator_dist import errors
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import stop_files
 from estimator_dist.task import preemption
-from estimator_dist.task import stop_files
 
 MODES = ("min", "max")
 # What a task feeds into the agreement; the adapters sum (or take the largest of) them.

@@ -1,57 +1,7 @@
-"""The environment variables a job's engine and its tasks agree on, each named once.
+"""The names of the variables engines and tasks agree on, under their old module name.
 
-An engine (the launcher, SLURM's sbatch script, Kubernetes, Spark, a sweep) sets them
-when it starts a task; the task's own modules read them. Only names live here, so every
-layer can import it without TensorFlow. The strings are the contract: a job started by
-an older launcher, a user's shell or the preload library (`native/bind_address.c`
-reads BIND_ADDRESS and BIND_INTERFACE) uses them as they are.
+They live in `estimator_dist.contract.env_vars`; this module stays for the imports that
+still name it here (the watchdog's).
 """
 
-# Set by the launcher for local tasks and by a task that starts itself again bound to its
-# own address (own_address); read by the preload library and own_address ("decided").
-BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
-# Set by the launcher for a Horovod job across hosts (its --network_interface); read by
-# the preload library (that interface's address, on each host) and rank_address.
-BIND_INTERFACE = "ESTIMATOR_DIST_BIND_INTERFACE"
-# Set by the user or a test (default ~/.cache/estimator_dist); read by bind_address, which
-# builds the preload library there (`make setup` does, once).
-CACHE = "ESTIMATOR_DIST_CACHE"
-# Set by the user or the test suite (for its own process); read by own_address: this
-# process must not start itself again (execve), so its servers keep TensorFlow's binds.
-NO_RESTART = "ESTIMATOR_DIST_NO_RESTART"
-
-# Set by the launcher, Spark, SLURM and Kubernetes engines for `mirrored`; read by the
-# mirrored strategy: how many replicas a CPU-only machine splits into.
-NUM_DEVICES = "ESTIMATOR_DIST_NUM_DEVICES"
-# Set by the sbatch script of `estimator-dist slurm` (or the user); read by slurm_env to
-# derive the step's cluster: ps tasks, an evaluator (1) or not, the first port per host.
-NUM_PS = "ESTIMATOR_DIST_NUM_PS"
-EVALUATOR = "ESTIMATOR_DIST_EVALUATOR"
-PORT_BASE = "ESTIMATOR_DIST_PORT_BASE"
-
-# Set by the launcher, SLURM and Kubernetes engines from --preemption_grace_secs (or the
-# user); read by preemption: 0 keeps SIGTERM's default (it ends the task at once).
-PREEMPTION_GRACE_SECS = "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS"
-# Set by the launcher for every task ("pid:start time" of the launcher); read by the
-# watchdog, which ends the task when that launcher is gone.
-LAUNCHER = "ESTIMATOR_DIST_LAUNCHER"
-# Set by the launcher from --startup_timeout_secs (or the user); read by the watchdog.
-STARTUP_TIMEOUT_SECS = "ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS"
-# Set by the launcher when it watches for hangs; read by heartbeat: the directory where
-# each training task touches its file.
-HEARTBEAT_DIR = "ESTIMATOR_DIST_HEARTBEAT_DIR"
-# Set by the launcher for a local job's tasks (a file in the job's private directory, one
-# per task); read by summary: the chief writes its summary record there, for the launcher.
-SUMMARY_FILE = "ESTIMATOR_DIST_SUMMARY_FILE"
-# Set by the launcher (the model_dir whose lock it holds for the whole job); read by
-# model_dir_lock, so the chief does not take that lock itself.
-MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"
-# Set by a sweep's engines (experiments: trial_job, spark_engine) for a trial; read by
-# early_stopping: the chief watches the model_dir for the sweep's stop request.
-WATCH_STOP_REQUESTS = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
-# Set by the launcher's and the sweep's --mlflow_tracking_uri (or the user, for SLURM,
-# Kubernetes, Spark); read by the chief (training.job_tracking): the MLflow server.
-MLFLOW_TRACKING_URI = "ESTIMATOR_DIST_MLFLOW_TRACKING_URI"
-# Set by a sweep for a trial's job; read by its chief: the MLflow run to write into (the
-# trial's run, nested in the sweep's).
-MLFLOW_RUN_ID = "ESTIMATOR_DIST_MLFLOW_RUN_ID"
+from estimator_dist.contract.env_vars import *  # noqa: F403  # pylint: disable=wildcard-import

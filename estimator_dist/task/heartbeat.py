@@ -17,7 +17,7 @@ import os
 import time
 from typing import Optional
 
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 
 _ENDED = ".ended"
 

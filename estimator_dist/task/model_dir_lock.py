@@ -13,7 +13,7 @@ import socket
 import time
 
 from estimator_dist import errors
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 from estimator_dist.task import model_dir_check
 from estimator_dist.task import watchdog
 

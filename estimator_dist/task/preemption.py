@@ -24,10 +24,10 @@ import threading
 import time
 
 from estimator_dist import errors
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import task_env
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-DEFAULT_GRACE_SECS = 25
 _PAST_THE_GRACE_SECS = 5  # Then a task that has not ended ends itself.
 _requested = None  # The name of the first signal, once one came.
 _requested_at = None  # time.monotonic() then.
@@ -55,8 +55,10 @@ def ignore():
 
 
 def grace_secs():
-  """The grace the engine gives (env_vars.PREEMPTION_GRACE_SECS, default 25 s); 0: none."""
-  value = os.environ.get(env_vars.PREEMPTION_GRACE_SECS, str(DEFAULT_GRACE_SECS))
+  """The grace the engine gives (env_vars.PREEMPTION_GRACE_SECS, default
+  task_env.DEFAULT_PREEMPTION_GRACE_SECS); 0: none."""
+  value = os.environ.get(env_vars.PREEMPTION_GRACE_SECS,
+                         task_env.seconds(task_env.DEFAULT_PREEMPTION_GRACE_SECS))
   try:
     return max(float(value), 0.0)
   except ValueError:

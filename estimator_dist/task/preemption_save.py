@@ -16,9 +16,9 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist.contract import stop_files
 from estimator_dist.task import early_stopping
 from estimator_dist.task import preemption
-from estimator_dist.task import stop_files
 
 SAVED = stop_files.SAVED_ON_PREEMPTION
 _EXIT_MOMENT_SECS = 1.0  # Between a task's acknowledgement and its exit.

@@ -19,8 +19,8 @@ import struct
 from absl import logging
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.task import bind_address
-from estimator_dist.task import env_vars
 from estimator_dist.task import own_address
 from estimator_dist.task import slurm_env
 

@@ -10,10 +10,10 @@ such a step is `estimator_dist.jobs.slurm`'s.
 
 import re
 
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import task_env
 from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import env_vars
 
-DEFAULT_PORT_BASE = 8888  # SlurmClusterResolver's
 _RANGE = re.compile(r"\[([^\]]*)\]")
 
 
@@ -109,7 +109,7 @@ def task_from_environment(env):
   if not 0 <= rank < num_tasks:
     raise cluster_lib.ClusterConfigError(
         f"SLURM_PROCID is {rank}: the step has {num_tasks} tasks, so it must be 0..{num_tasks - 1}.")
-  port_base = _integer(env, env_vars.PORT_BASE, DEFAULT_PORT_BASE)
+  port_base = _integer(env, env_vars.PORT_BASE, task_env.DEFAULT_PORT_BASE)
   addresses = [f"{host}:{port_base + offset}"
                for host, count in sorted(zip(hosts, counts)) for offset in range(count)]
   cluster, roles = cluster_lib.assign_roles(

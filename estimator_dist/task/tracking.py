@@ -31,7 +31,7 @@ import time
 from typing import Callable, Optional
 
 from estimator_dist import extras
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 
 REQUEST_TIMEOUT_SECS = 5
 CALL_DEADLINE_SECS = 15

@@ -17,7 +17,7 @@ import tensorflow as tf
 from absl import flags
 from absl import logging
 
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 from estimator_dist.task import tracking
 
 

@@ -9,6 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
+from estimator_dist.contract import summary
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.task import best_checkpoint_keeper
@@ -26,7 +27,6 @@ from estimator_dist.training import profiling
 from estimator_dist.task import own_port
 from estimator_dist.task import preemption
 from estimator_dist.task import preemption_save
-from estimator_dist.task import summary
 from estimator_dist.task import watchdog
 
 

@@ -12,7 +12,7 @@ import os
 from absl import flags
 
 import estimator_dist as ed
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 from tests.programs import plain_model
 
 flags.DEFINE_integer("flood_lines", 2000, "Lines of 100 characters to print first.")

@@ -11,7 +11,7 @@ JSON object (`write_record`) and the launcher reads it once the task ended
 import json
 import os
 
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 
 PREFIX = "estimator_dist summary:"
 

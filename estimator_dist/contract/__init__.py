@@ -1,0 +1,12 @@
+"""What an engine tells a task and what a task tells back, in the base layer every other
+layer may read.
+
+`env_vars` names the environment variables an engine (the launcher, SLURM, Kubernetes,
+Spark, a sweep) and its tasks agree on; `task_env` gives their values for a job
+(`task_environment`) and renders them (shell `export` lines, a Kubernetes `env:` list),
+so every engine gives a task the same variables. `stop_files` names the files in a
+model_dir by which a sweep, the chief and the launcher agree on a stop, and `summary` is
+the chief's summary (its line, and its record for the launcher). The exit codes are in
+`estimator_dist.errors`. Imports no TensorFlow and nothing above the base layer
+(tests/imports_test.py).
+"""

@@ -1,0 +1,101 @@
+"""The values of the variables an engine gives a task: one function builds them, engines
+render them.
+
+  env = task_env.task_environment(job=job, preemption_grace_secs=options.preemption_grace_secs)
+  subprocess.Popen(command, env={**os.environ, **env})   # the launcher, Spark
+  script += task_env.shell_exports(env)                  # an sbatch script
+  container["env"] = task_env.kubernetes_env(env)        # a pod's container
+
+Every engine that starts the same job gives its tasks the same job-wide values
+(JOB_WIDE: the replicas of a one-process job, the preemption grace, each formatted one
+way), so a task behaves the same whoever started it. The other variables belong to an
+engine's own way of running a job (the launcher's lock and watchdog, SLURM's cluster
+variables, heartbeats where the engine watches them, a sweep's trial), and this function
+gives them too, from the values that engine passes. Values that differ per task (the
+launcher's identity, where a task writes its summary record, a bind address) are set
+where each task is started, under the names of `env_vars`.
+
+Imports nothing of TensorFlow and no layer above the base: the launcher's programs, the
+engines' commands and the tasks all read it.
+"""
+
+import math
+import shlex
+from typing import Optional
+
+from estimator_dist.contract import env_vars
+
+# How long a task asked to stop gets to save (seconds, a float): the launcher's, SLURM's
+# and Kubernetes' --preemption_grace_secs default, and a task's when its engine sets none.
+DEFAULT_PREEMPTION_GRACE_SECS = 25.0
+
+# The first port on each host of a job whose tasks derive their cluster from PORT_BASE
+# (SLURM's): `estimator-dist slurm --port_base`, and a task's when it is unset
+# (SlurmClusterResolver's).
+DEFAULT_PORT_BASE = 8888
+# The variables every engine gives every task of a job, with the same values.
+JOB_WIDE = (env_vars.NUM_DEVICES, env_vars.PREEMPTION_GRACE_SECS)
+# What a sweep passes from a trial's environment to the trial's job (its engine: the
+# launcher, or Spark's tasks): watch for the sweep's stop request, record into its run.
+TRIAL = (env_vars.WATCH_STOP_REQUESTS, env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
+
+
+def seconds(value) -> str:
+  """A number of seconds as every variable of the contract writes it: 25, 2.5, 0."""
+  return f"{float(value):g}"
+
+
+def whole_seconds(value) -> int:
+  """Seconds for an engine that counts whole ones (SLURM's --signal, Kubernetes'
+  terminationGracePeriodSeconds), rounded up so a task never gets less than `value`."""
+  return math.ceil(value)
+
+
+def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
+                     port_base: Optional[int] = None,
+                     startup_timeout_secs: Optional[int] = None,
+                     model_dir_lock: Optional[str] = None,
+                     heartbeat_dir: Optional[str] = None, watch_stop_requests: bool = False,
+                     mlflow_tracking_uri: Optional[str] = None,
+                     mlflow_run_id: Optional[str] = None) -> dict:
+  """The variables (name: value, both strings) an engine gives every task of a job.
+
+  job: the job (a `jobs.spec.JobSpec`: its strategy's traits, num_workers, num_ps,
+    evaluator); a one-process job whose replicas are devices gets NUM_DEVICES.
+  preemption_grace_secs: the grace a task asked to stop gets to save (0: none).
+  port_base: the first port on each host, for tasks that derive their cluster from the
+    engine's variables (SLURM's): a job of several TensorFlow tasks also gets NUM_PS and
+    EVALUATOR.
+  startup_timeout_secs, model_dir_lock: the launcher's watchdog timeout, and the model_dir
+    whose lock it holds for the whole job.
+  heartbeat_dir: where the training tasks beat, for an engine that watches them.
+  watch_stop_requests, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL).
+  A value left None (or False) leaves its variable out: the task's default applies.
+  """
+  env = {}
+  if preemption_grace_secs is not None:
+    env[env_vars.PREEMPTION_GRACE_SECS] = seconds(preemption_grace_secs)
+  if job is not None and job.traits.replicas_are_devices:
+    env[env_vars.NUM_DEVICES] = str(job.num_workers)
+  if port_base is not None and job is not None and not (
+      job.traits.one_process or job.traits.ranks_from_horovodrun):
+    env.update({env_vars.NUM_PS: str(job.num_ps), env_vars.EVALUATOR: str(int(job.evaluator)),
+                env_vars.PORT_BASE: str(port_base)})
+  if startup_timeout_secs is not None:
+    env[env_vars.STARTUP_TIMEOUT_SECS] = str(startup_timeout_secs)
+  named = ((env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.HEARTBEAT_DIR, heartbeat_dir),
+           (env_vars.WATCH_STOP_REQUESTS, "1" if watch_stop_requests else None),
+           (env_vars.MLFLOW_TRACKING_URI, mlflow_tracking_uri),
+           (env_vars.MLFLOW_RUN_ID, mlflow_run_id))
+  env.update({name: value for name, value in named if value is not None})
+  return env
+
+
+def shell_exports(env) -> list:
+  """`env` as the `export NAME=value` lines of a shell script, each value quoted."""
+  return [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+
+
+def kubernetes_env(env) -> list:
+  """`env` as a container's `env:` list of a Kubernetes manifest."""
+  return [{"name": name, "value": value} for name, value in env.items()]
