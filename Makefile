@@ -5,6 +5,10 @@ STRATEGY ?= multi_worker
 WORKERS  ?= 2
 STEPS    ?= 300
 PYTEST_ARGS ?=
+# The suite runs in this many processes (pytest-xdist): its tests mostly wait on the
+# processes they start, so two share this machine's cores; files that share one cluster
+# or pair of hosts keep to one process (xdist_group).
+TEST_PROCESSES ?= 2
 
 BENCH_ARGS ?=
 
@@ -19,7 +23,7 @@ demo: setup
 
 # Every test through pytest, then the Bazel build and its unit test targets.
 test: setup
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
 	$(MAKE) bazel-test
 
 # The tests that start no process: under a minute.

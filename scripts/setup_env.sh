@@ -21,7 +21,7 @@ stack_ok() {
 import importlib.metadata as m
 assert m.version("tensorflow-cpu") == "2.15.1"
 assert m.version("tensorflow-estimator") == "2.15.0"
-import pytest, pytest_timeout, psutil, sklearn, matplotlib, pandas, optuna, mlflow
+import pytest, pytest_timeout, xdist, psutil, sklearn, matplotlib, pandas, optuna, mlflow
 import optuna_dashboard, tensorboard_plugin_profile
 assert m.version("estimator_dist")
 PYEOF

@@ -14,7 +14,8 @@ from estimator_dist.task import cluster as cluster_lib
 from tests import helpers
 from tests import netns_hosts
 
-pytestmark = pytest.mark.processes
+# One pair of hosts for the file: its tests run in one process of the suite (xdist).
+pytestmark = [pytest.mark.processes, pytest.mark.xdist_group("hosts")]
 _LISTEN = "0A"
 
 

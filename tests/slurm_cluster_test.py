@@ -16,7 +16,8 @@ from estimator_dist.jobs import slurm
 from tests import helpers
 from tests import slurm_cluster
 
-pytestmark = pytest.mark.processes
+# One cluster for the file: its tests run in one process of the suite (xdist).
+pytestmark = [pytest.mark.processes, pytest.mark.xdist_group("slurm_cluster")]
 PROGRAM = [helpers.PYTHON, "-m", "tests.programs.plain_model"]
 
 

@@ -114,6 +114,7 @@ class TrainingSockets(helpers.Sampler):
 
 
 @pytest.mark.processes
+@pytest.mark.xdist_group("spark_standalone")  # One cluster: in one process of the suite.
 @pytest.mark.parametrize("strategy,args", [
     ("multi_worker", []),
     # MPI's ranks listen on every interface unless bound to the executors' network.
@@ -149,6 +150,7 @@ def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, args
 
 
 @pytest.mark.processes
+@pytest.mark.xdist_group("spark_standalone")
 def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalone, tmp_path):
   job = helpers.Job(command=[helpers.PYTHON, "-m", "tests.programs.spark_train",
                              "--strategy=multi_worker", "--num_workers=2",
