@@ -162,6 +162,8 @@ def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
   script = sbatch("--strategy=multi_worker", "--preemption_grace_secs=0", *args)
   assert "USR1" not in script and "#SBATCH --requeue" not in script, script
+  # The tasks are told there is no grace: the signals end them at once.
+  assert "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=0" in script.splitlines(), script
   assert script.splitlines()[-1] == ("srun --kill-on-bad-exit=1 python train.py "
                                      "--strategy=multi_worker")
 

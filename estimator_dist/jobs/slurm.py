@@ -101,8 +101,9 @@ def sbatch_script(job, *, options=SlurmOptions()):
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"
   lines += _progress_lines(job, options)
-  # The tasks' variables; the grace only with a grace, beside the step (_preemptible).
-  env = task_env.task_environment(job=job, port_base=options.port_base)
+  # The tasks' variables, the grace also when it is 0 (SIGTERM and USR1 then end a task).
+  env = task_env.task_environment(job=job, port_base=options.port_base,
+                                  preemption_grace_secs=grace)
   if traits.ranks_from_horovodrun:
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
               *task_env.shell_exports(env)]
@@ -135,8 +136,6 @@ def _preemptible(step, options):
   return [
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",
-      *task_env.shell_exports(task_env.task_environment(
-          preemption_grace_secs=options.preemption_grace_secs)),
       *signal_forwarding.lines(step, forward=forward),
       f'if [ "$code" -eq {code} ]; then',
       f'  echo "[slurm] job $SLURM_JOB_ID was preempted and saved its work (exit code {code})"',

@@ -10,6 +10,6 @@ its companion process, `watchdog_companion`) notice a stuck task, `inputs`
 `evaluation` and `evaluator` evaluate and export, `early_stopping` stops every task at one
 step, also when `preemption` asks it to save. What the engines tell a task and what it
 tells back (the variables, the stop files, the summary record) is the contract, in
-`estimator_dist.contract` (`env_vars` here is the variables' old module name). No module
-here imports from `strategies/` or above (tests/imports_test.py).
+`estimator_dist.contract`. No module here imports from `strategies/` or above
+(tests/imports_test.py).
 """

@@ -25,7 +25,7 @@ import sys
 import threading
 
 from estimator_dist import errors
-from estimator_dist.task import env_vars
+from estimator_dist.contract import env_vars
 from estimator_dist.task import heartbeat
 from estimator_dist.task import watchdog_companion
 
