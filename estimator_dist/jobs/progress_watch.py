@@ -40,11 +40,21 @@ def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout, stop=None):
     lines.tick(final=True)
 
 
+def define_flags(flag_values=flags.FLAGS):
+  """Defines the flags of `estimator-dist progress` on `flag_values`; their FlagHolders
+  (heartbeats, model_dir, every)."""
+  f = flag_values
+  return (flags.DEFINE_string("heartbeats", None, "The directory the tasks beat in "
+                              "(their ESTIMATOR_DIST_HEARTBEAT_DIR).", required=True,
+                              flag_values=f),
+          flags.DEFINE_string("model_dir", None, "The job's model_dir (its evaluations).",
+                              flag_values=f),
+          flags.DEFINE_float("progress_secs", 30, "A line this often.", lower_bound=0.1,
+                             flag_values=f))
+
+
 def run():
-  heartbeats = flags.DEFINE_string("heartbeats", None, "The directory the tasks beat in "
-                                   "(their ESTIMATOR_DIST_HEARTBEAT_DIR).", required=True)
-  model_dir = flags.DEFINE_string("model_dir", None, "The job's model_dir (its evaluations).")
-  every = flags.DEFINE_float("progress_secs", 30, "A line this often.", lower_bound=0.1)
+  heartbeats, model_dir, every = define_flags()
 
   def main(_):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # The batch step ends it.
