@@ -86,7 +86,8 @@ def test_the_circle_finder_finds_a_circle_through_a_function_import(tmp_path):
 # layer or the ones below. Modules directly in the package (its programs and public
 # names) are the top layer, but for those of the base, which every layer may use, as it may
 # use the contract between engines and tasks (estimator_dist/contract/).
-LAYERS = (("command_line", "contract", "errors", "extras", "lazy_names"), ("task",),
+LAYERS = (("command_line", "contract", "errors", "extras", "lazy_names", "option_flags"),
+          ("task",),
           ("strategies",), ("training",), ("jobs",), ("experiments",))
 
 

@@ -13,11 +13,11 @@ import contextlib
 import dataclasses
 import functools
 import os
-from typing import Optional, Tuple
 
 import tensorflow as tf
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import context
 from estimator_dist.strategies import traits as traits_lib
@@ -30,28 +30,11 @@ from estimator_dist.task import placement
 from estimator_dist.task import watchdog
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class OptionFlag:
-  """The program flag that sets an option; `training.flags` defines the flags from these,
-  so an option, its flag and its help are declared once, beside the option.
-
-  name: the flag's name; kind: absl's DEFINE_<kind> (integer, float, enum, string).
-  help: what it does; a strategy's own option's help gets "<strategy>: " in front.
-  values: an enum's values; lower_bound: an integer's least value.
-  """
-  name: str
-  kind: str
-  help: str
-  values: Tuple[str, ...] = ()
-  lower_bound: Optional[int] = None
-
-
-FLAG = "flag"  # The key of an option field's metadata that holds its OptionFlag.
-
-
-def option(default, **flag):
-  """A dataclass field with `default`, set by the program flag `OptionFlag(**flag)`."""
-  return dataclasses.field(default=default, metadata={FLAG: OptionFlag(**flag)})
+# An option's flag is declared beside it, in its field (option_flags); kept here as the
+# backends' options name them.
+OptionFlag = option_flags.OptionFlag
+FLAG = option_flags.FLAG
+option = option_flags.option
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,7 @@
 """absl flags for programs: `define_flags()` and `options_from_flags()`.
 
 Library code takes keyword arguments; only programs define flags, through these. The
-backend flags are made from the options dataclasses' field metadata (`base.option`), so
+backend flags are made from the options dataclasses' field metadata (`option_flags.option`), so
 an option, its flag, its help and the check that it suits --strategy are declared once.
 """
 
@@ -11,6 +11,7 @@ from typing import Tuple
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
@@ -36,32 +37,29 @@ class BackendFlag:
 
 
 def backend_options():
-  """(base.OptionFlag, default, option, strategies) of every option that has a flag: the
+  """(OptionFlag, flag name, default, option, strategies) of every option that has a flag: the
   options of every strategy first, then each strategy's own in the order of the table."""
   common = {f.name for f in dataclasses.fields(base.Options)}
   found = {}  # flag name -> [field, strategies]
-  for field in dataclasses.fields(base.Options):
-    if base.FLAG in field.metadata:
-      found[field.metadata[base.FLAG].name] = [field, ()]
+  for field in option_flags.flag_fields(base.Options):
+    found[option_flags.flag_name(field)] = [field, ()]
   for name in traits.STRATEGIES:
-    for field in dataclasses.fields(factory.adapter_class(name).Options):
-      if base.FLAG in field.metadata and field.name not in common:
-        entry = found.setdefault(field.metadata[base.FLAG].name, [field, ()])
+    for field in option_flags.flag_fields(factory.adapter_class(name).Options):
+      if field.name not in common:
+        entry = found.setdefault(option_flags.flag_name(field), [field, ()])
         if entry[0].name != field.name:  # One flag sets one option, whatever the strategy.
-          raise TypeError(f"flag --{field.metadata[base.FLAG].name} sets {entry[0].name} "
+          raise TypeError(f"flag --{option_flags.flag_name(field)} sets {entry[0].name} "
                           f"and {field.name}; give the options flags of their own.")
         entry[1] += (name,)
-  return [(f.metadata[base.FLAG], f.default, f.name, owners) for f, owners in found.values()]
+  return [(option_flags.flag_of(f), option_flags.flag_name(f), option_flags.flag_default(f),
+           f.name, owners)
+          for f, owners in found.values()]
 
 
-def _define_backend_flag(spec, *, default, strategies, flag_values):
-  help_text = f"{', '.join(strategies)}: {spec.help}" if strategies else spec.help
-  if spec.kind == "enum":
-    return flags.DEFINE_enum(spec.name, default, spec.values, help_text,
-                             flag_values=flag_values)
-  bounds = {"lower_bound": spec.lower_bound} if spec.kind in ("integer", "float") else {}
-  return getattr(flags, f"DEFINE_{spec.kind}")(spec.name, default, help_text,
-                                               flag_values=flag_values, **bounds)
+def _define_backend_flag(spec, *, name, default, strategies, flag_values):
+  return option_flags.define_flag(
+      spec, name=name, default=default, flag_values=flag_values,
+      help_prefix=f"{', '.join(strategies)}: " if strategies else "")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -101,8 +99,8 @@ class TrainingFlags:
       raise errors.ConfigError("the training flags are not defined: call "
                                "estimator_dist.define_flags() before the flags are parsed.")
     holder = lambda name: flags.FlagHolder(flag_values, flag_values[name])  # noqa: E731
-    backend = tuple(BackendFlag(holder=holder(spec.name), option=option, strategies=strategies)
-                    for spec, _, option, strategies in backend_options())
+    backend = tuple(BackendFlag(holder=holder(name), option=option, strategies=strategies)
+                    for _, name, _, option, strategies in backend_options())
     return cls(**{f.name: holder(f.name) for f in dataclasses.fields(cls)
                   if f.name != "backend"}, backend=backend)
 
@@ -232,10 +230,10 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
           "profile_tasks", [], "With --profile_steps: only these tasks (chief:0,worker:1); "
           "default every training task.", flag_values=f),
       backend=tuple(
-          BackendFlag(holder=_define_backend_flag(spec, default=default, strategies=strategies,
-                                                  flag_values=f),
+          BackendFlag(holder=_define_backend_flag(spec, name=name, default=default,
+                                                  strategies=strategies, flag_values=f),
                       option=option, strategies=strategies)
-          for spec, default, option, strategies in backend_options()))
+          for spec, name, default, option, strategies in backend_options()))
   flags.register_validator("exporters", lambda v: set(v) <= set(evaluation.EXPORTER_KINDS),
                            f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)}.",
                            flag_values=f)

@@ -1,0 +1,130 @@
+"""Program flags made from options dataclasses, so that each option is declared once.
+
+An options dataclass (frozen, keyword-only) declares each option that a program sets from
+its command line with `option(default, kind=..., help=...)`: the field, its default and
+its flag in one place. A program then defines its flags and builds its options with
+
+  holders = option_flags.define_flags(LaunchOptions, flag_values=flag_values)
+  ...
+  options = option_flags.options_from_flags(LaunchOptions, holders)
+
+and the options' `__post_init__` checks the values (naming the flag in its message), as
+it does for a library caller who passes keywords. Library code never defines flags.
+"""
+
+import dataclasses
+from typing import Dict, Optional, Tuple
+
+from absl import flags
+
+FLAG = "flag"  # The key of an option field's metadata that holds its OptionFlag.
+KINDS = ("bool", "enum", "float", "integer", "list", "string")
+
+
+class _FieldDefault:
+  def __repr__(self):
+    return "FIELD_DEFAULT"
+
+
+FIELD_DEFAULT = _FieldDefault()  # An OptionFlag's default: its field's.
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OptionFlag:
+  """The program flag that sets an option.
+
+  kind: absl's DEFINE_<kind>, one of KINDS. help: what the option does.
+  name: the flag's name (default: the field's). values: an enum's values.
+  lower_bound, upper_bound: an integer's or a float's bounds.
+  flag_default: the flag's default where it is not the field's: a program that reads an
+    unset flag as "decide later" (None) while the dataclass holds the decided value.
+  """
+  kind: str
+  help: str
+  name: Optional[str] = None
+  values: Tuple[str, ...] = ()
+  lower_bound: Optional[float] = None
+  upper_bound: Optional[float] = None
+  flag_default: object = FIELD_DEFAULT
+
+  def __post_init__(self):
+    if self.kind not in KINDS:
+      raise TypeError(f"an option's flag kind is one of {', '.join(KINDS)}, "
+                      f"not {self.kind!r}.")
+    if (self.kind == "enum") != bool(self.values):
+      raise TypeError("an enum flag, and only an enum flag, takes values=(...).")
+
+
+def option(default=dataclasses.MISSING, **flag):
+  """A dataclass field with `default` (none: the caller must give it), set by the program
+  flag `OptionFlag(**flag)`."""
+  return dataclasses.field(default=default, metadata={FLAG: OptionFlag(**flag)})
+
+
+def flag_of(field) -> Optional[OptionFlag]:
+  """The OptionFlag of a dataclass field, None if no flag sets it."""
+  return field.metadata.get(FLAG)
+
+
+def flag_name(field) -> str:
+  """The name of the flag that sets `field` (which has one)."""
+  return flag_of(field).name or field.name
+
+
+def flag_default(field):
+  """The default of the flag that sets `field`: its own, else the field's."""
+  spec = flag_of(field)
+  if spec.flag_default is not FIELD_DEFAULT:
+    return spec.flag_default
+  if field.default is not dataclasses.MISSING:
+    return field.default
+  if field.default_factory is not dataclasses.MISSING:
+    return field.default_factory()
+  return None
+
+
+def define_flag(spec, *, name, default, flag_values=flags.FLAGS, help_prefix=""):
+  """Defines the flag `spec` (an OptionFlag) as `--name` with `default` on `flag_values`;
+  its help gets `help_prefix` in front. Returns its FlagHolder."""
+  help_text = help_prefix + spec.help
+  if spec.kind == "enum":
+    return flags.DEFINE_enum(name, default, spec.values, help_text, flag_values=flag_values)
+  bounds = {}
+  if spec.kind in ("integer", "float"):
+    bounds = {key: value for key, value in (("lower_bound", spec.lower_bound),
+                                            ("upper_bound", spec.upper_bound))
+              if value is not None}
+  return getattr(flags, f"DEFINE_{spec.kind}")(name, default, help_text,
+                                               flag_values=flag_values, **bounds)
+
+
+def flag_fields(options_class):
+  """The fields of `options_class` that a flag sets, in their order."""
+  return [field for field in dataclasses.fields(options_class) if flag_of(field)]
+
+
+def define_flags(options_class, *, flag_values=flags.FLAGS,
+                 helps=None) -> Dict[str, flags.FlagHolder]:
+  """Defines on `flag_values` the flag of every field of `options_class` that has one, in
+  the fields' order; `helps` ({field: help}) replaces a help a program words its own way.
+  Returns {field name: FlagHolder}."""
+  helps = helps or {}
+  holders = {}
+  for field in flag_fields(options_class):
+    spec = flag_of(field)
+    if field.name in helps:
+      spec = dataclasses.replace(spec, help=helps[field.name])
+    holders[field.name] = define_flag(spec, name=flag_name(field), default=flag_default(field),
+                                      flag_values=flag_values)
+  return holders
+
+
+def values_of(holders) -> Dict[str, object]:
+  """{field name: the parsed value of its flag} of `define_flags`' holders."""
+  return {name: holder.value for name, holder in holders.items()}
+
+
+def options_from_flags(options_class, holders, **values):
+  """An `options_class` from the parsed flags `define_flags` gave `holders` for; `values`
+  sets the fields that no flag sets, or that the program derives from its flags."""
+  return options_class(**{**values_of(holders), **values})

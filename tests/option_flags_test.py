@@ -1,0 +1,62 @@
+"""Flags made from an options dataclass's fields, and the dataclass made from them."""
+
+import dataclasses
+from typing import Optional
+
+import pytest
+from absl import flags
+
+from estimator_dist import errors
+from estimator_dist import option_flags
+from estimator_dist.option_flags import option
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Toy:
+  steps: int = option(10, kind="integer", lower_bound=1, help="Steps.")
+  mode: str = option("fast", kind="enum", values=("fast", "slow"), help="How.")
+  rate: float = option(0.5, kind="float", name="toy_rate", help="Rate.")
+  tags: tuple = option((), kind="list", help="Tags.")
+  ask: bool = option(False, kind="bool", flag_default=None, help="Decided later when unset.")
+  label: Optional[str] = None  # No flag: the program sets it.
+
+  def __post_init__(self):
+    if self.mode == "slow" and self.steps > 100:
+      raise errors.ConfigError(f"--steps={self.steps} is too many for --mode=slow.")
+
+
+def parse(*argv):
+  values = flags.FlagValues()
+  holders = option_flags.define_flags(Toy, flag_values=values, helps={"mode": "Which way."})
+  values(["program", *argv])
+  return values, holders
+
+
+def test_each_field_with_a_flag_defines_it_with_its_default_kind_and_help():
+  values, holders = parse()
+  assert list(holders) == ["steps", "mode", "rate", "tags", "ask"]
+  assert [values[name].flag_type() for name in ("steps", "mode", "toy_rate", "tags", "ask")] \
+      == ["int", "string enum", "float", "comma separated list of strings", "bool"]
+  assert values["steps"].default == 10 and values["steps"].parser.lower_bound == 1
+  assert values["ask"].default is None  # The flag's own default.
+  assert values["mode"].help == "<fast|slow>: Which way."
+  assert "label" not in values
+
+
+def test_the_options_are_made_from_the_parsed_flags():
+  _, holders = parse("--steps=20", "--mode=slow", "--toy_rate=2", "--tags=a,b", "--ask")
+  toy = option_flags.options_from_flags(Toy, holders, label="x")
+  assert toy == Toy(steps=20, mode="slow", rate=2.0, tags=["a", "b"], ask=True, label="x")
+
+
+def test_the_options_check_the_values_and_name_the_flag():
+  _, holders = parse("--steps=200", "--mode=slow")
+  with pytest.raises(errors.ConfigError, match="--steps=200"):
+    option_flags.options_from_flags(Toy, holders)
+
+
+def test_a_flag_of_an_unknown_kind_or_an_enum_without_values_is_refused():
+  with pytest.raises(TypeError, match="kind"):
+    option_flags.OptionFlag(kind="number", help="?")
+  with pytest.raises(TypeError, match="enum"):
+    option_flags.OptionFlag(kind="enum", help="?")
