@@ -7,7 +7,10 @@ import pytest
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist import launch
 from estimator_dist import option_flags
+from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import launcher
 from estimator_dist.option_flags import option
 
 
@@ -60,3 +63,18 @@ def test_a_flag_of_an_unknown_kind_or_an_enum_without_values_is_refused():
     option_flags.OptionFlag(kind="number", help="?")
   with pytest.raises(TypeError, match="enum"):
     option_flags.OptionFlag(kind="enum", help="?")
+
+
+def test_the_launchers_flags_give_its_options():
+  values = flags.FlagValues()
+  launch_flags = launch.define_flags(values)
+  values(["launch"])
+  assert launch_flags.options() == launcher.LaunchOptions()
+  values = flags.FlagValues()
+  launch_flags = launch.define_flags(values)
+  values(["launch", "--num_workers=3", "--elastic", "--hosts=a:2", "--max_restarts=2",
+          "--horovodrun_args=--cycle-time-ms=2", "--host_discovery_script=/d.sh"])
+  assert launch_flags.options() == launcher.LaunchOptions(
+      max_restarts=2, horovod=horovodrun.HorovodRun(
+          hosts="a:2", extra_args="--cycle-time-ms=2", elastic=horovodrun.Elastic(
+              min_workers=1, max_workers=3, discovery_script="/d.sh")))

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
+from estimator_dist.option_flags import option
 from estimator_dist.task import bind_address
 
 CONTROLLERS = ("auto", "mpi", "gloo")
@@ -70,33 +71,45 @@ def is_loopback(host):
 class Elastic:
   """Elastic mode: ranks come and go between min_workers and max_workers as the hosts
   that `discovery_script` prints ('host:slots' lines) change (None: the launcher
-  writes one that prints a file of this machine's slots)."""
-  min_workers: int
-  max_workers: int
-  discovery_script: Optional[str] = None
+  writes one that prints a file of this machine's slots). Unset, the flags leave the
+  program to decide (1, and its --num_workers)."""
+  min_workers: int = option(kind="integer", flag_default=None,
+                            help="--elastic: fewest ranks (default 1).")
+  max_workers: int = option(kind="integer", flag_default=None,
+                            help="--elastic: most ranks (default --num_workers).")
+  discovery_script: Optional[str] = option(
+      None, kind="string", name="host_discovery_script", help="--elastic: prints one "
+      "'host:slots' line per available host (default: a script that prints a file of this "
+      "machine's slots, which you edit).")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HorovodRun:
-  """How horovodrun starts the ranks.
+  """How horovodrun starts the ranks; each field's flag says what it does.
 
-  controller: "auto" (MPI when Horovod was built with it, else Gloo), "mpi" or "gloo".
-  hosts: "h1:2,h2:2", or hostfile: a file of 'host slots=N' lines; default all ranks
-    on 127.0.0.1. Parsed once, into `machines`.
-  network_interface: the interface of the hosts' private network (required off loopback).
-  extra_args: more horovodrun options, passed as they are.
-  elastic: Elastic, or None.
+  hosts or hostfile are parsed once, into `machines`. elastic: Elastic, or None.
   """
-  controller: str = "auto"
-  hosts: Optional[str] = None
-  hostfile: Optional[str] = None
-  network_interface: Optional[str] = None
-  extra_args: str = ""
+  controller: str = option(
+      "auto", kind="enum", values=CONTROLLERS, name="horovod_controller",
+      help="horovod: how horovodrun connects the ranks; auto picks MPI when Horovod was "
+      "built with it (shared memory between ranks of one host), else Gloo.")
+  hosts: Optional[str] = option(
+      None, kind="string", help="horovod: machines and their slots, host1:2,host2:2 "
+      "(default: all ranks on 127.0.0.1).")
+  hostfile: Optional[str] = option(
+      None, kind="string", help="horovod: a horovodrun hostfile, one 'host slots=N' line "
+      "per machine.")
+  network_interface: Optional[str] = option(
+      None, kind="string", help="horovod on several hosts: the interface of their private "
+      "network, which Gloo and MPI bind to (e.g. eth1).")
+  extra_args: str = option(
+      "", kind="string", name="horovodrun_args", help="horovod: more horovodrun options, "
+      "passed as they are, e.g. '--fusion-threshold-mb=32 --cycle-time-ms=2'.")
   elastic: Optional[Elastic] = None
   machines: Optional[Tuple[Tuple[str, int], ...]] = dataclasses.field(default=None, init=False)
 
   def __post_init__(self):
-    errors.check_choice("horovod_controller", self.controller, CONTROLLERS)
+    errors.check_choice("--horovod_controller", self.controller, CONTROLLERS)
     if self.hosts and self.hostfile:
       raise errors.ConfigError("give --hosts or --hostfile, not both.")
     parsed = (parse_hostfile(self.hostfile) if self.hostfile else

@@ -22,15 +22,14 @@ import shutil
 import signal
 import sys
 import time
-from typing import Optional
 
 from estimator_dist import errors
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
-from estimator_dist.contract import task_env
 from estimator_dist.jobs import curves
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import model_dir_arg
@@ -41,66 +40,12 @@ from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
 from estimator_dist.task import bind_address
 from estimator_dist.task import model_dir_lock
-from estimator_dist.task import watchdog
 
 
 PORT_RETRIES = 3
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LaunchOptions:
-  """How the local engine runs a job.
-
-  model_dir: passed to the program as --model_dir unless its arguments have one
-    (default: a new temporary directory, removed if the job fails before a checkpoint or
-    finishes leaving it empty).
-  host: the address the tasks of a local job bind to.
-  isolation: "auto" runs a local job in private namespaces where the machine allows,
-    "private" refuses to run without them, "host" runs on the host network.
-  allow_every_interface: on the host network, run even where the job's servers would
-    listen on every interface (no C compiler for task/bind_address.py); else refused.
-  max_restarts: when a task fails, start the whole job again up to this many times; it
-    resumes from the latest checkpoint.
-  hang_timeout_secs: stop the job when a training task of a local job makes no progress
-    for this long, or a process of any task is stopped this long (0: never).
-  startup_timeout_secs: a training task that has not started training this long after
-    it started exits, naming its phase and the peers that do not answer (0: never).
-  shutdown_timeout_secs: after training ends, seconds ps and evaluator tasks get to exit.
-  progress_secs: a local job's progress line this often (live_progress; 0: never).
-  curves: draw model_dir/curves.png when the job ends (`curves`).
-  mlflow_tracking_uri: the MLflow server the launcher records the job's run in.
-  horovod: how horovodrun starts the ranks (strategy horovod only).
-  preemption_grace_secs: after SIGTERM or SIGUSR1 (to the launcher or a task), how long
-    the tasks get to save at an agreed step and exit before they are stopped at once
-    (0: those signals stop them at once, as Ctrl-C does).
-
-  A task whose port another process took (errors.PORT_IN_USE_EXIT_CODE) makes the job
-  start again on new ports, up to PORT_RETRIES times, apart from max_restarts.
-  """
-  model_dir: Optional[str] = None
-  host: str = "127.0.0.1"
-  isolation: str = "auto"
-  allow_every_interface: bool = False
-  max_restarts: int = 0
-  hang_timeout_secs: int = 300
-  startup_timeout_secs: int = watchdog.DEFAULT_STARTUP_TIMEOUT_SECS
-  shutdown_timeout_secs: int = 300
-  progress_secs: float = 30.0
-  curves: bool = True
-  mlflow_tracking_uri: Optional[str] = None
-  horovod: horovodrun.HorovodRun = horovodrun.HorovodRun()
-  preemption_grace_secs: float = task_env.DEFAULT_PREEMPTION_GRACE_SECS
-
-  def __post_init__(self):
-    errors.check_choice("isolation", self.isolation, sandbox_lib.ISOLATIONS)
-    errors.check_non_negative("max_restarts", self.max_restarts)
-    errors.check_non_negative("hang_timeout_secs", self.hang_timeout_secs)
-    errors.check_non_negative("startup_timeout_secs", self.startup_timeout_secs)
-    errors.check_positive("shutdown_timeout_secs", self.shutdown_timeout_secs)
-    errors.check_non_negative_number("progress_secs", self.progress_secs)
-    errors.check_non_negative_number("preemption_grace_secs", self.preemption_grace_secs)
-    if self.mlflow_tracking_uri:
-      errors.check_installed("mlflow", "--mlflow_tracking_uri")
+LaunchOptions = launch_options.LaunchOptions  # Where callers of the engine find it.
 
 
 def launch(job, *, options=LaunchOptions(), out=sys.stdout):
