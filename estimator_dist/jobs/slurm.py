@@ -14,35 +14,52 @@ import dataclasses
 import shlex
 import subprocess
 import sys
-from typing import Optional
+from typing import Dict, Optional
 
 from absl import flags
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
+from estimator_dist.option_flags import option
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SlurmOptions:
-  """The #SBATCH settings and the step's ports; None leaves a setting to SLURM."""
-  nodes: Optional[int] = None
-  cpus_per_task: Optional[int] = None
-  gpus_per_task: Optional[int] = None
-  time: Optional[str] = None
-  partition: Optional[str] = None
-  job_name: str = "estimator-dist"
-  port_base: int = task_env.DEFAULT_PORT_BASE
-  srun_mpi: str = "pmix"
-  overcommit: bool = False
-  progress_secs: float = 30.0  # The batch step's progress lines (progress_watch); 0: none.
-  # USR1 this long before the time limit: the tasks save and the job requeues (0: none).
-  preemption_grace_secs: float = task_env.DEFAULT_PREEMPTION_GRACE_SECS
-  requeue: bool = True  # After a save on preemption, the job requeues itself.
+  """The #SBATCH settings and the step's ports, each with its flag; None leaves a setting
+  to SLURM."""
+  nodes: Optional[int] = option(None, kind="integer", lower_bound=1,
+                                help="Nodes to allocate (default: SLURM decides).")
+  cpus_per_task: Optional[int] = option(None, kind="integer", lower_bound=1,
+                                        help="#SBATCH --cpus-per-task.")
+  gpus_per_task: Optional[int] = option(None, kind="integer", lower_bound=0,
+                                        help="#SBATCH --gpus-per-task.")
+  time: Optional[str] = option(None, kind="string", help="#SBATCH --time, e.g. 04:00:00.")
+  partition: Optional[str] = option(None, kind="string", help="#SBATCH --partition.")
+  job_name: str = option("estimator-dist", kind="string", help="#SBATCH --job-name.")
+  port_base: int = option(task_env.DEFAULT_PORT_BASE, kind="integer", lower_bound=1,
+                          upper_bound=65000, help="First TensorFlow server port per node.")
+  srun_mpi: str = option("pmix", kind="string",
+                         help="horovod: srun --mpi plugin that starts the ranks.")
+  overcommit: bool = option(
+      False, kind="bool", flag_default=None, help="#SBATCH --overcommit: let tasks share "
+      "CPUs. Default: added when the job has more tasks than the partition's nodes have "
+      "CPUs (read with sinfo).")
+  progress_secs: float = option(
+      30.0, kind="float", lower_bound=0.0, help="The job's progress lines in its output this "
+      "often (the program's --model_dir holds the tasks' heartbeats); 0: none.")
+  preemption_grace_secs: float = option(
+      task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
+      help="#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at "
+      "one agreed step and the chief saves a checkpoint there; 0: no signal.")
+  requeue: bool = option(
+      True, kind="bool", help="#SBATCH --requeue: after that save, the job requeues itself "
+      "and resumes from the checkpoint.")
 
 
 def partition_cpus(partition=None):
@@ -162,33 +179,19 @@ def _progress_lines(job, options):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SlurmFlags:
-  """The flags of `estimator-dist slurm`, as FlagHolders."""
+  """The flags of `estimator-dist slurm`, as FlagHolders: the job's, and {field: holder}
+  of SlurmOptions'."""
   job: spec.JobFlags
-  nodes: flags.FlagHolder
-  cpus_per_task: flags.FlagHolder
-  gpus_per_task: flags.FlagHolder
-  time: flags.FlagHolder
-  partition: flags.FlagHolder
-  job_name: flags.FlagHolder
-  port_base: flags.FlagHolder
-  srun_mpi: flags.FlagHolder
-  overcommit: flags.FlagHolder
-  progress_secs: flags.FlagHolder
-  preemption_grace_secs: flags.FlagHolder
-  requeue: flags.FlagHolder
+  options: Dict[str, flags.FlagHolder]
 
   def script(self, command, *, err=None):
     """The sbatch script of `command` run as the flags say; `err` (default stderr) gets
     the warning when sinfo cannot tell whether the job needs --overcommit."""
     job = self.job.job(command)
-    options = SlurmOptions(
-        nodes=self.nodes.value, cpus_per_task=self.cpus_per_task.value,
-        gpus_per_task=self.gpus_per_task.value, time=self.time.value,
-        partition=self.partition.value, job_name=self.job_name.value,
-        port_base=self.port_base.value, srun_mpi=self.srun_mpi.value,
-        overcommit=bool(self.overcommit.value), progress_secs=self.progress_secs.value,
-        preemption_grace_secs=self.preemption_grace_secs.value, requeue=self.requeue.value)
-    if self.overcommit.value is None:  # Not given: as sinfo tells.
+    overcommit = self.options["overcommit"].value
+    options = option_flags.options_from_flags(SlurmOptions, self.options,
+                                              overcommit=bool(overcommit))
+    if overcommit is None:  # Not given: as sinfo tells.
       options = dataclasses.replace(options, overcommit=_overcommit_from_sinfo(
           job, options, err or sys.stderr))
     return sbatch_script(job, options=options)
@@ -196,41 +199,10 @@ class SlurmFlags:
 
 def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
   """Defines the flags of `estimator-dist slurm` on `flag_values`."""
-  f = flag_values
   return SlurmFlags(
-      job=spec.define_flags(f, num_workers_help="Training tasks (mirrored: replicas of one "
-                            "task)."),
-      nodes=flags.DEFINE_integer("nodes", None, "Nodes to allocate (default: SLURM decides).",
-                                 lower_bound=1, flag_values=f),
-      cpus_per_task=flags.DEFINE_integer("cpus_per_task", None, "#SBATCH --cpus-per-task.",
-                                         lower_bound=1, flag_values=f),
-      gpus_per_task=flags.DEFINE_integer("gpus_per_task", None, "#SBATCH --gpus-per-task.",
-                                         lower_bound=0, flag_values=f),
-      time=flags.DEFINE_string("time", None, "#SBATCH --time, e.g. 04:00:00.", flag_values=f),
-      partition=flags.DEFINE_string("partition", None, "#SBATCH --partition.", flag_values=f),
-      job_name=flags.DEFINE_string("job_name", "estimator-dist", "#SBATCH --job-name.",
-                                   flag_values=f),
-      port_base=flags.DEFINE_integer("port_base", task_env.DEFAULT_PORT_BASE,
-                                     "First TensorFlow server port per node.", lower_bound=1,
-                                     upper_bound=65000, flag_values=f),
-      srun_mpi=flags.DEFINE_string("srun_mpi", "pmix", "horovod: srun --mpi plugin that "
-                                   "starts the ranks.", flag_values=f),
-      overcommit=flags.DEFINE_bool("overcommit", None, "#SBATCH --overcommit: let tasks "
-                                   "share CPUs. Default: added when the job has more tasks "
-                                   "than the partition's nodes have CPUs (read with sinfo).",
-                                   flag_values=f),
-      progress_secs=flags.DEFINE_float(
-          "progress_secs", 30, "The job's progress lines in its output this often (the "
-          "program's --model_dir holds the tasks' heartbeats); 0: none.", lower_bound=0.0,
-          flag_values=f),
-      preemption_grace_secs=flags.DEFINE_float(
-          "preemption_grace_secs", task_env.DEFAULT_PREEMPTION_GRACE_SECS, "#SBATCH "
-          "--signal=B:USR1@N: this long before the time limit, every task stops at one "
-          "agreed step and the chief saves a checkpoint there; 0: no signal.",
-          lower_bound=0.0, flag_values=f),
-      requeue=flags.DEFINE_bool(
-          "requeue", True, "#SBATCH --requeue: after that save, the job requeues itself and "
-          "resumes from the checkpoint.", flag_values=f))
+      job=spec.define_flags(flag_values, num_workers_help="Training tasks (mirrored: "
+                            "replicas of one task)."),
+      options=option_flags.define_flags(SlurmOptions, flag_values=flag_values))
 
 
 def _overcommit_from_sinfo(job, options, err):
