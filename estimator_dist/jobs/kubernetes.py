@@ -20,16 +20,18 @@ import dataclasses
 import re
 import shlex
 import sys
-from typing import Optional
+from typing import Dict, Optional
 
 import yaml
 from absl import flags
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
+from estimator_dist.option_flags import option
 
 API_VERSION = "kubeflow.org/v1"
 TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.
@@ -44,29 +46,34 @@ _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KubernetesOptions:
-  """The manifest's settings.
-
-  image: the container image with the program and estimator_dist (required).
-  name, namespace: the job's; restart_policy and backoff_limit: the pods' restarts.
-  cpu, memory: request and limit per pod; gpus: nvidia.com/gpu per training pod.
-  volume_claim: CLAIM:/mount/path of a PersistentVolumeClaim for the shared model_dir.
-  port: the TensorFlow server port in each pod.
-  network_policy: also a NetworkPolicy that lets only the job's own pods in.
-  preemption_grace_secs: how long the tasks of an evicted pod get to save (0: SIGTERM
-    ends them at once); the pods' terminationGracePeriodSeconds is longer.
-  """
-  image: Optional[str] = None
-  name: str = "estimator-dist"
-  namespace: Optional[str] = None
-  restart_policy: str = "OnFailure"
-  backoff_limit: int = 3
-  cpu: Optional[str] = None
-  memory: Optional[str] = None
-  gpus: int = 0
-  volume_claim: Optional[str] = None
-  port: int = 2222
-  network_policy: bool = True
-  preemption_grace_secs: float = task_env.DEFAULT_PREEMPTION_GRACE_SECS
+  """The manifest's settings, each with its flag; image is required."""
+  image: Optional[str] = option(None, kind="string", help="Container image with the "
+                                "program and estimator_dist.")
+  name: str = option("estimator-dist", kind="string", help="Job name (a DNS label).")
+  namespace: Optional[str] = option(None, kind="string",
+                                    help="Namespace of the job (default: kubectl's).")
+  restart_policy: str = option("OnFailure", kind="enum", values=RESTART_POLICIES,
+                               help="Restart policy of pods.")
+  backoff_limit: int = option(3, kind="integer", lower_bound=0,
+                              help="Restarts before the job is marked failed.")
+  cpu: Optional[str] = option(None, kind="string",
+                              help="CPU request and limit per pod, e.g. 4.")
+  memory: Optional[str] = option(None, kind="string",
+                                 help="Memory request and limit per pod, e.g. 8Gi.")
+  gpus: int = option(0, kind="integer", lower_bound=0,
+                     help="nvidia.com/gpu per training pod.")
+  volume_claim: Optional[str] = option(None, kind="string", help="A PersistentVolumeClaim "
+                                       "for the shared model_dir, as CLAIM:MOUNT_PATH.")
+  port: int = option(2222, kind="integer", lower_bound=1,
+                     help="TensorFlow server port in each pod.")
+  network_policy: bool = option(
+      True, kind="bool", help="Also print a NetworkPolicy that lets only the job's own pods "
+      "reach its pods: their servers have no authentication.")
+  preemption_grace_secs: float = option(
+      task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
+      help="An evicted pod's tasks get this long to stop at one agreed step and save a "
+      "checkpoint there (the pods' terminationGracePeriodSeconds is "
+      f"{TERMINATION_MARGIN_SECS}s longer); 0: SIGTERM ends them at once.")
 
   def __post_init__(self):
     if not self.image:
@@ -76,8 +83,8 @@ class KubernetesOptions:
       raise errors.ConfigError(
           f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
           f"starting with a letter, at most 63 characters.")
-    errors.check_choice("restart_policy", self.restart_policy, RESTART_POLICIES)
-    errors.check_non_negative_number("preemption_grace_secs", self.preemption_grace_secs)
+    errors.check_choice("--restart_policy", self.restart_policy, RESTART_POLICIES)
+    errors.check_non_negative_number("--preemption_grace_secs", self.preemption_grace_secs)
     if self.volume_claim:
       claim, _, path = self.volume_claim.partition(":")
       if not claim or not path.startswith("/"):
@@ -87,67 +94,21 @@ class KubernetesOptions:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KubernetesFlags:
-  """The flags of `estimator-dist k8s`, as FlagHolders."""
+  """The flags of `estimator-dist k8s`, as FlagHolders: the job's, and {field: holder}
+  of KubernetesOptions'."""
   job: spec.JobFlags
-  image: flags.FlagHolder
-  name: flags.FlagHolder
-  namespace: flags.FlagHolder
-  restart_policy: flags.FlagHolder
-  backoff_limit: flags.FlagHolder
-  cpu: flags.FlagHolder
-  memory: flags.FlagHolder
-  gpus: flags.FlagHolder
-  volume_claim: flags.FlagHolder
-  port: flags.FlagHolder
-  network_policy: flags.FlagHolder
-  preemption_grace_secs: flags.FlagHolder
+  settings: Dict[str, flags.FlagHolder]
 
   def options(self) -> KubernetesOptions:
-    return KubernetesOptions(
-        image=self.image.value, name=self.name.value, namespace=self.namespace.value,
-        restart_policy=self.restart_policy.value, backoff_limit=self.backoff_limit.value,
-        cpu=self.cpu.value, memory=self.memory.value, gpus=self.gpus.value,
-        volume_claim=self.volume_claim.value, port=self.port.value,
-        network_policy=self.network_policy.value,
-        preemption_grace_secs=self.preemption_grace_secs.value)
+    return option_flags.options_from_flags(KubernetesOptions, self.settings)
 
 
 def define_flags(flag_values=flags.FLAGS) -> KubernetesFlags:
   """Defines the flags of `estimator-dist k8s` on `flag_values`."""
-  f = flag_values
   return KubernetesFlags(
-      job=spec.define_flags(f, num_workers_help="Training pods (mirrored: replicas in one "
-                            "pod)."),
-      image=flags.DEFINE_string("image", None, "Container image with the program and "
-                                "estimator_dist.", flag_values=f),
-      name=flags.DEFINE_string("name", "estimator-dist", "Job name (a DNS label).",
-                               flag_values=f),
-      namespace=flags.DEFINE_string("namespace", None, "Namespace of the job (default: "
-                                    "kubectl's).", flag_values=f),
-      restart_policy=flags.DEFINE_enum("restart_policy", "OnFailure", RESTART_POLICIES,
-                                       "Restart policy of pods.", flag_values=f),
-      backoff_limit=flags.DEFINE_integer("backoff_limit", 3, "Restarts before the job is "
-                                         "marked failed.", lower_bound=0, flag_values=f),
-      cpu=flags.DEFINE_string("cpu", None, "CPU request and limit per pod, e.g. 4.",
-                              flag_values=f),
-      memory=flags.DEFINE_string("memory", None, "Memory request and limit per pod, "
-                                 "e.g. 8Gi.", flag_values=f),
-      gpus=flags.DEFINE_integer("gpus", 0, "nvidia.com/gpu per training pod.",
-                                lower_bound=0, flag_values=f),
-      volume_claim=flags.DEFINE_string("volume_claim", None, "A PersistentVolumeClaim "
-                                       "for the shared model_dir, as CLAIM:MOUNT_PATH.",
-                                       flag_values=f),
-      port=flags.DEFINE_integer("port", 2222, "TensorFlow server port in each pod.",
-                                lower_bound=1, flag_values=f),
-      network_policy=flags.DEFINE_bool(
-          "network_policy", True, "Also print a NetworkPolicy that lets only the job's own "
-          "pods reach its pods: their servers have no authentication.", flag_values=f),
-      preemption_grace_secs=flags.DEFINE_float(
-          "preemption_grace_secs", task_env.DEFAULT_PREEMPTION_GRACE_SECS,
-          "An evicted pod's tasks get this long to stop at one agreed step and save a "
-          "checkpoint there (the pods' terminationGracePeriodSeconds is "
-          f"{TERMINATION_MARGIN_SECS}s longer); 0: SIGTERM ends them at once.",
-          lower_bound=0.0, flag_values=f))
+      job=spec.define_flags(flag_values, num_workers_help="Training pods (mirrored: "
+                            "replicas in one pod)."),
+      settings=option_flags.define_flags(KubernetesOptions, flag_values=flag_values))
 
 
 def _container(name, image, command, resources, mounts, env, port=None):
