@@ -1,4 +1,5 @@
-"""A sweep's Optuna study: its options, storage, sampler and pruner, created once.
+"""A sweep's Optuna study: its storage, sampler and pruner, created once from its options
+(sweep_options.SweepOptions).
 
 Storage: a SQLite file in the sweep dir by default; any SQLAlchemy URL (postgresql://...)
 for sweeps across machines; `journal:PATH` for Optuna's journal file on a shared file
@@ -7,11 +8,9 @@ machine) goes stale and is queued again with its values, and its job resumes fro
 checkpoints.
 """
 
-import dataclasses
 import os
 import random
 import warnings
-from typing import Optional, Tuple
 
 import optuna
 
@@ -21,11 +20,11 @@ from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import storage as storage_lib
-from estimator_dist.strategies import traits as traits_lib
+from estimator_dist.experiments import sweep_options
 
-SAMPLERS = ("tpe", "random", "grid")
-PRUNERS = pruners.NAMES
-DIRECTIONS = ("maximize", "minimize")
+SAMPLERS = sweep_options.SAMPLERS
+PRUNERS = sweep_options.PRUNERS
+DIRECTIONS = sweep_options.DIRECTIONS
 STUDY_NAME = "sweep"
 # What a sweep run again must keep (the rest, such as --parallel, may change).
 _KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
@@ -34,120 +33,7 @@ _KEPT = ("space", "workers_per_trial", "strategy", "sampler", "seed", "zip",
          "pbt_keep", "metric", "direction")
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SweepOptions:
-  """What a sweep searches, how, and where it keeps its study.
-
-  space: the search space's text (see `space`); each trial's values reach the program
-    as flags.
-  trials: trials to finish (complete or pruned); a grid runs at most its size.
-  parallel: trials at once (on this machine, each on its own share of the CPUs; under
-    SLURM, the array's tasks).
-  workers_per_trial, strategy: every trial is a job of this strategy and size.
-  sampler, seed: how values are picked (grid: the product of the choice lists).
-  zip: the i-th trial takes the i-th value of every choice list.
-  pruner, prune_after_trials, prune_after_steps: stopping unpromising trials early,
-    from the evaluations they report (see `pruners`); min_resource_steps,
-    reduction_factor: the rungs of asha and hyperband (None: Optuna's defaults).
-  scheduler, population, pbt_interval_steps, pbt_quantile, pbt_keep: "pbt" trains
-    `population` members in generations of `pbt_interval_steps` steps, the bottom quantile
-    copying the top's checkpoints and values, perturbed but for those of `pbt_keep`
-    (`pbt`); "none": trials are independent.
-  metric, direction: the eval metric the sweep optimises.
-  sweep_dir: trials' model_dirs, the study's SQLite file, the report.
-  storage: None (SQLite in sweep_dir), an SQLAlchemy URL, or journal:PATH.
-  retry_failed: a grid or --zip sweep run again queues each point whose trials failed
-    once more; False leaves them failed (the sweep runs the rest, reports them and
-    fails). It may differ from run to run.
-  mlflow_tracking_uri: the MLflow server of the sweep's run and its trials' nested runs
-    (`sweep_tracking`).
-  progress_secs: a progress line this often (`sweep_progress`; 0: never).
-  """
-  space: str
-  trials: int = 10
-  parallel: int = 1
-  workers_per_trial: int = 1
-  strategy: str = "local"
-  sampler: str = "tpe"
-  seed: Optional[int] = None
-  zip: bool = False
-  pruner: str = "none"
-  prune_after_trials: int = 2
-  prune_after_steps: int = 1  # The initial checkpoint's evaluation says nothing yet.
-  min_resource_steps: Optional[int] = None
-  reduction_factor: Optional[int] = None
-  scheduler: str = "none"
-  population: Optional[int] = None
-  pbt_interval_steps: Optional[int] = None
-  pbt_quantile: float = 0.25
-  pbt_keep: Tuple[str, ...] = ()
-  metric: str = "accuracy"
-  direction: str = "maximize"
-  sweep_dir: str
-  storage: Optional[str] = None
-  retry_failed: bool = True
-  mlflow_tracking_uri: Optional[str] = None
-  progress_secs: float = 30.0
-
-  def __post_init__(self):
-    for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
-                          ("scheduler", pbt_values.SCHEDULERS),
-                          ("direction", DIRECTIONS)):
-      errors.check_choice(name, getattr(self, name), choices)
-    object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
-    for name in ("trials", "parallel", "workers_per_trial"):
-      errors.check_positive(name, getattr(self, name))
-    errors.check_non_negative("prune_after_trials", self.prune_after_trials)
-    errors.check_non_negative("prune_after_steps", self.prune_after_steps)
-    pruners.check_rungs(self.pruner, min_resource_steps=self.min_resource_steps,
-                        reduction_factor=self.reduction_factor)
-    errors.check_non_negative_number("progress_secs", self.progress_secs)
-    if self.mlflow_tracking_uri:
-      errors.check_installed("mlflow", "--mlflow_tracking_uri")
-    if not self.sweep_dir:
-      raise errors.ConfigError("give the sweep a --sweep_dir: its trials' model_dirs, its "
-                               "study and its report go there.")
-    parsed = self.search_space  # Checks the space.
-    if self.sampler == "grid":
-      space_lib.grid(parsed)
-    if self.zip:
-      space_lib.zipped(parsed)
-    object.__setattr__(self, "pbt_keep", tuple(self.pbt_keep or ()))
-    pbt_values.check(self)
-
-  @property
-  def search_space(self):
-    return space_lib.parse(self.space)
-
-  @property
-  def fixed_points(self) -> bool:
-    """Whether the sweep's values are points queued when it is created (a grid, --zip):
-    its runners run those and never ask the sampler for values."""
-    return self.zip or self.sampler == "grid"
-
-  @property
-  def queued_only(self) -> bool:
-    """Whether the runners run only queued trials: a grid's or --zip's points, or the
-    generations PBT queues."""
-    return self.fixed_points or self.scheduler == "pbt"
-
-  @property
-  def trial_count(self) -> int:
-    """The trials the sweep finishes: a grid or a zip runs each of its points once (a
-    point whose trials failed, left failed by --noretry_failed, is not finished)."""
-    if self.zip:
-      return min(self.trials, len(space_lib.zipped(self.search_space)))
-    if self.sampler == "grid":
-      return min(self.trials, len(space_lib.product(self.search_space)))
-    return self.trials
-
-  @property
-  def storage_url(self) -> str:
-    return self.storage or self.default_storage(self.sweep_dir)
-
-  @staticmethod
-  def default_storage(sweep_dir):
-    return f"sqlite:///{os.path.abspath(sweep_dir)}/study.db"
+SweepOptions = sweep_options.SweepOptions  # Where the runners find it.
 
 
 def _sampler(options):
