@@ -103,20 +103,28 @@ def flag_fields(options_class):
   return [field for field in dataclasses.fields(options_class) if flag_of(field)]
 
 
-def define_flags(options_class, *, flag_values=flags.FLAGS,
+def define_flags(options_class, *, flag_values=flags.FLAGS, defaults=None,
                  helps=None) -> Dict[str, flags.FlagHolder]:
   """Defines on `flag_values` the flag of every field of `options_class` that has one, in
-  the fields' order; `helps` ({field: help}) replaces a help a program words its own way.
-  Returns {field name: FlagHolder}."""
-  helps = helps or {}
+  the fields' order; `defaults` and `helps` ({field: value}) replace a default or a help
+  that a program gives its own. Returns {field name: FlagHolder}."""
+  defaults, helps = defaults or {}, helps or {}
   holders = {}
   for field in flag_fields(options_class):
     spec = flag_of(field)
     if field.name in helps:
       spec = dataclasses.replace(spec, help=helps[field.name])
-    holders[field.name] = define_flag(spec, name=flag_name(field), default=flag_default(field),
+    default = defaults[field.name] if field.name in defaults else flag_default(field)
+    holders[field.name] = define_flag(spec, name=flag_name(field), default=default,
                                       flag_values=flag_values)
   return holders
+
+
+def holders_of(options_class, flag_values) -> Dict[str, flags.FlagHolder]:
+  """{field name: FlagHolder} of the flags that `define_flags(options_class)` defined on
+  `flag_values`, for a caller that has no holders."""
+  return {field.name: flags.FlagHolder(flag_values, flag_values[flag_name(field)])
+          for field in flag_fields(options_class)}
 
 
 def values_of(holders) -> Dict[str, object]:

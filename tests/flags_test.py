@@ -52,15 +52,24 @@ def test_alias_and_communication():
     (["--strategy=mirrored", "--hvd_compression=fp16"],
      "--hvd_compression applies only to --strategy=horovod"),
     (["--strategy=horovod", "--num_devices=2"], "--num_devices applies only to --strategy=mirrored"),
-    (["--warmup_steps=100", "--train_steps=50"], "--warmup_steps must be smaller than"),
-    (["--strategy=horovod", "--hvd_reduction=sum", "--gradient_predivide_factor=2"],
-     "--gradient_predivide_factor needs --hvd_reduction=average"),
     (["--strategy=spark"], "value should be one of"),
     (["--batch_size=0"], "0 is not a positive integer"),
 ])
 def test_flags_that_cannot_work_are_refused(argv, message):
   with pytest.raises(flags.IllegalFlagValueError, match=message):
     parse(*argv)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--warmup_steps=100", "--train_steps=50"],
+     r"warmup_steps \(100\) must be smaller than train_steps \(50\): lower --warmup_steps"),
+    (["--strategy=horovod", "--hvd_reduction=sum", "--gradient_predivide_factor=2"],
+     r"--gradient_predivide_factor \(2.0\) needs --hvd_reduction=average"),
+])
+def test_values_that_cannot_work_together_are_refused_by_the_options_naming_the_flags(
+    argv, message):
+  with pytest.raises(ed.ConfigError, match=message):
+    ed.options_from_flags(parse("--model_dir=/m", *argv))
 
 
 def test_model_dir_is_required():

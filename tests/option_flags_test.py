@@ -78,3 +78,12 @@ def test_the_launchers_flags_give_its_options():
       max_restarts=2, horovod=horovodrun.HorovodRun(
           hosts="a:2", extra_args="--cycle-time-ms=2", elastic=horovodrun.Elastic(
               min_workers=1, max_workers=3, discovery_script="/d.sh")))
+
+
+def test_a_program_gives_its_own_defaults_and_finds_the_holders_again():
+  values = flags.FlagValues()
+  option_flags.define_flags(Toy, flag_values=values, defaults={"steps": 7})
+  values(["program", "--toy_rate=3"])
+  holders = option_flags.holders_of(Toy, values)
+  assert option_flags.values_of(holders) == {"steps": 7, "mode": "fast", "rate": 3.0,
+                                             "tags": [], "ask": None}

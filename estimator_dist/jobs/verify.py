@@ -82,7 +82,7 @@ def _train(verify_flags):
   """One task of a verification run: train the module deterministically."""
   tf.config.experimental.enable_op_determinism()
   # Keras seeds unseeded initializers from Python's random: one seed, one reference.
-  seed = verify_flags.training.random_seed.value
+  seed = verify_flags.training.value("random_seed")
   random.seed(seed)
   np.random.seed(seed)
   options = verify_flags.training.options()
@@ -110,9 +110,9 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
   training = verify_flags.training
   command = [sys.executable, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
              f"--module={verify_flags.module.value}", f"--model_dir={model_dir}",
-             f"--train_steps={training.train_steps.value}", f"--batch_size={batch_size}",
+             f"--train_steps={training.value('train_steps')}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
-             f"--random_seed={training.random_seed.value}"]
+             f"--random_seed={training.value('random_seed')}"]
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
     job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
@@ -173,7 +173,7 @@ def main(argv, verify_flags):
   os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
   training = verify_flags.training
   strategy, strategy_options = training.strategy_and_options()
-  n, batch = verify_flags.num_workers.value, training.batch_size.value
+  n, batch = verify_flags.num_workers.value, training.value("batch_size")
   global_batch = strategy_options.get("global_batch_size")  # Only a strategy's with it.
   replicas = n if traits.of(strategy).synchronous else 1
   # With --global_batch_size, each worker accumulates micro-batches of --batch_size.
@@ -182,17 +182,17 @@ def main(argv, verify_flags):
   work = verify_flags.work_dir.value or tempfile.mkdtemp(prefix="estimator_dist_verify_")
   os.makedirs(work, exist_ok=True)
   single_dir, dist_dir = os.path.join(work, "single"), os.path.join(work, "distributed")
-  learning_rate, tolerance = training.learning_rate.value, verify_flags.tolerance.value
+  learning_rate, tolerance = training.value("learning_rate"), verify_flags.tolerance.value
   reference_rate = verify_flags.reference_learning_rate.value or learning_rate
   single_rate = _run(verify_flags, "single", "local", 1, reference_batch, reference_rate,
                      "none", single_dir)
   start_from(single_dir, dist_dir)
   dist_rate = _run(verify_flags, "distributed", strategy, n, batch, learning_rate,
-                   training.lr_scaling.value or "none", dist_dir, extra)
+                   training.value("lr_scaling") or "none", dist_dir, extra)
   rows = compare(single_dir, dist_dir)
   worst = max((r[3] for r in rows), default=np.inf)
   passed = worst <= tolerance
-  print(f"estimator_dist verify: {verify_flags.module.value}, {training.train_steps.value} "
+  print(f"estimator_dist verify: {verify_flags.module.value}, {training.value('train_steps')} "
         f"steps at global batch {reference_batch}, {strategy} on {n} worker(s) against one "
         f"worker")
   print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")

@@ -58,8 +58,8 @@ class HorovodOptions(base.Options):
       raise errors.ConfigError(f"gradient_predivide_factor ({factor}) must be > 0.")
     if factor != 1.0 and self.reduction != "average":
       raise errors.ConfigError(
-          f"gradient_predivide_factor ({factor}) works only with reduction='average', not "
-          f"{self.reduction!r}.")
+          f"--gradient_predivide_factor ({factor}) needs --hvd_reduction=average: it works "
+          f"only with reduction='average', not {self.reduction!r}.")
     if self.global_batch_size is not None and (
         self.backward_passes_per_step != 1 or self.reduction != "average" or
         factor != 1.0 or self.batch_size is None):

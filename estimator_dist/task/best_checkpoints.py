@@ -19,6 +19,7 @@ import os
 from typing import Optional
 
 from estimator_dist import errors
+from estimator_dist.option_flags import option
 
 DIRECTIONS = ("maximize", "minimize")
 DIRECTORY = "best"
@@ -27,10 +28,17 @@ DIRECTORY = "best"
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BestCheckpoints:
   """Keep the `keep` best checkpoints by eval `metric` ("loss", "accuracy", ...):
-  `direction` "maximize" or "minimize" (needed for any metric but loss, which minimizes)."""
-  keep: int
-  metric: str = "loss"
-  direction: Optional[str] = None
+  `direction` "maximize" or "minimize" (needed for any metric but loss, which minimizes).
+  A program's flags make none when --keep_best_checkpoints is 0, the flag's default."""
+  keep: int = option(
+      kind="integer", name="keep_best_checkpoints", flag_default=0, lower_bound=0,
+      help="Keep the best this many checkpoints by --best_metric in model_dir/best, which "
+      "keep_checkpoint_max never deletes; 0: none.")
+  metric: str = option("loss", kind="string", name="best_metric", help="The eval metric "
+                       "that ranks the checkpoints --keep_best_checkpoints keeps.")
+  direction: Optional[str] = option(
+      None, kind="enum", values=DIRECTIONS, name="best_direction", help="Whether a higher "
+      "--best_metric is better (maximize) or a lower (minimize; the default for loss only).")
 
   def __post_init__(self):
     errors.check_positive("keep_best_checkpoints", self.keep)

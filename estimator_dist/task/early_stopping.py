@@ -28,6 +28,7 @@ from tensorflow_estimator.python.estimator import early_stopping as tf_early_sto
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import stop_files
+from estimator_dist.option_flags import option
 from estimator_dist.task import preemption
 
 MODES = ("min", "max")
@@ -42,9 +43,13 @@ _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=pro
 class EarlyStopping:
   """Stop when `metric` (an eval metric: "loss", "accuracy", ...) has not improved
   (`mode` "min": decreased; "max": increased) for `patience_steps` global steps."""
-  metric: str = "loss"
-  mode: str = "min"
-  patience_steps: int
+  metric: str = option("loss", kind="string", name="early_stopping_metric",
+                       help="Eval metric early stopping watches.")
+  mode: str = option("min", kind="enum", values=MODES, name="early_stopping_mode",
+                     help="min: the metric should decrease; max: increase.")
+  patience_steps: int = option(
+      kind="integer", name="early_stopping_patience_steps", flag_default=None, lower_bound=1,
+      help="Stop every task when the eval metric has not improved for this many steps.")
 
   def __post_init__(self):
     if self.mode not in MODES:

@@ -1,12 +1,15 @@
 """absl flags for programs: `define_flags()` and `options_from_flags()`.
 
 Library code takes keyword arguments; only programs define flags, through these. The
-backend flags are made from the options dataclasses' field metadata (`option_flags.option`), so
-an option, its flag, its help and the check that it suits --strategy are declared once.
+flags are made from the options dataclasses' field metadata (`option_flags.option`):
+TrainOptions', BestCheckpoints', EarlyStopping's and the backends'; so an option, its flag
+and its help are declared once, and the options' `__post_init__` checks the values, naming
+the flag. --strategy, which picks the backend, is the programs' own flag, and a backend's
+flag is refused with another strategy.
 """
 
 import dataclasses
-from typing import Tuple
+from typing import Dict, Tuple
 
 from absl import flags
 
@@ -15,7 +18,6 @@ from estimator_dist import option_flags
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
-from estimator_dist.training import decorator
 from estimator_dist.task import best_checkpoints
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
@@ -64,31 +66,13 @@ def _define_backend_flag(spec, *, name, default, strategies, flag_values):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainingFlags:
-  """The flags `define_flags` defines, as FlagHolders; `options()` reads them."""
+  """The flags `define_flags` defines, as FlagHolders: --strategy, {field: holder} of the
+  options they set (TrainOptions', BestCheckpoints', EarlyStopping's) and the backends';
+  `options()` reads them."""
   strategy: flags.FlagHolder
-  model_dir: flags.FlagHolder
-  train_steps: flags.FlagHolder
-  eval_steps: flags.FlagHolder
-  batch_size: flags.FlagHolder
-  learning_rate: flags.FlagHolder
-  lr_scaling: flags.FlagHolder
-  warmup_steps: flags.FlagHolder
-  save_checkpoints_steps: flags.FlagHolder
-  keep_checkpoint_max: flags.FlagHolder
-  keep_checkpoint_every_n_hours: flags.FlagHolder
-  keep_best_checkpoints: flags.FlagHolder
-  best_metric: flags.FlagHolder
-  best_direction: flags.FlagHolder
-  eval_throttle_secs: flags.FlagHolder
-  eval_timeout_secs: flags.FlagHolder
-  random_seed: flags.FlagHolder
-  exporters: flags.FlagHolder
-  exports_to_keep: flags.FlagHolder
-  early_stopping_patience_steps: flags.FlagHolder
-  early_stopping_metric: flags.FlagHolder
-  early_stopping_mode: flags.FlagHolder
-  profile_steps: flags.FlagHolder
-  profile_tasks: flags.FlagHolder
+  settings: Dict[str, flags.FlagHolder]
+  best: Dict[str, flags.FlagHolder]
+  stopping: Dict[str, flags.FlagHolder]
   backend: Tuple[BackendFlag, ...]
 
   @classmethod
@@ -101,8 +85,15 @@ class TrainingFlags:
     holder = lambda name: flags.FlagHolder(flag_values, flag_values[name])  # noqa: E731
     backend = tuple(BackendFlag(holder=holder(name), option=option, strategies=strategies)
                     for _, name, _, option, strategies in backend_options())
-    return cls(**{f.name: holder(f.name) for f in dataclasses.fields(cls)
-                  if f.name != "backend"}, backend=backend)
+    return cls(strategy=holder("strategy"),
+               settings=option_flags.holders_of(options_lib.TrainOptions, flag_values),
+               best=option_flags.holders_of(best_checkpoints.BestCheckpoints, flag_values),
+               stopping=option_flags.holders_of(early_stopping.EarlyStopping, flag_values),
+               backend=backend)
+
+  def value(self, option):
+    """The parsed value of the flag of TrainOptions' field `option`."""
+    return self.settings[option].value
 
   def strategy_and_options(self):
     """(strategy name, its keyword options) from the flags."""
@@ -112,41 +103,25 @@ class TrainingFlags:
       if not flag.strategies or (strategy in flag.strategies and flag.holder.value is not None):
         strategy_options[flag.option] = flag.holder.value
     if "global_batch_size" in strategy_options:
-      strategy_options["batch_size"] = self.batch_size.value  # The micro-batch.
+      strategy_options["batch_size"] = self.value("batch_size")  # The micro-batch.
     return strategy, strategy_options
 
   def options(self) -> options_lib.TrainOptions:
     """The TrainOptions that the flags set."""
-    if not self.model_dir.value:
-      raise errors.ConfigError("--model_dir is required: a directory every task can reach.")
     strategy, strategy_options = self.strategy_and_options()
     stopping = None
-    if self.early_stopping_patience_steps.value:
-      stopping = early_stopping.EarlyStopping(
-          metric=self.early_stopping_metric.value, mode=self.early_stopping_mode.value,
-          patience_steps=self.early_stopping_patience_steps.value)
+    if self.stopping["patience_steps"].value:
+      stopping = option_flags.options_from_flags(early_stopping.EarlyStopping, self.stopping)
     best = None
-    if not self.keep_best_checkpoints.value and (self.best_metric.present or
-                                                 self.best_direction.present):
+    if not self.best["keep"].value and (self.best["metric"].present or
+                                        self.best["direction"].present):
       raise errors.ConfigError("--best_metric and --best_direction rank the checkpoints that "
                                "--keep_best_checkpoints=N keeps; give it too.")
-    if self.keep_best_checkpoints.value:
-      best = best_checkpoints.BestCheckpoints(
-          keep=self.keep_best_checkpoints.value, metric=self.best_metric.value,
-          direction=self.best_direction.value)
-    return options_lib.TrainOptions(
-        strategy=strategy, strategy_options=strategy_options, model_dir=self.model_dir.value,
-        train_steps=self.train_steps.value, eval_steps=self.eval_steps.value,
-        batch_size=self.batch_size.value, learning_rate=self.learning_rate.value,
-        lr_scaling=self.lr_scaling.value, warmup_steps=self.warmup_steps.value,
-        save_checkpoints_steps=self.save_checkpoints_steps.value,
-        keep_checkpoint_max=self.keep_checkpoint_max.value,
-        keep_checkpoint_every_n_hours=self.keep_checkpoint_every_n_hours.value,
-        best_checkpoints=best, eval_throttle_secs=self.eval_throttle_secs.value,
-        eval_timeout_secs=self.eval_timeout_secs.value, random_seed=self.random_seed.value,
-        exporters=self.exporters.value, exports_to_keep=self.exports_to_keep.value,
-        early_stopping=stopping, profile_steps=self.profile_steps.value,
-        profile_tasks=self.profile_tasks.value)
+    if self.best["keep"].value:
+      best = option_flags.options_from_flags(best_checkpoints.BestCheckpoints, self.best)
+    return option_flags.options_from_flags(
+        options_lib.TrainOptions, self.settings, strategy=strategy,
+        strategy_options=strategy_options, best_checkpoints=best, early_stopping=stopping)
 
 
 def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
@@ -158,77 +133,12 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
   defined = TrainingFlags(  # Keywords are evaluated in order: the flags' order.
       strategy=flags.DEFINE_enum("strategy", strategy, traits.NAMES,
                                  "Distribution strategy.", flag_values=f),
-      model_dir=flags.DEFINE_string("model_dir", None,
-                                    "Checkpoint directory shared by all tasks.", flag_values=f),
-      train_steps=flags.DEFINE_integer("train_steps", train_steps, "Global step to train to.",
-                                       lower_bound=1, flag_values=f),
-      eval_steps=flags.DEFINE_integer("eval_steps", None,
-                                      "Eval batches; default the whole eval set.",
-                                      lower_bound=1, flag_values=f),
-      batch_size=flags.DEFINE_integer("batch_size", batch_size,
-                                      "Batch size per worker (per replica).", lower_bound=1,
-                                      flag_values=f),
-      learning_rate=flags.DEFINE_float("learning_rate", learning_rate,
-                                       "Single-worker learning rate.", lower_bound=0.0,
-                                       flag_values=f),
-      lr_scaling=flags.DEFINE_enum(
-          "lr_scaling", None, decorator.LR_SCALINGS, "Learning-rate scaling with replicas "
-          "(default: linear if synchronous, none for parameter_server).", flag_values=f),
-      warmup_steps=flags.DEFINE_integer("warmup_steps", None,
-                                        "Steps of linear warmup to the scaled rate.",
-                                        lower_bound=0, flag_values=f),
-      save_checkpoints_steps=flags.DEFINE_integer("save_checkpoints_steps", None,
-                                                  "Checkpoint interval in steps.",
-                                                  lower_bound=1, flag_values=f),
-      keep_checkpoint_max=flags.DEFINE_integer("keep_checkpoint_max", 5, "Newest checkpoints "
-                                               "kept; 0 keeps all.", lower_bound=0,
-                                               flag_values=f),
-      keep_checkpoint_every_n_hours=flags.DEFINE_float(
-          "keep_checkpoint_every_n_hours", None, "Also keep one checkpoint of every this many "
-          "hours.", flag_values=f),
-      keep_best_checkpoints=flags.DEFINE_integer(
-          "keep_best_checkpoints", 0, "Keep the best this many checkpoints by --best_metric "
-          "in model_dir/best, which keep_checkpoint_max never deletes; 0: none.",
-          lower_bound=0, flag_values=f),
-      best_metric=flags.DEFINE_string("best_metric", "loss", "The eval metric that ranks the "
-                                      "checkpoints --keep_best_checkpoints keeps.",
-                                      flag_values=f),
-      best_direction=flags.DEFINE_enum(
-          "best_direction", None, best_checkpoints.DIRECTIONS, "Whether a higher "
-          "--best_metric is better (maximize) or a lower (minimize; the default for loss "
-          "only).", flag_values=f),
-      eval_throttle_secs=flags.DEFINE_integer("eval_throttle_secs", 60,
-                                              "Least seconds between evaluations.",
-                                              lower_bound=0, flag_values=f),
-      eval_timeout_secs=flags.DEFINE_float(
-          "eval_timeout_secs", None, f"Stop an evaluation (and fail) after this many seconds "
-          f"(0: never); default {evaluation.TIMEOUT_MULTIPLE}x the longest so far, at least "
-          f"{evaluation.TIMEOUT_FLOOR_SECS} s.", lower_bound=0.0, flag_values=f),
-      random_seed=flags.DEFINE_integer("random_seed", 0, "Graph seed shared by all tasks.",
-                                       flag_values=f),
-      exporters=flags.DEFINE_list(
-          "exporters", [], f"Serving exports after evaluations, of "
-          f"{', '.join(evaluation.EXPORTER_KINDS)} (the program passes "
-          f"serving_input_receiver_fn).", flag_values=f),
-      exports_to_keep=flags.DEFINE_integer("exports_to_keep", 5, "Newest exports the latest "
-                                           "and best exporters keep.", lower_bound=1,
-                                           flag_values=f),
-      early_stopping_patience_steps=flags.DEFINE_integer(
-          "early_stopping_patience_steps", None, "Stop every task when the eval metric has "
-          "not improved for this many steps.", lower_bound=1, flag_values=f),
-      early_stopping_metric=flags.DEFINE_string(
-          "early_stopping_metric", "loss", "Eval metric early stopping watches.",
-          flag_values=f),
-      early_stopping_mode=flags.DEFINE_enum(
-          "early_stopping_mode", "min", early_stopping.MODES,
-          "min: the metric should decrease; max: increase.", flag_values=f),
-      profile_steps=flags.DEFINE_string(
-          "profile_steps", None, "FIRST:LAST: record TensorFlow's profiler from global step "
-          "FIRST to LAST on every training task, into model_dir/plugins/profile for "
-          "TensorBoard's Profile tab.", flag_values=f),
-      profile_tasks=flags.DEFINE_list(
-          "profile_tasks", [], "With --profile_steps: only these tasks (chief:0,worker:1); "
-          "default every training task.", flag_values=f),
+      settings=option_flags.define_flags(
+          options_lib.TrainOptions, flag_values=f, defaults={
+              "train_steps": train_steps, "batch_size": batch_size,
+              "learning_rate": learning_rate}),
+      best=option_flags.define_flags(best_checkpoints.BestCheckpoints, flag_values=f),
+      stopping=option_flags.define_flags(early_stopping.EarlyStopping, flag_values=f),
       backend=tuple(
           BackendFlag(holder=_define_backend_flag(spec, name=name, default=default,
                                                   strategies=strategies, flag_values=f),
@@ -237,12 +147,6 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
   flags.register_validator("exporters", lambda v: set(v) <= set(evaluation.EXPORTER_KINDS),
                            f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)}.",
                            flag_values=f)
-
-  def _warmup_within_training(v):
-    return v["warmup_steps"] is None or v["warmup_steps"] < v["train_steps"]
-  flags.register_multi_flags_validator(
-      ["warmup_steps", "train_steps"], _warmup_within_training,
-      "--warmup_steps must be smaller than --train_steps.", flag_values=f)
 
   for flag in (b for b in defined.backend if b.strategies):
     name, default, owners = flag.holder.name, flag.holder.default, flag.strategies
@@ -253,15 +157,10 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
         [name, "strategy"], _only_for,
         f"--{name} applies only to {' or '.join(f'--strategy={o}' for o in owners)}; drop "
         f"it or change --strategy.", flag_values=f)
-
-  def _predivide_needs_average(v):
-    return v["gradient_predivide_factor"] == 1.0 or v["hvd_reduction"] == "average"
-  flags.register_multi_flags_validator(
-      ["gradient_predivide_factor", "hvd_reduction"], _predivide_needs_average,
-      "--gradient_predivide_factor needs --hvd_reduction=average.", flag_values=f)
   return defined
 
 
 def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:
-  """The TrainOptions that the flags (defined by `define_flags`) set."""
+  """The TrainOptions that the flags (defined by `define_flags`) set; they check the
+  values, naming the flags."""
   return TrainingFlags.of(flag_values).options()

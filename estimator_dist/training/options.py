@@ -12,67 +12,80 @@ from typing import Mapping, Optional, Tuple
 import tensorflow as tf
 
 from estimator_dist import errors
+from estimator_dist.option_flags import option
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import best_checkpoints as best_checkpoints_lib
 from estimator_dist.task import early_stopping as early_stopping_lib
+from estimator_dist.task import evaluation
+from estimator_dist.training import decorator
 from estimator_dist.training import profiling
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainOptions:
-  """How to train.
+  """How to train; a field with a flag says what it does in its help.
 
-  strategy: a strategy name (see `create_strategy`).
-  strategy_options: the keyword options of that strategy's adapter.
-  model_dir: where checkpoints and summaries go; shared by all tasks.
-  train_steps: the global step to train to (one synchronous update is one step).
-  eval_steps: batches to evaluate; None evaluates the whole eval input.
-  learning_rate: the single-worker rate; when given, sets the params key that the
-    decorator scales (its `lr_param`, "learning_rate" by default).
-  lr_scaling, warmup_steps: override the decorator's options when given.
-  batch_size: the per-worker batch size, for the logs and examples/sec.
-  save_checkpoints_steps: checkpoint interval (RunConfig's default when None).
-  keep_checkpoint_max: newest checkpoints kept; 0 keeps all.
-  keep_checkpoint_every_n_hours: also keep one checkpoint of every this many hours
-    (Estimator's RunConfig); None: none.
-  best_checkpoints: a `BestCheckpoints` (keep, metric, direction): the best checkpoints by
-    an eval metric, kept in model_dir/best where keep_checkpoint_max never deletes them.
-  eval_throttle_secs: least seconds between evaluations during training.
-  eval_timeout_secs: an evaluation still running after this is stopped and fails the job
-    (0: never); None: 10x the longest evaluation so far, at least 1800 s.
-  exporters: serving exports after evaluations: "latest", "best", "final" or
-    `tf.estimator.Exporter`s (the names need train_and_evaluate's
-    serving_input_receiver_fn).
-  exports_to_keep: newest exports the latest and best exporters keep.
-  early_stopping: an `EarlyStopping` (metric, mode, patience_steps) that stops every
-    task at one step when the eval metric stops improving.
-  random_seed: the graph seed of every task; one seed everywhere keeps the workers'
-    shuffle orders equal, which sharding relies on.
-  profile_steps: (first, last) global steps the profiler records on every training task
-    (or "FIRST:LAST"; see `profiling`); profile_tasks: only these ("worker:1"), if given.
+  strategy: a strategy name (see `create_strategy`); its program flag --strategy takes
+    the program's default (`define_flags`).
+  strategy_options: the keyword options of that strategy's adapter (their flags are the
+    backends' options').
+  train_steps: one synchronous update is one step. learning_rate: when given, sets the
+    params key that the decorator scales (its `lr_param`, "learning_rate" by default);
+    lr_scaling, warmup_steps: override the decorator's options when given.
+  batch_size: for the logs and examples/sec. save_checkpoints_steps: None: RunConfig's.
+  best_checkpoints: a `BestCheckpoints` (keep, metric, direction), early_stopping: an
+    `EarlyStopping` (metric, mode, patience_steps); each with its own flags.
+  exporters: of the names (train_and_evaluate's serving_input_receiver_fn exports them)
+    or `tf.estimator.Exporter`s.
+  random_seed: one seed everywhere keeps the workers' shuffle orders equal, which
+    sharding relies on.
+  profile_steps: (first, last), or "FIRST:LAST" (see `profiling`).
   """
   strategy: str = "local"
   strategy_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
-  model_dir: str
-  train_steps: int
-  eval_steps: Optional[int] = None
-  learning_rate: Optional[float] = None
-  lr_scaling: Optional[str] = None
-  warmup_steps: Optional[int] = None
-  batch_size: Optional[int] = None
-  save_checkpoints_steps: Optional[int] = None
-  keep_checkpoint_max: int = 5
-  keep_checkpoint_every_n_hours: Optional[float] = None
+  model_dir: str = option(kind="string", flag_default=None,
+                          help="Checkpoint directory shared by all tasks.")
+  train_steps: int = option(kind="integer", lower_bound=1, help="Global step to train to.")
+  eval_steps: Optional[int] = option(None, kind="integer", lower_bound=1,
+                                     help="Eval batches; default the whole eval set.")
+  learning_rate: Optional[float] = option(None, kind="float", lower_bound=0.0,
+                                          help="Single-worker learning rate.")
+  lr_scaling: Optional[str] = option(
+      None, kind="enum", values=decorator.LR_SCALINGS, help="Learning-rate scaling with "
+      "replicas (default: linear if synchronous, none for parameter_server).")
+  warmup_steps: Optional[int] = option(None, kind="integer", lower_bound=0,
+                                       help="Steps of linear warmup to the scaled rate.")
+  batch_size: Optional[int] = option(None, kind="integer", lower_bound=1,
+                                     help="Batch size per worker (per replica).")
+  save_checkpoints_steps: Optional[int] = option(None, kind="integer", lower_bound=1,
+                                                 help="Checkpoint interval in steps.")
+  keep_checkpoint_max: int = option(5, kind="integer", lower_bound=0,
+                                    help="Newest checkpoints kept; 0 keeps all.")
+  keep_checkpoint_every_n_hours: Optional[float] = option(
+      None, kind="float", help="Also keep one checkpoint of every this many hours.")
   best_checkpoints: Optional[best_checkpoints_lib.BestCheckpoints] = None
-  eval_throttle_secs: int = 60
-  eval_timeout_secs: Optional[float] = None
-  exporters: Tuple[object, ...] = ()
-  exports_to_keep: int = 5
+  eval_throttle_secs: int = option(60, kind="integer", lower_bound=0,
+                                   help="Least seconds between evaluations.")
+  eval_timeout_secs: Optional[float] = option(
+      None, kind="float", lower_bound=0.0, help="Stop an evaluation (and fail) after this "
+      f"many seconds (0: never); default {evaluation.TIMEOUT_MULTIPLE}x the longest so far, "
+      f"at least {evaluation.TIMEOUT_FLOOR_SECS} s.")
+  exporters: Tuple[object, ...] = option(
+      (), kind="list", flag_default=[], help="Serving exports after evaluations, of "
+      f"{', '.join(evaluation.EXPORTER_KINDS)} (the program passes "
+      "serving_input_receiver_fn).")
+  exports_to_keep: int = option(5, kind="integer", lower_bound=1,
+                                help="Newest exports the latest and best exporters keep.")
   early_stopping: Optional[early_stopping_lib.EarlyStopping] = None
-  random_seed: int = 0
-  profile_steps: Optional[Tuple[int, int]] = None
-  profile_tasks: Tuple[str, ...] = ()
+  random_seed: int = option(0, kind="integer", help="Graph seed shared by all tasks.")
+  profile_steps: Optional[Tuple[int, int]] = option(
+      None, kind="string", help="FIRST:LAST: record TensorFlow's profiler from global step "
+      "FIRST to LAST on every training task, into model_dir/plugins/profile for "
+      "TensorBoard's Profile tab.")
+  profile_tasks: Tuple[str, ...] = option(
+      (), kind="list", flag_default=[], help="With --profile_steps: only these tasks "
+      "(chief:0,worker:1); default every training task.")
 
   def __post_init__(self):
     object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
@@ -80,7 +93,8 @@ class TrainOptions:
                        types.MappingProxyType(dict(self.strategy_options or {})))
     factory.options_for(self.strategy, **self.strategy_options)  # Checks them.
     if not self.model_dir:
-      raise errors.ConfigError("model_dir must name a directory that every task can reach.")
+      raise errors.ConfigError("--model_dir is required: model_dir must name a directory "
+                               "that every task can reach.")
     errors.check_positive("train_steps", self.train_steps)
     for name in ("eval_steps", "batch_size", "save_checkpoints_steps"):
       errors.check_positive(name, getattr(self, name), allow_none=True)
@@ -113,7 +127,8 @@ class TrainOptions:
     object.__setattr__(self, "profile_tasks", profiling.checked_tasks(self.profile_tasks))
     if self.warmup_steps is not None and self.warmup_steps >= self.train_steps:
       raise errors.ConfigError(f"warmup_steps ({self.warmup_steps}) must be smaller than "
-                               f"train_steps ({self.train_steps}).")
+                               f"train_steps ({self.train_steps}): lower --warmup_steps or "
+                               f"raise --train_steps.")
 
   def replace(self, **changes) -> "TrainOptions":
     return dataclasses.replace(self, **changes)
