@@ -37,7 +37,7 @@ class LaunchFlags:
       given = option_flags.values_of(self.elastic_range)
       elastic = horovodrun.Elastic(**{
           **given, "min_workers": given["min_workers"] or 1,
-          "max_workers": given["max_workers"] or self.job.num_workers.value})
+          "max_workers": given["max_workers"] or self.job.value("num_workers")})
     run = option_flags.options_from_flags(horovodrun.HorovodRun, self.horovod,
                                           elastic=elastic)
     return option_flags.options_from_flags(launcher.LaunchOptions, self.launch, horovod=run)

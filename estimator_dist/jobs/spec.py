@@ -5,11 +5,13 @@ engine's own settings are a dataclass of that engine.
 """
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from absl import flags
 
 from estimator_dist import errors
+from estimator_dist import option_flags
+from estimator_dist.option_flags import option
 from estimator_dist.strategies import traits as traits_lib
 
 
@@ -23,10 +25,14 @@ class JobSpec:
   evaluator: add an evaluator task (multi_worker, parameter_server).
   command: the program and its arguments; engines add --strategy (and --model_dir).
   """
-  strategy: str
-  num_workers: int = 2
-  num_ps: Optional[int] = None
-  evaluator: bool = False
+  strategy: str = option(kind="enum", values=traits_lib.NAMES, flag_default="multi_worker",
+                         help="Distribution strategy; passed to the program as --strategy.")
+  num_workers: int = option(2, kind="integer", lower_bound=1,
+                            help="Training processes (mirrored: replicas).")
+  num_ps: Optional[int] = option(None, kind="integer", lower_bound=0,
+                                 help="parameter_server: ps tasks (default 1).")
+  evaluator: bool = option(False, kind="bool",
+                           help="multi_worker, parameter_server: add an evaluator.")
   command: Tuple[str, ...] = ()
 
   def __post_init__(self):
@@ -73,29 +79,20 @@ class JobSpec:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class JobFlags:
-  """The flags that describe a job, as FlagHolders."""
-  strategy: flags.FlagHolder
-  num_workers: flags.FlagHolder
-  num_ps: flags.FlagHolder
-  evaluator: flags.FlagHolder
+  """The flags that describe a job, as FlagHolders: {field: holder} of JobSpec's."""
+  settings: Dict[str, flags.FlagHolder]
+
+  def value(self, field):
+    """The parsed value of the flag of JobSpec's `field`."""
+    return self.settings[field].value
 
   def job(self, command) -> JobSpec:
-    return JobSpec(strategy=self.strategy.value, num_workers=self.num_workers.value,
-                   num_ps=self.num_ps.value, evaluator=self.evaluator.value,
-                   command=tuple(command))
+    return option_flags.options_from_flags(JobSpec, self.settings, command=tuple(command))
 
 
-def define_flags(flag_values=flags.FLAGS, *,
-                 num_workers_help="Training processes (mirrored: replicas).") -> JobFlags:
-  """Defines the job flags that launch, k8s and slurm share on `flag_values`."""
-  return JobFlags(
-      strategy=flags.DEFINE_enum("strategy", "multi_worker", traits_lib.NAMES,
-                                 "Distribution strategy; passed to the program as --strategy.",
-                                 flag_values=flag_values),
-      num_workers=flags.DEFINE_integer("num_workers", 2, num_workers_help, lower_bound=1,
-                                       flag_values=flag_values),
-      num_ps=flags.DEFINE_integer("num_ps", None, "parameter_server: ps tasks (default 1).",
-                                  lower_bound=0, flag_values=flag_values),
-      evaluator=flags.DEFINE_bool("evaluator", False,
-                                  "multi_worker, parameter_server: add an evaluator.",
-                                  flag_values=flag_values))
+def define_flags(flag_values=flags.FLAGS, *, num_workers_help=None) -> JobFlags:
+  """Defines the job flags that launch, k8s and slurm share on `flag_values`; each
+  engine words --num_workers its own way."""
+  helps = {"num_workers": num_workers_help} if num_workers_help else {}
+  return JobFlags(settings=option_flags.define_flags(JobSpec, flag_values=flag_values,
+                                                     helps=helps))
