@@ -65,6 +65,7 @@ def test_flags_that_cannot_work_are_refused(argv, message):
      r"warmup_steps \(100\) must be smaller than train_steps \(50\): lower --warmup_steps"),
     (["--strategy=horovod", "--hvd_reduction=sum", "--gradient_predivide_factor=2"],
      r"--gradient_predivide_factor \(2.0\) needs --hvd_reduction=average"),
+    (["--exporters=latest,newest"], r"--exporters takes latest, best, final .*'newest'"),
 ])
 def test_values_that_cannot_work_together_are_refused_by_the_options_naming_the_flags(
     argv, message):

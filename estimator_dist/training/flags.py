@@ -20,7 +20,6 @@ from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
 from estimator_dist.task import best_checkpoints
 from estimator_dist.task import early_stopping
-from estimator_dist.task import evaluation
 from estimator_dist.training import options as options_lib
 
 DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
@@ -144,10 +143,6 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                                                   strategies=strategies, flag_values=f),
                       option=option, strategies=strategies)
           for spec, name, default, option, strategies in backend_options()))
-  flags.register_validator("exporters", lambda v: set(v) <= set(evaluation.EXPORTER_KINDS),
-                           f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)}.",
-                           flag_values=f)
-
   for flag in (b for b in defined.backend if b.strategies):
     name, default, owners = flag.holder.name, flag.holder.default, flag.strategies
 

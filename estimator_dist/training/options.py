@@ -115,6 +115,12 @@ class TrainOptions:
     if isinstance(exporters, (str, tf.estimator.Exporter)):  # One of them.
       exporters = (exporters,)
     object.__setattr__(self, "exporters", tuple(exporters))
+    unknown = [e for e in self.exporters if not isinstance(e, tf.estimator.Exporter) and
+               e not in evaluation.EXPORTER_KINDS]
+    if unknown:
+      raise errors.ConfigError(
+          f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)} (or exporters= "
+          f"tf.estimator.Exporters), not {', '.join(map(repr, unknown))}.")
     errors.check_positive("exports_to_keep", self.exports_to_keep)
     if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
       raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "
