@@ -64,7 +64,7 @@ def test_learning_rate_sets_the_key_the_decorator_scales(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"train_steps": 0}, r"train_steps \(0\) must be a positive integer"),
+    ({"train_steps": 0}, r"--train_steps \(0\) must be a positive integer"),
     ({"train_steps": 5, "model_dir": ""}, "model_dir must name a directory"),
     ({"train_steps": 5, "batch_size": -1}, r"batch_size \(-1\) must be a positive integer"),
     ({"train_steps": 5, "strategy": "spark"}, r"strategy \('spark'\) is not one of"),

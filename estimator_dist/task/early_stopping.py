@@ -54,7 +54,7 @@ class EarlyStopping:
   def __post_init__(self):
     if self.mode not in MODES:
       raise errors.ConfigError(f"early stopping mode must be one of {MODES}, got {self.mode!r}.")
-    errors.check_positive("patience_steps", self.patience_steps)
+    errors.check_positive("--early_stopping_patience_steps", self.patience_steps)
 
   def reason(self, eval_dir) -> Optional[str]:
     """Why training should stop now, from the evaluations in eval_dir; None to go on."""

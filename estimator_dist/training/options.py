@@ -95,21 +95,21 @@ class TrainOptions:
     if not self.model_dir:
       raise errors.ConfigError("--model_dir is required: model_dir must name a directory "
                                "that every task can reach.")
-    errors.check_positive("train_steps", self.train_steps)
+    errors.check_positive("--train_steps", self.train_steps)
     for name in ("eval_steps", "batch_size", "save_checkpoints_steps"):
-      errors.check_positive(name, getattr(self, name), allow_none=True)
-    errors.check_non_negative("keep_checkpoint_max", self.keep_checkpoint_max)
+      errors.check_positive(f"--{name}", getattr(self, name), allow_none=True)
+    errors.check_non_negative("--keep_checkpoint_max", self.keep_checkpoint_max)
     hours = self.keep_checkpoint_every_n_hours
     if hours is not None and not (isinstance(hours, (int, float)) and hours > 0):
-      raise errors.ConfigError(f"keep_checkpoint_every_n_hours ({hours!r}) must be a positive "
-                               f"number of hours, or None.")
+      raise errors.ConfigError(f"--keep_checkpoint_every_n_hours ({hours!r}) must be a "
+                               f"positive number of hours, or None.")
     if not isinstance(self.best_checkpoints,
                       (best_checkpoints_lib.BestCheckpoints, type(None))):
       raise errors.ConfigError(f"best_checkpoints must be a BestCheckpoints(keep=..., metric=..., "
                                f"direction=...), got {self.best_checkpoints!r}.")
-    errors.check_non_negative("eval_throttle_secs", self.eval_throttle_secs)
+    errors.check_non_negative("--eval_throttle_secs", self.eval_throttle_secs)
     if self.eval_timeout_secs is not None and not self.eval_timeout_secs >= 0:
-      raise errors.ConfigError(f"eval_timeout_secs ({self.eval_timeout_secs!r}) must be a "
+      raise errors.ConfigError(f"--eval_timeout_secs ({self.eval_timeout_secs!r}) must be a "
                                f"number of seconds (0: never), or None for the default.")
     exporters = self.exporters or ()
     if isinstance(exporters, (str, tf.estimator.Exporter)):  # One of them.
@@ -121,7 +121,7 @@ class TrainOptions:
       raise errors.ConfigError(
           f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)} (or exporters= "
           f"tf.estimator.Exporters), not {', '.join(map(repr, unknown))}.")
-    errors.check_positive("exports_to_keep", self.exports_to_keep)
+    errors.check_positive("--exports_to_keep", self.exports_to_keep)
     if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
       raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "
                                f"patience_steps=...), got {self.early_stopping!r}.")
