@@ -40,12 +40,12 @@ option = option_flags.option
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Options:
   """Options every adapter takes; each field's flag says what it does."""
-  intra_op_threads: int = option(0, name="intra_op_threads", kind="integer", lower_bound=0,
+  intra_op_threads: int = option(0, kind="integer", lower_bound=0,
                                  help="TensorFlow intra-op threads (0: TF default).")
-  inter_op_threads: int = option(0, name="inter_op_threads", kind="integer", lower_bound=0,
+  inter_op_threads: int = option(0, kind="integer", lower_bound=0,
                                  help="TensorFlow inter-op threads (0: TF default).")
   cpu_affinity: str = option(
-      "auto", name="cpu_affinity", kind="enum", values=placement.CPU_AFFINITIES,
+      "auto", kind="enum", values=placement.CPU_AFFINITIES,
       help="auto: pin each training process that shares a host with others to its own "
       "share of the CPUs; none: leave placement to the OS.")
 

@@ -30,13 +30,13 @@ class HorovodOptions(base.Options):
   reduction: str = base.option("average", name="hvd_reduction", kind="enum",
                                values=REDUCTIONS, help="how gradients are combined.")
   backward_passes_per_step: int = base.option(
-      1, name="backward_passes_per_step", kind="integer", lower_bound=1,
+      1, kind="integer", lower_bound=1,
       help="micro-batches accumulated per all-reduce.")
   gradient_predivide_factor: float = base.option(
-      1.0, name="gradient_predivide_factor", kind="float",
+      1.0, kind="float",
       help="divide gradients by this before the sum, the rest after.")
   global_batch_size: Optional[int] = base.option(
-      None, name="global_batch_size", kind="integer", lower_bound=1,
+      None, kind="integer", lower_bound=1,
       help="examples per update, whatever the number of ranks; each rank accumulates "
       "micro-batches of --batch_size.")
   batch_size: Optional[int] = None  # global_batch_size's micro-batch (from --batch_size).

@@ -27,7 +27,7 @@ def _cpu_devices(count):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MirroredOptions(base.Options):
   """num_devices: replicas on this machine (default: the GPUs, or the launcher's count)."""
-  num_devices: Optional[int] = base.option(None, name="num_devices", kind="integer",
+  num_devices: Optional[int] = base.option(None, kind="integer",
                                            lower_bound=1, help="replicas on this machine.")
 
   def __post_init__(self):

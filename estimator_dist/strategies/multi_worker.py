@@ -21,11 +21,11 @@ class MultiWorkerOptions(base.Options):
   """communication: the collective implementation (auto, ring, nccl).
   collective_timeout_secs: seconds before a collective op fails (None: never).
   """
-  communication: str = base.option("auto", name="communication", kind="enum",
+  communication: str = base.option("auto", kind="enum",
                                    values=tuple(COMMUNICATIONS),
                                    help="collective implementation.")
   collective_timeout_secs: Optional[float] = base.option(
-      None, name="collective_timeout_secs", kind="float",
+      None, kind="float",
       help="seconds before a collective op fails.")
 
   def __post_init__(self):

@@ -71,7 +71,7 @@ class ParameterServerOptions(base.Options):
   """
   ps_done_timeout_secs: Optional[float] = None
   remote_cluster: Optional[object] = base.option(
-      None, name="remote_cluster", kind="string",
+      None, kind="string",
       help="train as a standalone client of standard TensorFlow servers, given as JSON: "
       "'{\"worker\": [...], \"ps\": [...]}'.")
 
