@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
@@ -67,9 +68,16 @@ def orphans_left(before, shared_memory=job_dirs.SHARED_MEMORY):
       pass  # Removed meanwhile.
   if not made:  # Reads every process's map only when there is something to look for.
     return []
-  mapped = process_tree.shared_memory_files(p for p in os.listdir("/proc") if p.isdigit())
-  ids = {name: _file_id(os.path.join(shared_memory, name)) for name in made}
-  return sorted(name for name, i in ids.items() if i and i not in mapped)
+  # Twice, a second apart: a file only unmapped for a moment (its maker just ended and its
+  # tracker is removing it, or a test of another process of the suite makes one on
+  # purpose) is not left behind.
+  for look in range(2):
+    if look:
+      time.sleep(1)
+    mapped = process_tree.shared_memory_files(p for p in os.listdir("/proc") if p.isdigit())
+    ids = {name: _file_id(os.path.join(shared_memory, name)) for name in made}
+    made = [name for name, i in ids.items() if i and i not in mapped]
+  return sorted(made)
 
 
 def _file_id(path):
