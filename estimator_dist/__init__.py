@@ -41,7 +41,7 @@ _EXPORTS = {
     "run_program": "estimator_dist.training.program",
     "TrainOptions": "estimator_dist.training.options",
     "evaluate": "estimator_dist.training.evaluate_alone",
-    "train_and_evaluate": "estimator_dist.training.run",
+    "train_and_evaluate": "estimator_dist.training.entry_point",
     "SweepOptions": "estimator_dist.experiments.study",
     "sweep": "estimator_dist.experiments.runner",
 }

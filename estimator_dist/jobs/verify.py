@@ -40,7 +40,7 @@ from estimator_dist.task import checkpoints
 from estimator_dist.training import flags as task_flags
 from estimator_dist.training import program
 from estimator_dist.training import rate_record
-from estimator_dist.training import run as training_run
+from estimator_dist.training import entry_point
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -87,11 +87,11 @@ def _train(verify_flags):
   np.random.seed(seed)
   options = verify_flags.training.options()
   # A collective strategy must exist before a Keras model or canned Estimator is built.
-  factory.create_strategy(options.strategy, **options.strategy_options).start()
+  adapter = factory.create_strategy(options.strategy, **options.strategy_options)
   module = importlib.import_module(verify_flags.module.value)
   params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
-  training_run.train_and_evaluate(_model(module), module.input_fn, None, params=params,
-                                  options=options)
+  entry_point.train_and_evaluate(_model(module), module.input_fn, None, params=params,
+                                 options=options, strategy=adapter)
 
 
 def _model(module):

@@ -5,8 +5,9 @@ An adapter's life has two steps:
   effects, so a task can be validated anywhere;
 - `start()` is the one step with side effects: it reads the task from the environment
   when none was given, publishes the validated cluster to TF_CONFIG, pins this process
-  to its CPUs and starts the backend (a tf.distribute strategy, `hvd.init`). The factory
-  calls it.
+  to its CPUs and starts the backend (a tf.distribute strategy, `hvd.init`). A run's
+  `start()` (or `create_strategy`) calls it, through the factory, which records the
+  adapter a process started from its environment.
 """
 
 import contextlib
@@ -22,7 +23,6 @@ from estimator_dist.strategies import checks
 from estimator_dist.strategies import context
 from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import environment
-from estimator_dist.task import evaluator
 from estimator_dist.task import inputs
 from estimator_dist.task import own_address
 from estimator_dist.task import own_port
@@ -112,8 +112,6 @@ class StrategyAdapter:
     with own_port.named(self.task):
       self.start_backend()
     self.started = True
-    if from_environment:
-      context.started_in_process(self)  # With TF_CONFIG as published above.
     return self
 
   def task_from_environment(self):
@@ -214,15 +212,8 @@ class StrategyAdapter:
     return train_with(self, ())
 
   def train(self, estimator, train_spec, eval_spec):
-    """Runs this task's share of training. Returns eval metrics if it evaluated the end."""
-    if self.task.role == "evaluator":
-      if eval_spec is None:
-        raise errors.ConfigError(
-            "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
-            "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
-            "--evaluator).")
-      return evaluator.evaluate_until(estimator, eval_spec, task=self.task,
-                                      max_steps=train_spec.max_steps)
+    """Runs this training task's share of training (an evaluator task evaluates instead,
+    in the run). Returns eval metrics if it evaluated the end."""
     if not estimator.config.cluster_spec:  # One process: the chief evaluates beside it.
       estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps,
                       hooks=train_spec.hooks, saving_listeners=train_spec.saving_listeners)

@@ -1,11 +1,20 @@
-"""The factory: a strategy name and its options to a started adapter."""
+"""The factory: a strategy name and its options to an adapter, and the one this process
+started.
+
+A process has one backend: TensorFlow starts a collective server or splits the CPU once,
+and Horovod initializes once. The factory records the adapter it started from the
+process's environment, and hands it out again when the same strategy and options are asked
+for (by `run_program`, which starts it before the program builds its model, and then by the
+program's `train_and_evaluate`).
+"""
 
 import dataclasses
 import importlib
 
 from estimator_dist import errors
-from estimator_dist.strategies import context
 from estimator_dist.strategies import traits as traits_lib
+
+_started = None  # The adapter started from this process's environment.
 
 
 def adapter_class(name):
@@ -16,13 +25,33 @@ def adapter_class(name):
 
 def options_for(name, **options):
   """The checked options dataclass of strategy `name`, built from keyword options."""
-  cls = adapter_class(name).Options
-  known = sorted(f.name for f in dataclasses.fields(cls))
+  cls = adapter_class(name)
+  known = sorted(f.name for f in dataclasses.fields(cls.Options))
   unknown = sorted(set(options) - set(known))
   if unknown:
     raise errors.ConfigError(f"strategy {name!r} does not take option(s) {unknown}; it "
                              f"takes {known}.")
-  return cls(**options)
+  return cls.Options(**options)
+
+
+def adapter_for(name, options):
+  """The adapter of strategy `name` with checked `options`, not started: this process's
+  started one when it is the same, else a new one."""
+  cls = adapter_class(name)
+  if type(_started) is cls and _started.options == options:
+    return _started
+  return cls(options=options)
+
+
+def start(adapter):
+  """Starts `adapter` (reading its task from the environment when it has none) and, when
+  it read the environment, records it as this process's; returns it."""
+  global _started
+  from_environment = adapter.task is None
+  adapter.start()
+  if from_environment:
+    _started = adapter
+  return adapter
 
 
 def create_strategy(name, *, task=None, **options):
@@ -33,11 +62,7 @@ def create_strategy(name, *, task=None, **options):
   `multi_worker` starts this task's server, both only possible at start. Asked again
   for the same strategy and options, this process's started adapter is returned.
   """
-  cls = adapter_class(name)
-  options = options_for(name, **options)
+  checked = options_for(name, **options)
   if task is not None:
-    return cls(task=task, options=options).start()
-  started = context.process_adapter()
-  if type(started) is cls and started.options == options:
-    return started
-  return cls(options=options).start()
+    return adapter_class(name)(task=task, options=checked).start()
+  return start(adapter_for(name, checked))

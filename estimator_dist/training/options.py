@@ -29,7 +29,7 @@ class TrainOptions:
   strategy: a strategy name (see `create_strategy`); its program flag --strategy takes
     the program's default (`define_flags`).
   strategy_options: the keyword options of that strategy's adapter (their flags are the
-    backends' options').
+    backends' options'); `backend_options` is its options dataclass, checked once.
   train_steps: one synchronous update is one step. learning_rate: when given, sets the
     params key that the decorator scales (its `lr_param`, "learning_rate" by default);
     lr_scaling, warmup_steps: override the decorator's options when given.
@@ -91,7 +91,9 @@ class TrainOptions:
     object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
     object.__setattr__(self, "strategy_options",
                        types.MappingProxyType(dict(self.strategy_options or {})))
-    factory.options_for(self.strategy, **self.strategy_options)  # Checks them.
+    # Checked once, here; the run's adapter is made with them.
+    object.__setattr__(self, "backend_options",
+                       factory.options_for(self.strategy, **self.strategy_options))
     if not self.model_dir:
       raise errors.ConfigError("--model_dir is required: model_dir must name a directory "
                                "that every task can reach.")

@@ -1,5 +1,5 @@
-"""`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief,
-as a short wrapper of `TrainingRun`."""
+"""`TrainingRun`: one task's part of a job, built from the model, its inputs and options;
+`start()` starts the backend and `run()` trains, evaluates or serves the task's role."""
 
 import contextlib
 import os
@@ -10,7 +10,6 @@ from absl import logging
 
 from estimator_dist import errors
 from estimator_dist.contract import summary
-from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import checkpoints
@@ -19,6 +18,7 @@ from estimator_dist.training import evaluate_alone
 from estimator_dist.training import job_tracking
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
+from estimator_dist.task import evaluator
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.task import inputs
 from estimator_dist.task import model_dir_lock
@@ -43,46 +43,9 @@ def _model_fn_and_params(model, params):
   return model, dict(params or {}), None
 
 
-def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None, hooks=(),
-                       serving_input_receiver_fn=None, options=None, **fields):
-  """Trains under a strategy and returns the final eval metrics on the chief.
-
-  Like `tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)`, the model
-  and the input functions come first.
-
-  Args:
-    model: a model_fn (decorated with `distributed` or not) or an Estimator whose
-      model_fn and params are used.
-    train_input_fn: the single-machine input_fn, batched by the per-worker batch size.
-    eval_input_fn: the evaluation input_fn; evaluation runs on the chief (or the
-      evaluator task) over all of it, each example once.
-    params: passed to the model_fn (over an Estimator's own).
-    hooks: extra training hooks; `tf.estimator.experimental.stop_if_*` hooks among them
-      stop every task together (see `early_stopping`).
-    serving_input_receiver_fn: what the exported SavedModel takes as input, for the
-      exporters named in options.exporters.
-    options: a `TrainOptions`; `fields` are its fields given as keywords (strategy,
-      model_dir, train_steps, ...), over `options` when both are given. `strategy` is a
-      name, or an adapter (`create_strategy`, or one made by hand, started here).
-
-  Returns:
-    The final evaluation metrics on the chief; None on other tasks or without
-    eval_input_fn.
-  """
-  adapter = fields.get("strategy")
-  if isinstance(adapter, base.StrategyAdapter):
-    fields["strategy"] = adapter.name
-  else:
-    adapter = None
-  options = (options.replace(**fields) if options is not None else
-             options_lib.TrainOptions(**fields))
-  return TrainingRun(model=model, train_input_fn=train_input_fn, eval_input_fn=eval_input_fn,
-                     params=params, hooks=hooks, options=options, adapter=adapter,
-                     serving_input_receiver_fn=serving_input_receiver_fn).run()
-
-
 class TrainingRun:
-  """One run of `train_and_evaluate`: checked when built, then `run()` once.
+  """One run of `train_and_evaluate`: checked when built (nothing starts), then `start()`
+  starts the backend, then `run()` trains, evaluates or serves the task's role once.
 
   As orbit's Controller is built from train() and evaluate(), a run is built from its
   parts: `estimator(adapter)` and `train_spec(adapter)` for one round of training (a
@@ -124,13 +87,8 @@ class TrainingRun:
       raise errors.ConfigError("exporters, best checkpoints and early stopping follow "
                                "evaluations: pass an eval_input_fn to train_and_evaluate.")
     self._train_input_fn, self._eval_input_fn = train_input_fn, eval_input_fn
-    self.adapter = (adapter or factory.create_strategy(options.strategy,
-                                                       **options.strategy_options)).start()
-    task = self.adapter.task
-    if self.eval_spec is not None and (task.is_chief or task.role == "evaluator"):
-      evaluation.check_eval_input(eval_input_fn, steps=options.eval_steps, params=self.params)
-      if options.best_checkpoints:
-        best_checkpoint_keeper.prepare(options.model_dir, options.best_checkpoints)
+    self._given_adapter = adapter
+    self.adapter = None  # Set by start().
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
     self.summary = None  # The chief's summary fields, once it has printed them.
@@ -138,6 +96,30 @@ class TrainingRun:
         evaluate_alone.evaluating_estimator(self.model_fn, model_dir=options.model_dir,
                                             params=self.params),
         self.eval_spec)
+
+  def start(self):
+    """Starts the backend and returns its adapter: the one step with side effects.
+
+    Starting reads this process's task from the environment, may start the program again
+    bound to its address, starts the watchdog, pins CPUs and starts the tf.distribute
+    strategy or Horovod (see `StrategyAdapter.start`). The adapter given to the run, or
+    the one this process already started for the same strategy and options, is used.
+    """
+    options = self.options
+    self.adapter = factory.start(
+        self._given_adapter or factory.adapter_for(options.strategy, options.backend_options))
+    task = self.adapter.task
+    if task.role == "evaluator" and self.eval_spec is None:
+      raise errors.ConfigError(
+          "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
+          "eval_input_fn to train_and_evaluate, or drop the evaluator (launcher: no "
+          "--evaluator).")
+    if self.eval_spec is not None and (task.is_chief or task.role == "evaluator"):
+      evaluation.check_eval_input(self._eval_input_fn, steps=options.eval_steps,
+                                  params=self.params)
+      if options.best_checkpoints:
+        best_checkpoint_keeper.prepare(options.model_dir, options.best_checkpoints)
+    return self.adapter
 
   def estimator(self, adapter, *, warm_start_from=None):
     """The Estimator of one round of training under `adapter`."""
@@ -247,8 +229,11 @@ class TrainingRun:
     raise preemption.Preempted(adapter.preempted_exit_code)
 
   def run(self):
-    """Trains this task's share, then returns the chief's final metrics; the chief writes
-    the job's parameters, and its MLflow run where an engine asks for one (job_tracking)."""
+    """Trains this task's share (or, on an evaluator task, evaluates until training ends),
+    then returns the chief's final metrics; the chief writes the job's parameters, and its
+    MLflow run where an engine asks for one (job_tracking)."""
+    if self.adapter is None:
+      raise RuntimeError("TrainingRun.run() before start(): start() starts the backend.")
     self._started = time.time()
     tracked = None
     if self.adapter.task.is_chief:
@@ -268,6 +253,8 @@ class TrainingRun:
 
   def _run(self):
     with self.chief_guards():
+      if self.adapter.task.role == "evaluator":
+        return self._evaluate_until_trained()
       adapter, metrics = self.adapter.run_training(self._train_round,
                                                    model_dir=self.options.model_dir)
     watchdog.reached("ended")  # Also when there was nothing left to train.
@@ -278,6 +265,13 @@ class TrainingRun:
       early_stopping.mark_stopped(self.options.model_dir, stop.stopped_at)
     adapter.after_training()
     return self.final_metrics(adapter, metrics)
+
+
+  def _evaluate_until_trained(self):
+    """The evaluator task's role: evaluates each new checkpoint until the final one."""
+    adapter = self.adapter
+    return evaluator.evaluate_until(self.estimator(adapter), self.eval_spec, task=adapter.task,
+                                    max_steps=self.options.train_steps)
 
 
 def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
