@@ -82,14 +82,14 @@ command -v ip >/dev/null 2>&1 || apt_install "the tests across test hosts are sk
 { [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1; } \
   || apt_install "the tests of Horovod across hosts over SSH are skipped" \
        openssh-server openssh-client
-# The library that keeps a job's servers on its own address (task/bind_address.py), built
+# The library that keeps a job's servers on its own address (contract/bind_address.py), built
 # once here so that no job needs a C compiler: without it, a job on the host network
 # would listen on every interface, and the launcher refuses it.
 command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 \
   || apt_install "the bind library is not built" gcc libc6-dev
 "$PY" - <<'PYEOF'
 import sys
-from estimator_dist.task import bind_address
+from estimator_dist.contract import bind_address
 path, why_not = bind_address.build()
 if path:
   print(f"[setup] bind library: {path}")

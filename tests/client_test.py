@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.jobs import local_cluster
-from estimator_dist.task import cluster as cluster_lib
 from tests import helpers
 
 pytestmark = pytest.mark.processes

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from estimator_dist.task import cluster
-from estimator_dist.task import environment
+from estimator_dist.contract import cluster
+from estimator_dist.contract import environment
 from estimator_dist.strategies import factory
 
 

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
+from estimator_dist.contract import cluster
 from estimator_dist.strategies import local
-from estimator_dist.task import cluster
 from estimator_dist.training import decorator
 from estimator_dist.training import rate_record
 

@@ -37,7 +37,7 @@ def test_the_module_imports_nothing():
 
 
 def test_the_preload_library_reads_the_bind_address_by_its_name():
-  with open(os.path.join(PACKAGE, "task", "native", "bind_address.c")) as f:
+  with open(os.path.join(PACKAGE, "contract", "native", "bind_address.c")) as f:
     source = f.read()
   assert f'getenv("{env_vars.BIND_ADDRESS}")' in source
   assert f'getenv("{env_vars.BIND_INTERFACE}")' in source

@@ -8,7 +8,7 @@ import re
 import pytest
 import tensorflow as tf
 
-from estimator_dist.task import event_files
+from estimator_dist.outputs import event_files
 from tests import helpers
 
 PROGRAM = "tests.programs.after_training"

@@ -5,10 +5,10 @@ import os
 import pytest
 
 import estimator_dist as ed
+from estimator_dist.contract import cluster as cluster_lib
+from estimator_dist.contract import environment
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
-from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import environment
 
 CHIEF_WORKER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from estimator_dist.task import cluster as cluster_lib
+from estimator_dist.contract import cluster as cluster_lib
 from tests import helpers
 from tests import netns_hosts
 

@@ -85,9 +85,11 @@ def test_the_circle_finder_finds_a_circle_through_a_function_import(tmp_path):
 # The folders of estimator_dist as layers, lowest first: a module imports from its own
 # layer or the ones below. Modules directly in the package (its programs and public
 # names) are the top layer, but for those of the base, which every layer may use, as it may
-# use the contract between engines and tasks (estimator_dist/contract/).
+# use the contract between engines and tasks (estimator_dist/contract/). Above the base,
+# what a job leaves behind (estimator_dist/outputs/: written by tasks, read by the
+# launcher and the sweep), then what runs inside a task (estimator_dist/task/).
 LAYERS = (("command_line", "contract", "errors", "extras", "lazy_names", "option_flags"),
-          ("task",),
+          ("outputs",), ("task",),
           ("strategies",), ("training",), ("jobs",), ("experiments",))
 
 
@@ -112,10 +114,54 @@ def test_no_module_imports_from_a_layer_above_its_own():
 
 
 def test_the_layer_check_names_an_import_up_the_layers():
-  graph = {"estimator_dist.task.cluster": {"estimator_dist.strategies.base"},
-           "estimator_dist.training.run": {"estimator_dist.task.cluster"}}
+  graph = {"estimator_dist.outputs.tracking": {"estimator_dist.task.watchdog"},
+           "estimator_dist.training.run": {"estimator_dist.outputs.tracking"}}
   assert upward_imports(graph) == [
-      "estimator_dist.task.cluster (layer 1) imports estimator_dist.strategies.base (layer 2)"]
+      "estimator_dist.outputs.tracking (layer 1) imports estimator_dist.task.watchdog (layer 2)"]
+
+
+# Outside task/ and the layers above it that run the training (strategies/, training/),
+# the only modules of estimator_dist that import from estimator_dist.task are programs
+# that run as a task of a job themselves: the parameter server's task (a server at its own
+# address) and a sweep's runner (preempted as a task is). The launcher and the engines
+# read a task only through the contract and the outputs.
+RUN_AS_A_TASK = ("estimator_dist.jobs.server", "estimator_dist.experiments.runner")
+MAY_IMPORT_TASK = ("task", "strategies", "training")
+
+
+def in_folder(module, folder):
+  """Whether `module` is estimator_dist's `folder` or in it."""
+  return f"{module}.".startswith(f"estimator_dist.{folder}.")
+
+
+def task_importers(graph):
+  """'a imports b' for every import of `graph` from estimator_dist.task by a module
+  outside MAY_IMPORT_TASK that is not in RUN_AS_A_TASK."""
+  return sorted(f"{module} imports {target}" for module, targets in graph.items()
+                for target in targets
+                if in_folder(target, "task") and module not in RUN_AS_A_TASK
+                and not any(in_folder(module, folder) for folder in MAY_IMPORT_TASK))
+
+
+def test_only_programs_run_as_a_task_import_from_the_task_folder():
+  known = modules(packages=("estimator_dist",))
+  graph = {name: imports(path, known) for name, path in known.items()}
+  found = task_importers(graph)
+  assert not found, ("only programs run as a task import from estimator_dist.task (read a "
+                     "task through estimator_dist.contract or estimator_dist.outputs): "
+                     + "; ".join(found))
+
+
+def test_the_task_importer_check_names_a_launcher_module_that_imports_a_task_one():
+  graph = {"estimator_dist.jobs.launcher": {"estimator_dist.task.watchdog",
+                                            "estimator_dist.contract.cluster"},
+           "estimator_dist.jobs.server": {"estimator_dist.task.own_address"},
+           "estimator_dist.training.run": {"estimator_dist.task.evaluation"},
+           "estimator_dist.jobs.spec": {"estimator_dist.taskforce"},
+           "estimator_dist.cli": {"estimator_dist.task"}}
+  assert task_importers(graph) == [
+      "estimator_dist.cli imports estimator_dist.task",
+      "estimator_dist.jobs.launcher imports estimator_dist.task.watchdog"]
 
 
 @pytest.mark.parametrize("name,path", sorted(modules(packages=("estimator_dist",)).items()))

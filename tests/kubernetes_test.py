@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from estimator_dist.task import cluster
 from estimator_dist import errors
+from estimator_dist.contract import cluster
 from estimator_dist.jobs import kubernetes
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import local

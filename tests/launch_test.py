@@ -10,16 +10,16 @@ import psutil
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import bind_address
+from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
-from estimator_dist.task import bind_address
-from estimator_dist.task import cluster
+from estimator_dist.contract import heartbeat
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
-from estimator_dist.jobs import spec
 from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import process_tree
-from estimator_dist.task import heartbeat
+from estimator_dist.jobs import spec
 from tests import helpers
 
 # A task that reports its TF_CONFIG, then fails if it is worker:0 (exit 3), ends if it

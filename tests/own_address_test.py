@@ -7,9 +7,9 @@ from absl import logging
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import bind_address
+from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
-from estimator_dist.task import bind_address
-from estimator_dist.task import cluster
 from estimator_dist.task import own_address
 from estimator_dist.task import rank_address
 from tests import helpers

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from estimator_dist.task import cluster
 from estimator_dist import errors
+from estimator_dist.contract import cluster
 from estimator_dist.task import placement
 from tests import helpers
 
@@ -41,7 +41,8 @@ def test_bad_choice_names_the_options():
 
 PIN = """
 import json, os, sys
-from estimator_dist.task import cluster, placement
+from estimator_dist.contract import cluster
+from estimator_dist.task import placement
 task = cluster.parse_tf_config(sys.argv[1])
 print(json.dumps([placement.apply(sys.argv[2], task),
                   [sorted(os.sched_getaffinity(int(t)))

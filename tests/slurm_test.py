@@ -6,14 +6,14 @@ import subprocess
 
 import pytest
 
-from estimator_dist.contract import env_vars
-from estimator_dist.task import cluster
-from estimator_dist.task import environment
 from estimator_dist import errors
+from estimator_dist.contract import cluster
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import environment
+from estimator_dist.contract import slurm_env
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
-from estimator_dist.task import slurm_env
 from tests import helpers
 
 

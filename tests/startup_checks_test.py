@@ -1,4 +1,4 @@
-"""The start-up checks in this process (`jobs/startup_checks.py`, `task/model_dir_check.py`);
+"""The start-up checks in this process (`jobs/startup_checks.py`, `outputs/model_dir_check.py`);
 trust_test runs the launcher's refusals for real, on read-only and full file systems."""
 
 import os
@@ -11,7 +11,7 @@ from estimator_dist.contract import env_vars
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import startup_checks
-from estimator_dist.task import model_dir_check
+from estimator_dist.outputs import model_dir_check
 
 
 def test_a_new_model_dir_is_made_and_left_empty(tmp_path):

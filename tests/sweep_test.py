@@ -18,8 +18,6 @@ from tensorflow_estimator.python.estimator.early_stopping import read_eval_metri
 
 from estimator_dist import errors
 from estimator_dist import sweep_cli
-from estimator_dist.task import event_files
-from estimator_dist.jobs import failure_cause
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
@@ -29,6 +27,8 @@ from estimator_dist.experiments import space
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
+from estimator_dist.jobs import failure_cause
+from estimator_dist.outputs import event_files
 from model_zoo import data as model_zoo_data
 from tests import helpers
 from tests import postgres_server

@@ -192,7 +192,7 @@ def test_a_server_that_answers_a_byte_a_second_delays_training_by_the_deadline_a
   """Such a server held the launcher's first call for as long as it dribbled: no step was
   trained in 150 s. Now the call ends at its deadline, with one warning, and the job trains
   untracked."""
-  from estimator_dist.task import tracking  # pylint: disable=g-import-not-at-top
+  from estimator_dist.outputs import tracking  # pylint: disable=g-import-not-at-top
   started = time.monotonic()
   with _slow_server() as uri:
     code, output = helpers.run(helpers.launch_command(

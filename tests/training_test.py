@@ -9,7 +9,7 @@ from absl import flags
 
 import estimator_dist as ed
 from estimator_dist import errors
-from estimator_dist.task import checkpoints as ed_checkpoints
+from estimator_dist.outputs import checkpoints as ed_checkpoints
 
 X = np.random.RandomState(0).rand(64, 3).astype(np.float32)
 Y = X @ np.array([[1.0], [-2.0], [0.5]], np.float32)

@@ -16,13 +16,13 @@ import psutil
 import pytest
 import tensorflow as tf
 
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import env_vars
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
+from estimator_dist.outputs import best_checkpoints
+from estimator_dist.outputs import checkpoints
 from estimator_dist.task import best_checkpoint_keeper
-from estimator_dist.task import best_checkpoints
-from estimator_dist.task import checkpoints
-from estimator_dist.task import cluster as cluster_lib
 from tests import helpers
 
 pytestmark = pytest.mark.processes

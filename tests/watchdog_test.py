@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from estimator_dist.task import watchdog
+from estimator_dist.contract import process_identity
 from estimator_dist.task import watchdog_companion
 
 
@@ -53,11 +53,11 @@ def test_an_address_that_is_not_one_does_not_answer():
 
 
 def test_the_launcher_identity_is_what_the_lifeline_checks():
-  assert not watchdog_companion._launcher_is_gone(watchdog.launcher_identity())  # pylint: disable=protected-access
+  assert not watchdog_companion._launcher_is_gone(process_identity.launcher_identity())  # pylint: disable=protected-access
   pid = os.getpid()
   assert watchdog_companion._launcher_is_gone(f"{pid}:0")  # pylint: disable=protected-access
   # Above the kernel's largest pid_max: no such process.
-  assert watchdog.launcher_identity(2 ** 22 + 1) == f"{2 ** 22 + 1}:None"
+  assert process_identity.launcher_identity(2 ** 22 + 1) == f"{2 ** 22 + 1}:None"
 
 
 def _companion_under_a_shell(*args):
@@ -100,7 +100,7 @@ def test_the_companion_kills_a_task_whose_launcher_is_gone():
 @pytest.mark.processes
 def test_the_companion_beats_and_ends_with_the_task(tmp_path):
   beat = tmp_path / "heartbeat"
-  task = _companion_under_a_shell("evaluator:0", "0", watchdog.launcher_identity(),
+  task = _companion_under_a_shell("evaluator:0", "0", process_identity.launcher_identity(),
                                   str(beat), "[]")
   deadline = time.monotonic() + 10
   while not beat.exists() and time.monotonic() < deadline:

@@ -4,7 +4,7 @@ An engine (the launcher, SLURM's sbatch script, Kubernetes, Spark, a sweep) sets
 when it starts a task, with the values `task_env.task_environment` gives; the task's own
 modules read them. Only names live here, so every layer can import it without TensorFlow.
 The strings are the contract: a job started by an older launcher, a user's shell or the
-preload library (`task/native/bind_address.c` reads BIND_ADDRESS and BIND_INTERFACE) uses
+preload library (`contract/native/bind_address.c` reads BIND_ADDRESS and BIND_INTERFACE) uses
 them as they are.
 """
 

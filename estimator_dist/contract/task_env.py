@@ -33,6 +33,9 @@ DEFAULT_PREEMPTION_GRACE_SECS = 25.0
 # (SLURM's): `estimator-dist slurm --port_base`, and a task's when it is unset
 # (SlurmClusterResolver's).
 DEFAULT_PORT_BASE = 8888
+# How long a training task may take to reach its first step (seconds): the launcher's
+# --startup_timeout_secs default, and a task's watchdog's when its engine sets none.
+DEFAULT_STARTUP_TIMEOUT_SECS = 120
 # The variables every engine gives every task of a job, with the same values.
 JOB_WIDE = (env_vars.NUM_DEVICES, env_vars.PREEMPTION_GRACE_SECS)
 # What a sweep passes from a trial's environment to the trial's job (its engine: the

@@ -13,7 +13,7 @@ import optuna
 
 from estimator_dist import errors
 from estimator_dist.contract import stop_files
-from estimator_dist.task import event_files
+from estimator_dist.outputs import event_files
 
 
 def check_metric(metric, results):

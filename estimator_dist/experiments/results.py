@@ -22,7 +22,7 @@ from tensorboard.summary.writer import record_writer
 
 from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt_report
-from estimator_dist.task import best_checkpoints
+from estimator_dist.outputs import best_checkpoints
 
 REPORT, DATA = "report.md", "sweep.json"
 CHARTS = {"history.png": "plot_optimization_history",

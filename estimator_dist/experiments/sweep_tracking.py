@@ -10,14 +10,14 @@ passed to its job (env_vars.MLFLOW_RUN_ID), which records itself in it (the tria
 launcher; on Spark, its chief); the sweep tags it with the trial's number and, once the
 trial ended, `estimator_dist.state` (complete, pruned, diverged or failed). Like the jobs', a
 server that cannot be reached is warned about once, and the trials that start after
-that are not tracked (`task.tracking`).
+that are not tracked (`outputs.tracking`).
 """
 
 import collections
 import os
 
 from estimator_dist.contract import task_env
-from estimator_dist.task import tracking
+from estimator_dist.outputs import tracking
 
 _RUN_ID = "mlflow_run_id"  # A study's and a trial's user attribute.
 

@@ -2,7 +2,7 @@
 
 Against the global step: the training loss with the evaluations' loss, the other eval
 metrics, and the training rate (steps per second, as Estimator logs it). They are read
-back from the event files the job wrote (`task.event_files`, what TensorBoard shows) and
+back from the event files the job wrote (`outputs.event_files`, what TensorBoard shows) and
 drawn with matplotlib (`pip install estimator_dist[charts]`) once every task has exited,
 so they take no time from the program. Without matplotlib, or for a model_dir on a remote
 file system, the launcher says why in one line; a job that wrote no summary draws nothing.
@@ -19,7 +19,7 @@ def draw(model_dir):
   if "://" in model_dir:
     return f"no {FILE_NAME}: the model_dir is on a remote file system"
   try:
-    from estimator_dist.task import event_files  # pylint: disable=g-import-not-at-top
+    from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top
     training, evaluations = event_files.scalars(model_dir), event_files.eval_metrics(model_dir)
     if not training and not evaluations:
       return None

@@ -14,9 +14,9 @@ import sys
 from typing import Optional, Tuple
 
 from estimator_dist import errors
+from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
 from estimator_dist.option_flags import option
-from estimator_dist.task import bind_address
 
 CONTROLLERS = ("auto", "mpi", "gloo")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")

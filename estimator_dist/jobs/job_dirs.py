@@ -20,7 +20,7 @@ import shutil
 import stat
 import tempfile
 
-from estimator_dist.task import watchdog
+from estimator_dist.contract import process_identity
 
 SHARED_MEMORY = "/dev/shm"
 _NAME = re.compile(r"^estimator_dist_(\d+)-(\d+)_[a-z]+_")
@@ -32,7 +32,7 @@ _held = []  # Descriptors of this launcher's directories, locked until it exits.
 def make(kind, parent=None):
   """A new directory in `parent` (default: the system's temporary directory), named after
   this launcher; `kind` says what it holds (heartbeats, job, shm, ...)."""
-  pid, _, start = watchdog.launcher_identity().partition(":")
+  pid, _, start = process_identity.launcher_identity().partition(":")
   path = tempfile.mkdtemp(prefix=f"estimator_dist_{pid}-{start}_{kind}_", dir=parent)
   _held.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
   fcntl.flock(_held[-1], fcntl.LOCK_SH)
@@ -79,7 +79,7 @@ def _left_by(path, name):
   if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
     return None
   pid, start = match.groups()
-  running = watchdog.launcher_identity(int(pid)) == f"{pid}:{start}" or _in_use(path)
+  running = process_identity.launcher_identity(int(pid)) == f"{pid}:{start}" or _in_use(path)
   return None if running else pid
 
 

@@ -5,7 +5,7 @@
 
 tf.distribute strategies become a TFJob (kubeflow.org/v1): the operator starts one pod
 per replica, a headless service per pod, and writes each pod's TF_CONFIG, which
-estimator_dist.task.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
+estimator_dist.contract.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
 pod runs mpirun over the worker pods.
 
 Preemption: Kubernetes sends SIGTERM to every pod it evicts and kills it

@@ -13,7 +13,6 @@ from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.option_flags import option
-from estimator_dist.task import watchdog
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -50,7 +49,7 @@ class LaunchOptions:
       "long, or a process of any task is stopped (SIGSTOP, a debugger) this long; 0 never "
       "does.")
   startup_timeout_secs: int = option(
-      watchdog.DEFAULT_STARTUP_TIMEOUT_SECS, kind="integer", lower_bound=0,
+      task_env.DEFAULT_STARTUP_TIMEOUT_SECS, kind="integer", lower_bound=0,
       help="A training task that has not started training this long after it started "
       "exits, naming its phase and the peers that do not answer (and the job stops, or "
       "restarts with --max_restarts); 0 never does.")

@@ -4,7 +4,7 @@ The launcher is on the network the tracking server is on; its tasks may not be (
 job's tasks have a network namespace of their own). So the launcher writes the run, and
 its tasks never see the tracking variables (VARIABLES). It starts the run once it holds
 the model_dir (or writes into the one a sweep made for the trial: env_vars.MLFLOW_RUN_ID
-in its own environment), and once the job has ended records it (`task.tracking`): FINISHED;
+in its own environment), and once the job has ended records it (`outputs.tracking`): FINISHED;
 FAILED with the line of the tasks' output that says why (`failure_cause`, the
 `estimator_dist.failure` tag) or the launcher's own error; KILLED when it was stopped.
 """
@@ -13,7 +13,7 @@ import os
 
 from estimator_dist.contract import env_vars
 from estimator_dist.jobs import failure_cause
-from estimator_dist.task import tracking
+from estimator_dist.outputs import tracking
 
 VARIABLES = (env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
 

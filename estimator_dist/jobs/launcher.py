@@ -24,6 +24,7 @@ import sys
 import time
 
 from estimator_dist import errors
+from estimator_dist.contract import bind_address
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
 from estimator_dist.jobs import curves
@@ -38,8 +39,7 @@ from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
-from estimator_dist.task import bind_address
-from estimator_dist.task import model_dir_lock
+from estimator_dist.outputs import model_dir_lock
 
 
 PORT_RETRIES = 3
@@ -211,5 +211,5 @@ def _resume_point(model_dir, log):
   """
   if "://" not in model_dir and not model_dir_arg.has_checkpoint(model_dir):
     return None
-  from estimator_dist.task import checkpoints  # pylint: disable=g-import-not-at-top
+  from estimator_dist.outputs import checkpoints  # pylint: disable=g-import-not-at-top
   return checkpoints.resume_point(model_dir, log)

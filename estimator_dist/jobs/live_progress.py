@@ -3,7 +3,7 @@
   [launch] progress: step 1200/2000 (60 %), 14.9 steps/s, 954 examples/s, ETA 54 s,
            slowest worker:1 (-12 steps), eval accuracy 0.971 @1000
 
-(one line). The steps come from the training tasks' heartbeats (`task.heartbeat.Progress`,
+(one line). The steps come from the training tasks' heartbeats (`contract.heartbeat.Progress`,
 written about once a second), the evaluation from model_dir/eval. The rate is over the
 time since the previous line, so it follows the job as it speeds up or slows down;
 examples/s is the rate times the global batch of the job's summary, and the ETA the steps
@@ -15,8 +15,8 @@ timeout ends the job).
 import os
 import time
 
+from estimator_dist.contract import heartbeat
 from estimator_dist.jobs import terminal_bar
-from estimator_dist.task import heartbeat
 
 # A task this many beats behind the job's step is slower, not just between two beats.
 _BEATS_BEHIND = 2.0
@@ -117,7 +117,7 @@ def _latest_evaluation(model_dir):
   """(step, metrics) of the newest evaluation in model_dir/eval, or None."""
   if not model_dir or "://" in model_dir or not os.path.isdir(os.path.join(model_dir, "eval")):
     return None
-  from estimator_dist.task import event_files  # pylint: disable=g-import-not-at-top
+  from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top
   metrics = event_files.eval_metrics(model_dir)  # Imports TensorBoard: once there is one.
   if not metrics:
     return None

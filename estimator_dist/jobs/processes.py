@@ -15,11 +15,11 @@ import sys
 import time
 
 from estimator_dist import errors
+from estimator_dist.contract import heartbeat
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
 from estimator_dist.jobs import task_output
-from estimator_dist.task import heartbeat
 
 
 _GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is preempted.

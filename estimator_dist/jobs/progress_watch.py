@@ -15,8 +15,8 @@ import threading
 from absl import flags
 
 from estimator_dist import command_line
+from estimator_dist.contract import heartbeat
 from estimator_dist.jobs import live_progress
-from estimator_dist.task import heartbeat
 
 
 def watch(*, heartbeats, model_dir, every_secs, out=sys.stdout, stop=None):

@@ -11,8 +11,8 @@ know when a client is done, so the user or the cluster manager stops them.
 import sys
 
 from estimator_dist import errors
-from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import environment
+from estimator_dist.contract import cluster as cluster_lib
+from estimator_dist.contract import environment
 from estimator_dist.task import own_address
 
 

@@ -4,7 +4,7 @@
       -- python train.py --model_dir=/shared/run > job.sbatch
 
 Each task of the srun step derives its place from SLURM's variables
-(`estimator_dist.task.slurm_env`). SLURM sends the script USR1 `preemption_grace_secs`
+(`estimator_dist.contract.slurm_env`). SLURM sends the script USR1 `preemption_grace_secs`
 before the time limit (`--signal`); the script passes it to the step's tasks, which save
 at one agreed step and exit with errors.PREEMPTED_EXIT_CODE, and the job requeues itself
 (`--requeue`) to resume from that checkpoint.

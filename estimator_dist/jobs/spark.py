@@ -31,13 +31,13 @@ import types
 from typing import Any, Mapping, Optional
 
 from estimator_dist import errors
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import progress_watch
 from estimator_dist.jobs import spec
-from estimator_dist.task import cluster as cluster_lib
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
 FUNCTION_COMMAND = ("<train_fn>",)

@@ -6,7 +6,7 @@ launch` prints as it is and exits 2 on).
   made) can be written and has space, and so can its best/ where the program keeps best
   checkpoints; the program exists and can be run.
 - `exposure`: on the host network a job's servers stay on loopback only through the
-  preload library of `task/bind_address.py`. Where it cannot be built they would listen
+  preload library of `contract/bind_address.py`. Where it cannot be built they would listen
   on every interface, which only the user's --allow_every_interface accepts.
 """
 
@@ -15,9 +15,9 @@ import shutil
 import tempfile
 
 from estimator_dist import errors
+from estimator_dist.contract import bind_address
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.task import bind_address
-from estimator_dist.task import model_dir_check
+from estimator_dist.outputs import model_dir_check
 
 
 def check_job(job, model_dir, *, local):

@@ -6,7 +6,10 @@ import dataclasses
 import os
 from typing import Optional
 
+from estimator_dist.contract import bind_address
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import process_identity
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launch_tracking
@@ -14,9 +17,6 @@ from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import processes
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.jobs import spec
-from estimator_dist.task import bind_address
-from estimator_dist.task import cluster as cluster_lib
-from estimator_dist.task import watchdog
 
 
 def _horovodrun_env():
@@ -59,13 +59,13 @@ class Starter:
   summary_dir: Optional[str] = None
 
   def _start(self, name, command, env):
-    env = {**env, **self.private_env, env_vars.LAUNCHER: watchdog.launcher_identity(),
+    env = {**env, **self.private_env, env_vars.LAUNCHER: process_identity.launcher_identity(),
            **job_environment(self.job, self.options, heartbeats=self.group.heartbeats)}
     summary_file = self.summary_dir and os.path.join(self.summary_dir, f"{name}.json")
     if summary_file:
       env = {**env, env_vars.SUMMARY_FILE: summary_file}
     env = launch_tracking.task_env(env)
-    if self.local:  # Loopback only, also on the host network (see task/bind_address.py).
+    if self.local:  # Loopback only, also on the host network (see contract/bind_address.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
       env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)

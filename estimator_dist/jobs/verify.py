@@ -34,9 +34,9 @@ from absl import flags
 from estimator_dist import errors
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
+from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
-from estimator_dist.task import checkpoints
 from estimator_dist.training import flags as task_flags
 from estimator_dist.training import program
 from estimator_dist.training import rate_record

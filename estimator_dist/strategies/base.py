@@ -19,10 +19,10 @@ import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist import option_flags
+from estimator_dist.contract import environment
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import context
 from estimator_dist.strategies import traits as traits_lib
-from estimator_dist.task import environment
 from estimator_dist.task import inputs
 from estimator_dist.task import own_address
 from estimator_dist.task import own_port

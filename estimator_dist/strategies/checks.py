@@ -5,8 +5,8 @@ Each failure is one ClusterConfigError that names what is wrong and the fix.
 
 import json
 
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.strategies import traits as traits_lib
-from estimator_dist.task import cluster as cluster_lib
 
 
 def check_task(traits: traits_lib.Traits, task: cluster_lib.TaskInfo) -> cluster_lib.TaskInfo:

@@ -16,13 +16,13 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.strategies import accumulation
 from estimator_dist.strategies import base
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import elastic
 from estimator_dist.strategies import horovod_options
 from estimator_dist.strategies import keras_allreduce
-from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import rank_address
 
 _Optimizer = tf.compat.v1.train.Optimizer

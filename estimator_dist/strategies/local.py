@@ -1,7 +1,7 @@
 """`local`: one process, no distribution, the reference the others are measured against."""
 
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.strategies import base
-from estimator_dist.task import cluster as cluster_lib
 
 
 class LocalAdapter(base.StrategyAdapter):

@@ -17,8 +17,8 @@ from absl import logging
 from tensorflow.python.distribute import distribute_config  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import errors
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.strategies import base
-from estimator_dist.task import cluster as cluster_lib
 from estimator_dist.task import early_stopping
 from estimator_dist.task import preemption
 

@@ -17,8 +17,8 @@ import tensorflow as tf
 from absl import logging
 from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
-from estimator_dist.task import best_checkpoints
-from estimator_dist.task import model_dir_check
+from estimator_dist.outputs import best_checkpoints
+from estimator_dist.outputs import model_dir_check
 
 _PINS = ".evaluating"
 _CHECKPOINT_FILE = re.compile(r"^(model\.ckpt-\d+)\.")

@@ -16,8 +16,8 @@ import sys
 
 from absl import logging
 
+from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
-from estimator_dist.task import bind_address
 from estimator_dist.task import own_port
 
 

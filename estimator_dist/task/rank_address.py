@@ -19,10 +19,10 @@ import struct
 from absl import logging
 
 from estimator_dist import errors
+from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
-from estimator_dist.task import bind_address
+from estimator_dist.contract import slurm_env
 from estimator_dist.task import own_address
-from estimator_dist.task import slurm_env
 
 _SIOCGIFADDR = 0x8915
 

@@ -26,23 +26,14 @@ import threading
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
-from estimator_dist.task import heartbeat
+from estimator_dist.contract import heartbeat
+from estimator_dist.contract import task_env
 from estimator_dist.task import watchdog_companion
 
-DEFAULT_STARTUP_TIMEOUT_SECS = 120
 PHASES = watchdog_companion.PHASES
 _lock = threading.Lock()
 _companion = None
 _phase = PHASES[0]
-
-
-def launcher_identity(pid=None):
-  """"pid:start time" of a process (this one by default), as the lifeline checks it."""
-  pid = os.getpid() if pid is None else pid
-  fields = watchdog_companion.process_stat(pid)
-  field = watchdog_companion.START_TIME_FIELD
-  start = fields[field] if fields and len(fields) > field else None
-  return f"{pid}:{start}"
 
 
 def _peers(task):
@@ -62,7 +53,7 @@ def start(task, env=None):
   env = os.environ if env is None else env
   if not (task.cluster or task.size > 1 or env.get(env_vars.LAUNCHER)):
     return
-  timeout = env.get(env_vars.STARTUP_TIMEOUT_SECS, str(DEFAULT_STARTUP_TIMEOUT_SECS))
+  timeout = env.get(env_vars.STARTUP_TIMEOUT_SECS, str(task_env.DEFAULT_STARTUP_TIMEOUT_SECS))
   try:
     timeout = float(timeout)
   except ValueError:

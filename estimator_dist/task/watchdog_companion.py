@@ -25,7 +25,8 @@ import time
 
 PHASES = ("started", "cluster reached", "session created", "training", "ended")
 # Field 22 of /proc/PID/stat (proc(5)), counted after the command name: the start time,
-# which tells a process from a later one that got its pid.
+# which tells a process from a later one that got its pid (as in the launcher's identity,
+# contract/process_identity.py, which this program cannot import).
 START_TIME_FIELD = 19
 
 

@@ -15,10 +15,10 @@ from absl import flags
 
 from estimator_dist import errors
 from estimator_dist import option_flags
+from estimator_dist.outputs import best_checkpoints
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
-from estimator_dist.task import best_checkpoints
 from estimator_dist.task import early_stopping
 from estimator_dist.training import options as options_lib
 

@@ -4,7 +4,7 @@ The model_fn wrapper puts the training loss in a graph collection. `NanLossHook`
 before Estimator's own NaN check and stops training with the step and the last good
 checkpoint. `FiniteCheckpoints` refuses to write a checkpoint of weights that are not
 finite, so the last good checkpoint stays the latest one. `HeartbeatHook` lets the
-launcher notice a task that stopped making progress (estimator_dist.task.heartbeat).
+launcher notice a task that stopped making progress (estimator_dist.contract.heartbeat).
 """
 
 import dataclasses
@@ -16,7 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist import errors
-from estimator_dist.task import heartbeat
+from estimator_dist.contract import heartbeat
 from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
 

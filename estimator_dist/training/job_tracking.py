@@ -2,7 +2,7 @@
 
 The chief writes the job's parameters into model_dir/estimator_dist/params.json (the
 program's flags and estimator_dist's, strategy, workers, global batch, train steps), for
-whoever records the run (`task.tracking`). Where an engine started the job with
+whoever records the run (`outputs.tracking`). Where an engine started the job with
 env_vars.MLFLOW_TRACKING_URI set (SLURM, Kubernetes, Spark; the launcher records its jobs
 itself), the chief also writes the run: it starts it before training (or writes into the
 one a sweep made for the trial: env_vars.MLFLOW_RUN_ID), records the job when it ends and
@@ -18,7 +18,7 @@ from absl import flags
 from absl import logging
 
 from estimator_dist.contract import env_vars
-from estimator_dist.task import tracking
+from estimator_dist.outputs import tracking
 
 
 def write_params(*, task, options, examples_per_step):

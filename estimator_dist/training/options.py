@@ -13,9 +13,9 @@ import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist.option_flags import option
+from estimator_dist.outputs import best_checkpoints as best_checkpoints_lib
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
-from estimator_dist.task import best_checkpoints as best_checkpoints_lib
 from estimator_dist.task import early_stopping as early_stopping_lib
 from estimator_dist.task import evaluation
 from estimator_dist.training import decorator

@@ -10,24 +10,24 @@ from absl import logging
 
 from estimator_dist import errors
 from estimator_dist.contract import summary
+from estimator_dist.outputs import checkpoints
+from estimator_dist.outputs import model_dir_lock
 from estimator_dist.strategies import factory
 from estimator_dist.task import best_checkpoint_keeper
-from estimator_dist.task import checkpoints
-from estimator_dist.training import decorator
-from estimator_dist.training import evaluate_alone
-from estimator_dist.training import job_tracking
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.task import evaluator
-from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.task import inputs
-from estimator_dist.task import model_dir_lock
-from estimator_dist.training import options as options_lib
-from estimator_dist.training import profiling
 from estimator_dist.task import own_port
 from estimator_dist.task import preemption
 from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
+from estimator_dist.training import decorator
+from estimator_dist.training import evaluate_alone
+from estimator_dist.training import hooks as hooks_lib
+from estimator_dist.training import job_tracking
+from estimator_dist.training import options as options_lib
+from estimator_dist.training import profiling
 
 
 def _model_fn_and_params(model, params):

@@ -14,8 +14,8 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
-from estimator_dist.task import model_dir_check
-from estimator_dist.task import watchdog
+from estimator_dist.contract import process_identity
+from estimator_dist.outputs import model_dir_check
 
 LOCK_NAME = ".estimator_dist.lock"
 
@@ -24,7 +24,7 @@ def _holder_running(holder):
   if holder.get("host") != socket.gethostname():
     return True  # Nothing here can tell; the message says how to free it.
   pid, _, start = str(holder.get("process", "")).partition(":")
-  return pid.isdigit() and watchdog.launcher_identity(int(pid)) == f"{pid}:{start}"
+  return pid.isdigit() and process_identity.launcher_identity(int(pid)) == f"{pid}:{start}"
 
 
 def _describe(holder, path):
@@ -44,7 +44,7 @@ def held(model_dir, log):
     return
   model_dir_check.check(model_dir)  # Also makes it.
   path = os.path.join(model_dir, LOCK_NAME)
-  mine = {"host": socket.gethostname(), "process": watchdog.launcher_identity(),
+  mine = {"host": socket.gethostname(), "process": process_identity.launcher_identity(),
           "started": time.strftime("%Y-%m-%d %H:%M:%S")}
   while True:
     try:

@@ -214,7 +214,7 @@ def _metrics(model_dir, summary, local):
   points = [(f"summary/{key}", float(value), steps)
             for key, value in (summary or {}).items() if _is_number(value)]
   if local:
-    from estimator_dist.task import event_files  # pylint: disable=g-import-not-at-top
+    from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top
     points += [(f"eval_{name}", value, step)
                for step, metrics in event_files.eval_metrics(model_dir).items()
                for name, value in metrics.items() if name != "global_step"]

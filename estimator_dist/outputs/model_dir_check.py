@@ -17,7 +17,7 @@ import shutil
 import tempfile
 
 from estimator_dist import errors
-from estimator_dist.task import best_checkpoints
+from estimator_dist.outputs import best_checkpoints
 
 # Below this a job's first checkpoints and event files may not fit (a checkpoint of a
 # model_zoo model is 1-30 MB): refused at the door, not at a save minutes later.

@@ -4,7 +4,7 @@ Estimator keeps the newest `keep_checkpoint_max` checkpoints and deletes the res
 best one too. With `BestCheckpoints(keep=N, metric=..., direction=...)` the process that
 evaluates (the chief, or the evaluator task) copies each evaluated checkpoint that ranks
 among the best N into `model_dir/best/`, beside a JSON record of its step, metric value
-and every eval metric, and removes the one it displaces (`best_checkpoint_keeper`).
+and every eval metric, and removes the one it displaces (`task.best_checkpoint_keeper`).
 Estimator never deletes there; the directory's `checkpoint` file names the best first, so
 `tf.train.latest_checkpoint(model_dir + "/best")` is the best checkpoint, and `best/` can be
 given to `warm_start_from`. This module reads the records without TensorFlow (the sweep's

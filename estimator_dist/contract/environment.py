@@ -11,8 +11,8 @@ Spark's barrier tasks are turned into TF_CONFIG by `estimator_dist.jobs.spark`.
 import os
 from typing import Mapping, Optional
 
-from estimator_dist.task import cluster
-from estimator_dist.task import slurm_env
+from estimator_dist.contract import cluster
+from estimator_dist.contract import slurm_env
 
 
 def task_from_environment(env: Optional[Mapping[str, str]] = None) -> cluster.TaskInfo:

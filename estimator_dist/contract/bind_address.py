@@ -11,15 +11,18 @@ check every listening socket of each kind of job, on loopback and across test ho
 """
 
 import hashlib
+import logging
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
 
-from absl import logging
-
 from estimator_dist.contract import env_vars
+
+# The standard library's logger, not absl's: the contract imports only the standard
+# library. A program that runs absl's app shows its lines in absl's format.
+_logger = logging.getLogger(__name__)
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native",
                        "bind_address.c")
@@ -34,7 +37,7 @@ def library():
   """The path of the preload library, built if needed; None (said why) where it cannot be."""
   path, why_not = build()
   if path is None:
-    logging.warning("estimator_dist: the library that keeps this job's servers on its own "
+    _logger.warning("estimator_dist: the library that keeps this job's servers on its own "
                     "address cannot be built, so they listen on every interface (TensorFlow "
                     "binds them so): %s.", why_not)
   return path

@@ -10,9 +10,9 @@ such a step is `estimator_dist.jobs.slurm`'s.
 
 import re
 
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import task_env
-from estimator_dist.task import cluster as cluster_lib
 
 _RANGE = re.compile(r"\[([^\]]*)\]")
 
