@@ -17,6 +17,8 @@ from typing import Dict, Optional, Tuple
 
 from absl import flags
 
+from estimator_dist import errors
+
 FLAG = "flag"  # The key of an option field's metadata that holds its OptionFlag.
 KINDS = ("bool", "enum", "float", "integer", "list", "string")
 
@@ -83,9 +85,38 @@ def flag_default(field):
   return None
 
 
-def define_flag(spec, *, name, default, flag_values=flags.FLAGS, help_prefix=""):
+# absl's name of each kind's flags (Flag.flag_type()).
+_ABSL_TYPES = {"bool": "bool", "enum": "string enum", "float": "float", "integer": "int",
+               "list": "comma separated list of strings", "string": "string"}
+
+
+def _program_flag(spec, name, flag_values):
+  """The flag `--name` a program already defined on `flag_values`, of `spec`'s kind; None
+  if it defined none. A flag of another kind is an error naming both definitions."""
+  if name not in flag_values:
+    return None
+  theirs = flag_values[name]
+  if theirs.flag_type() == _ABSL_TYPES[spec.kind]:
+    return flags.FlagHolder(flag_values, theirs)
+  module = flag_values.find_module_defining_flag(name) or "the program"
+  ours = _ABSL_TYPES[spec.kind]
+  raise errors.ConfigError(
+      f"--{name} is defined twice: by {module} ({theirs.flag_type()}) and by "
+      f"estimator_dist.define_flags() ({ours}); rename the program's flag, or give it the "
+      f"kind {ours}, and estimator_dist uses it.")
+
+
+def define_flag(spec, *, name, default, flag_values=flags.FLAGS, help_prefix="",
+                reuse=False):
   """Defines the flag `spec` (an OptionFlag) as `--name` with `default` on `flag_values`;
-  its help gets `help_prefix` in front. Returns its FlagHolder."""
+  its help gets `help_prefix` in front. Returns its FlagHolder.
+
+  With `reuse`, a flag of the same name and kind that the program defined already is
+  used as it is (its default and help); one of another kind is a ConfigError.
+  """
+  reused = _program_flag(spec, name, flag_values) if reuse else None
+  if reused is not None:
+    return reused
   help_text = help_prefix + spec.help
   if spec.kind == "enum":
     return flags.DEFINE_enum(name, default, spec.values, help_text, flag_values=flag_values)
@@ -104,10 +135,11 @@ def flag_fields(options_class):
 
 
 def define_flags(options_class, *, flag_values=flags.FLAGS, defaults=None,
-                 helps=None) -> Dict[str, flags.FlagHolder]:
+                 helps=None, reuse=False) -> Dict[str, flags.FlagHolder]:
   """Defines on `flag_values` the flag of every field of `options_class` that has one, in
   the fields' order; `defaults` and `helps` ({field: value}) replace a default or a help
-  that a program gives its own. Returns {field name: FlagHolder}."""
+  that a program gives its own; `reuse` as in `define_flag`. Returns {field name:
+  FlagHolder}."""
   defaults, helps = defaults or {}, helps or {}
   holders = {}
   for field in flag_fields(options_class):
@@ -116,7 +148,7 @@ def define_flags(options_class, *, flag_values=flags.FLAGS, defaults=None,
       spec = dataclasses.replace(spec, help=helps[field.name])
     default = defaults[field.name] if field.name in defaults else flag_default(field)
     holders[field.name] = define_flag(spec, name=flag_name(field), default=default,
-                                      flag_values=flag_values)
+                                      flag_values=flag_values, reuse=reuse)
   return holders
 
 

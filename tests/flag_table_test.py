@@ -146,7 +146,8 @@ TABLE = {
          'naming its phase and the peers that do not answer (and the job stops, or restarts '
          'with --max_restarts); 0 never does.'),
         ('strategy', 'string enum', 'multi_worker', {'values': STRATEGIES},
-         'Distribution strategy; passed to the program as --strategy.'),
+         "Distribution strategy; the program's tasks find it in their environment "
+         "(ESTIMATOR_DIST_STRATEGY)."),
     ],
     'slurm': [
         ('cpus_per_task', 'int', None, {'lower_bound': 1},
@@ -182,7 +183,8 @@ TABLE = {
         ('srun_mpi', 'string', 'pmix', {},
          'horovod: srun --mpi plugin that starts the ranks.'),
         ('strategy', 'string enum', 'multi_worker', {'values': STRATEGIES},
-         'Distribution strategy; passed to the program as --strategy.'),
+         "Distribution strategy; the program's tasks find it in their environment "
+         "(ESTIMATOR_DIST_STRATEGY)."),
         ('time', 'string', None, {},
          '#SBATCH --time, e.g. 04:00:00.'),
     ],
@@ -220,7 +222,8 @@ TABLE = {
          {'values': ('OnFailure', 'Never', 'Always', 'ExitCode')},
          'Restart policy of pods.'),
         ('strategy', 'string enum', 'multi_worker', {'values': STRATEGIES},
-         'Distribution strategy; passed to the program as --strategy.'),
+         "Distribution strategy; the program's tasks find it in their environment "
+         "(ESTIMATOR_DIST_STRATEGY)."),
         ('volume_claim', 'string', None, {},
          'A PersistentVolumeClaim for the shared model_dir, as CLAIM:MOUNT_PATH.'),
     ],

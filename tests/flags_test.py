@@ -28,6 +28,54 @@ def test_defaults_give_a_local_run():
                                          "cpu_affinity": "auto"}
 
 
+def test_a_jobs_task_gets_its_strategy_and_model_dir_from_its_environment(monkeypatch):
+  """The engines run a program's command as given and name the job's strategy (and the
+  launcher its model_dir) in the task's environment: they are the flags' defaults."""
+  monkeypatch.setenv("ESTIMATOR_DIST_STRATEGY", "collective_all_reduce")
+  monkeypatch.setenv("ESTIMATOR_DIST_MODEL_DIR", "/shared/job")
+  values = parse()
+  assert task_flags.TrainingFlags.of(values).started_by_an_engine()
+  options = ed.options_from_flags(values)
+  assert (options.strategy, options.model_dir) == ("multi_worker", "/shared/job")
+  # The program's own --model_dir wins; a --strategy that contradicts the job is refused.
+  assert ed.options_from_flags(parse("--model_dir=/mine")).model_dir == "/mine"
+  assert ed.options_from_flags(parse("--strategy=multi_worker")).strategy == "multi_worker"
+  with pytest.raises(ed.ConfigError, match=r"the program was given --strategy=horovod, but "
+                     r"its job runs collective_all_reduce .* drop --strategy"):
+    ed.options_from_flags(parse("--strategy=horovod"))
+  monkeypatch.setenv("ESTIMATOR_DIST_STRATEGY", "ring")
+  with pytest.raises(ed.ConfigError, match=r"ESTIMATOR_DIST_STRATEGY='ring' is not a strategy"):
+    parse()
+
+
+def test_outside_a_job_nothing_is_started_unless_the_command_line_asks():
+  assert not task_flags.TrainingFlags.of(parse()).started_by_an_engine()
+  assert task_flags.TrainingFlags.of(parse("--strategy=local")).started_by_an_engine()
+
+
+def test_flags_the_program_defined_already_are_used_as_they_are():
+  """TensorFlow's official models define --model_dir and --batch_size themselves."""
+  values = flags.FlagValues()
+  flags.DEFINE_string("model_dir", "/official", "Where the model goes.", flag_values=values)
+  flags.DEFINE_integer("batch_size", 128, "Batch size.", flag_values=values)
+  ed.define_flags(values)
+  ed.define_flags(values)  # Twice is harmless too.
+  values(["program", "--batch_size=8"])
+  options = ed.options_from_flags(values)
+  assert (options.model_dir, options.batch_size) == ("/official", 8)
+  assert values["model_dir"].help == "Where the model goes."
+
+
+def test_a_program_flag_of_another_kind_is_one_error_naming_both():
+  values = flags.FlagValues()
+  flags.DEFINE_string("batch_size", "32", "Batch size.", flag_values=values)
+  with pytest.raises(ed.ConfigError, match=(
+      r"^--batch_size is defined twice: by .+ \(string\) and by "
+      r"estimator_dist.define_flags\(\) \(int\); rename the program's flag, or give it "
+      r"the kind int, and estimator_dist uses it.$")):
+    ed.define_flags(values)
+
+
 def test_backend_options_reach_their_strategy():
   options = ed.options_from_flags(parse(
       "--model_dir=/m", "--strategy=horovod", "--hvd_compression=fp16", "--hvd_reduction=sum",

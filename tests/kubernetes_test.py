@@ -93,8 +93,8 @@ def test_tfjob_is_what_the_operator_accepts(strategy, args, replicas, monkeypatc
   assert {r: s["replicas"] for r, s in specs.items()} == replicas
   for spec in specs.values():
     container = spec["template"]["spec"]["containers"][0]
-    assert container["command"] == ["python", "train.py", "--model_dir=/shared/run",
-                                    f"--strategy={strategy}"]
+    assert container["command"] == ["python", "train.py", "--model_dir=/shared/run"]
+    assert {"name": "ESTIMATOR_DIST_STRATEGY", "value": strategy} in container["env"]
     assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
     assert container["volumeMounts"] == [{"name": "model-dir", "mountPath": "/shared"}]
@@ -142,10 +142,10 @@ def test_horovod_is_an_mpijob():
   assert mpirun[:7] == ["mpirun", "--allow-run-as-root", "-np", "4", "--hostfile",
                         "/etc/mpi/hostfile", "-bind-to"]
   # A rank ignores USR1 until its program catches it.
-  assert mpirun[-8:] == ["bash", "-c", 'trap "" USR1; exec "$@"', "task", "python",
-                         "train.py", "--strategy=horovod", "&"]
-  assert ["-x", "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS"] in [mpirun[i:i + 2]
-                                                           for i in range(len(mpirun))]
+  assert mpirun[-7:] == ["bash", "-c", 'trap "" USR1; exec "$@"', "task", "python",
+                         "train.py", "&"]
+  for name in ("ESTIMATOR_DIST_PREEMPTION_GRACE_SECS", "ESTIMATOR_DIST_STRATEGY"):
+    assert ["-x", name] in [mpirun[i:i + 2] for i in range(len(mpirun))]
   worker = specs["Worker"]["template"]["spec"]["containers"][0]
   assert worker["resources"]["limits"] == {"nvidia.com/gpu": 1}
 

@@ -22,12 +22,15 @@ from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import spec
 from tests import helpers
 
-# A task that reports its TF_CONFIG, then fails if it is worker:0 (exit 3), ends if it
+# A task that reports its TF_CONFIG, its arguments and the job's strategy and model_dir
+# (its environment), then fails if it is worker:0 (exit 3), ends if it
 # is the chief, or else sleeps until it is stopped.
 TASK = """
 import json, os, sys, time
 task = json.loads(os.environ["TF_CONFIG"])["task"] if "TF_CONFIG" in os.environ else None
-print("task", json.dumps(task), "argv", " ".join(sys.argv[1:]), flush=True)
+print("task", json.dumps(task), "argv", " ".join(sys.argv[1:]), "env",
+      os.environ.get("ESTIMATOR_DIST_STRATEGY"), os.environ.get("ESTIMATOR_DIST_MODEL_DIR"),
+      flush=True)
 role = (task or {}).get("type")
 if role and role == os.environ.get("FAIL_ROLE"):
     time.sleep(1)
@@ -38,8 +41,9 @@ time.sleep(600)
 """
 
 
-def run_launcher(*args, env=None, timeout=60):
-  return helpers.run(helpers.launch_command(*args, program=(helpers.PYTHON, "-c", TASK)),
+def run_launcher(*args, env=None, timeout=60, program_args=()):
+  return helpers.run(helpers.launch_command(*args, program=(helpers.PYTHON, "-c", TASK,
+                                                            *program_args)),
                      env=helpers.child_env(**(env or {})), timeout=timeout)
 
 
@@ -70,7 +74,7 @@ def test_topologies_that_cannot_work(args, message):
 def test_a_job_is_a_checked_value():
   value = job("collective_all_reduce", 3, evaluator=True)
   assert (value.strategy, value.num_ps, value.num_tasks) == ("multi_worker", 0, 4)
-  assert value.program == ("python", "t.py", "--strategy=multi_worker")
+  assert value.command == ("python", "t.py")  # Run as given: nothing is appended.
   assert job("parameter_server").num_ps == 1
   with pytest.raises(errors.ConfigError, match="give the program to run after --"):
     spec.JobSpec(strategy="multi_worker")
@@ -79,14 +83,16 @@ def test_a_job_is_a_checked_value():
 @pytest.mark.processes
 def test_every_task_gets_its_tf_config_and_prefix(tmp_path):
   code, output = run_launcher("--strategy=parameter_server", "--num_workers=2",
-                              f"--model_dir={tmp_path}", env={"FAIL_ROLE": "worker"})
+                              f"--model_dir={tmp_path}", env={"FAIL_ROLE": "worker"},
+                              program_args=("--flag",))
   assert code == 3, output
   tasks = {}
   for line in output.splitlines():
     if " task " in line:
       prefix, rest = line.split(" task ", 1)
       tasks[prefix] = json.loads(rest.split(" argv ")[0])
-      assert rest.endswith(f"argv --strategy=parameter_server --model_dir={tmp_path}")
+      # The command runs as given; the job's strategy and model_dir are in the environment.
+      assert rest.endswith(f"argv --flag env parameter_server {tmp_path}"), rest
   assert tasks == {"[chief:0]": {"type": "chief", "index": 0},
                    "[worker:0]": {"type": "worker", "index": 0},
                    "[ps:0]": {"type": "ps", "index": 0}}
@@ -188,10 +194,25 @@ def test_a_bad_command_line_exits_2_under_every_command():
   assert code == 2 and "--num_workers=0" in output, output
 
 
-# A Horovod rank that all-reduces its rank and reports what horovodrun gave it.
+@pytest.mark.processes
+def test_a_job_whose_tasks_trained_alone_fails_naming_them(tmp_path):
+  """Each task exits 0 having trained on its own (the program ignores the cluster): the
+  job did not train together, and says so instead of succeeding."""
+  code, output = helpers.launch("multi_worker", "tests.programs.ignores_cluster",
+                                f"--model_dir={tmp_path}", timeout=180)
+  assert code == 1, output[-3000:]
+  assert output.count("trained alone with --strategy local") == 2, output[-3000:]
+  assert ("every task exited 0, but the job did not train together under multi_worker: "
+          "chief:0 never started the job's strategy; worker:0 never started the job's "
+          "strategy. The program ignores the job's cluster" in output), output[-3000:]
+  assert "job failed with exit code 1" in output, output[-3000:]
+
+
+# A Horovod rank that all-reduces its rank and reports what horovodrun gave it; it starts
+# Horovod through the toolkit, and so joins the job.
 HOROVOD_TASK = """
-import os, horovod.tensorflow as hvd, tensorflow as tf
-hvd.init()
+import os, horovod.tensorflow as hvd, tensorflow as tf, estimator_dist as ed
+ed.create_strategy("horovod", cpu_affinity="none")
 total = int(hvd.allreduce(tf.constant(hvd.rank()), op=hvd.Sum))
 print("rank", hvd.rank(), "size", hvd.size(), "sum", total,
       "fusion", os.environ.get("HOROVOD_FUSION_THRESHOLD"), flush=True)

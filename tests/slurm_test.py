@@ -138,20 +138,22 @@ def test_sbatch_script_for_parameter_server():
                "#SBATCH --signal=B:USR1@25", "#SBATCH --requeue",
                "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=25",
                "srun --kill-on-bad-exit=1 bash -c 'trap \"\" USR1; exec \"$@\"' task python "
-               "train.py --model_dir=/shared/run --strategy=parameter_server &"]:
+               "train.py --model_dir=/shared/run &",
+               "export ESTIMATOR_DIST_STRATEGY=parameter_server"]:
     assert line in script.splitlines(), script
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
 
 @pytest.mark.parametrize("strategy,line", [
-    ("horovod", "srun --kill-on-bad-exit=1 --mpi=pmix python train.py --strategy=horovod"),
-    ("mirrored", "srun --ntasks=1 python train.py --strategy=mirrored"),
+    ("horovod", "srun --kill-on-bad-exit=1 --mpi=pmix python train.py"),
+    ("mirrored", "srun --ntasks=1 python train.py"),
 ])
 def test_sbatch_script_for_horovod_and_mirrored(strategy, line):
   script = sbatch(f"--strategy={strategy}", "--num_workers=4", "--", "python", "train.py")
   line = line.replace("python", signal_forwarding.IGNORING_USR1 + " python")
   assert line + " &" in script.splitlines(), script
   assert f"#SBATCH --ntasks={4 if strategy == 'horovod' else 1}" in script
+  assert f"export ESTIMATOR_DIST_STRATEGY={strategy}" in script.splitlines(), script
 
 
 def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
@@ -164,8 +166,7 @@ def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
   assert "USR1" not in script and "#SBATCH --requeue" not in script, script
   # The tasks are told there is no grace: the signals end them at once.
   assert "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=0" in script.splitlines(), script
-  assert script.splitlines()[-1] == ("srun --kill-on-bad-exit=1 python train.py "
-                                     "--strategy=multi_worker")
+  assert script.splitlines()[-1] == "srun --kill-on-bad-exit=1 python train.py"
 
 
 def test_sbatch_refuses_what_cannot_run():

@@ -26,7 +26,7 @@ JOBS = [spec.JobSpec(strategy=name, command=PROGRAM, evaluator=traits.of(name).t
                      num_workers=1 if name == "local" else 3)
         for name in traits.STRATEGIES]
 # What only one engine's way of running a job adds (the other variables are JOB_WIDE).
-OWN = {"local": {env_vars.STARTUP_TIMEOUT_SECS, env_vars.MODEL_DIR_LOCK,
+OWN = {"local": {env_vars.STARTUP_TIMEOUT_SECS, env_vars.MODEL_DIR, env_vars.MODEL_DIR_LOCK,
                  env_vars.HEARTBEAT_DIR},
        "slurm": {env_vars.NUM_PS, env_vars.EVALUATOR, env_vars.PORT_BASE,
                  env_vars.HEARTBEAT_DIR},
@@ -73,6 +73,7 @@ def test_every_engine_gives_a_jobs_tasks_the_same_variables(job):
   grace = task_env.DEFAULT_PREEMPTION_GRACE_SECS
   expected = task_env.task_environment(job=job, preemption_grace_secs=grace)
   assert expected[env_vars.PREEMPTION_GRACE_SECS] == "25"
+  assert expected[env_vars.STRATEGY] == job.strategy
   assert (expected.get(env_vars.NUM_DEVICES) == "3") == traits.of(job.strategy).replicas_are_devices
   envs = {"local": local_env(job, grace), "slurm": slurm_env(job, grace),
           "spark": spark_env(job),

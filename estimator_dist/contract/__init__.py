@@ -10,7 +10,8 @@ variables) and `slurm_env`. `process_identity` is the launcher's identity its ta
 watch, `bind_address` the preload library (native/bind_address.c) the launcher puts in
 a task's environment, and `heartbeat` the files a task beats and the launcher reads.
 `stop_files` names the files in a model_dir by which a sweep, the chief and the launcher
-agree on a stop, and `summary` is the chief's summary (its line, and its record for the
-launcher). The exit codes are in `estimator_dist.errors`, the only module outside the
+agree on a stop, `summary` is the chief's summary (its line, and its record for the
+launcher), and `joined` the record by which a task tells the launcher it joined the job's
+strategy. The exit codes are in `estimator_dist.errors`, the only module outside the
 standard library that this folder imports (tests/task_env_test.py).
 """

@@ -21,6 +21,15 @@ CACHE = "ESTIMATOR_DIST_CACHE"
 # process must not start itself again (execve), so its servers keep TensorFlow's binds.
 NO_RESTART = "ESTIMATOR_DIST_NO_RESTART"
 
+# Set by every engine (the job's --strategy: the launcher, SLURM, Kubernetes, Spark); read
+# by a program's training flags (`define_flags`: the default of --strategy) and by
+# `run_program`, which starts that strategy. The program's command runs as given: nothing
+# is appended to its arguments.
+STRATEGY = "ESTIMATOR_DIST_STRATEGY"
+# Set by the launcher (the job's model_dir: the program's --model_dir, the launcher's, or a
+# new directory); read by `define_flags`: the default of --model_dir.
+MODEL_DIR = "ESTIMATOR_DIST_MODEL_DIR"
+
 # Set by the launcher, Spark, SLURM and Kubernetes engines for `mirrored` (the job's
 # --num_workers); read by the mirrored strategy: how many replicas a CPU-only machine
 # splits into.
@@ -47,6 +56,10 @@ HEARTBEAT_DIR = "ESTIMATOR_DIST_HEARTBEAT_DIR"
 # Set by the launcher for a local job's tasks (a file in the job's private directory, one
 # per task); read by summary: the chief writes its summary record there, for the launcher.
 SUMMARY_FILE = "ESTIMATOR_DIST_SUMMARY_FILE"
+# Set by the launcher for a local job's tasks (a directory in the job's private directory);
+# read by the strategies' factory: a task that starts the job's strategy writes its record
+# there (`joined`), and the launcher fails a job whose tasks did not all join.
+JOINED_DIR = "ESTIMATOR_DIST_JOINED_DIR"
 # Set by the launcher (the model_dir whose lock it holds for the whole job); read by
 # model_dir_lock, so the chief does not take that lock itself.
 MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"

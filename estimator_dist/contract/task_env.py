@@ -7,8 +7,8 @@ render them.
   container["env"] = task_env.kubernetes_env(env)        # a pod's container
 
 Every engine that starts the same job gives its tasks the same job-wide values
-(JOB_WIDE: the replicas of a one-process job, the preemption grace, each formatted one
-way), so a task behaves the same whoever started it. The other variables belong to an
+(JOB_WIDE: the strategy, the replicas of a one-process job, the preemption grace, each
+formatted one way), so a task behaves the same whoever started it. The other variables belong to an
 engine's own way of running a job (the launcher's lock and watchdog, SLURM's cluster
 variables, heartbeats where the engine watches them, a sweep's trial), and this function
 gives them too, from the values that engine passes. Values that differ per task (the
@@ -37,7 +37,7 @@ DEFAULT_PORT_BASE = 8888
 # --startup_timeout_secs default, and a task's watchdog's when its engine sets none.
 DEFAULT_STARTUP_TIMEOUT_SECS = 120
 # The variables every engine gives every task of a job, with the same values.
-JOB_WIDE = (env_vars.NUM_DEVICES, env_vars.PREEMPTION_GRACE_SECS)
+JOB_WIDE = (env_vars.STRATEGY, env_vars.NUM_DEVICES, env_vars.PREEMPTION_GRACE_SECS)
 # What a sweep passes from a trial's environment to the trial's job (its engine: the
 # launcher, or Spark's tasks): watch for the sweep's stop request, record into its run.
 TRIAL = (env_vars.WATCH_STOP_REQUESTS, env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
@@ -57,20 +57,22 @@ def whole_seconds(value) -> int:
 def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
                      port_base: Optional[int] = None,
                      startup_timeout_secs: Optional[int] = None,
-                     model_dir_lock: Optional[str] = None,
+                     model_dir: Optional[str] = None, model_dir_lock: Optional[str] = None,
                      heartbeat_dir: Optional[str] = None, watch_stop_requests: bool = False,
                      mlflow_tracking_uri: Optional[str] = None,
                      mlflow_run_id: Optional[str] = None) -> dict:
   """The variables (name: value, both strings) an engine gives every task of a job.
 
-  job: the job (a `jobs.spec.JobSpec`: its strategy's traits, num_workers, num_ps,
-    evaluator); a one-process job whose replicas are devices gets NUM_DEVICES.
+  job: the job (a `jobs.spec.JobSpec`: its strategy and its traits, num_workers, num_ps,
+    evaluator): every task gets STRATEGY; a one-process job whose replicas are devices gets
+    NUM_DEVICES.
   preemption_grace_secs: the grace a task asked to stop gets to save (0: none).
   port_base: the first port on each host, for tasks that derive their cluster from the
     engine's variables (SLURM's): a job of several TensorFlow tasks also gets NUM_PS and
     EVALUATOR.
   startup_timeout_secs, model_dir_lock: the launcher's watchdog timeout, and the model_dir
     whose lock it holds for the whole job.
+  model_dir: the job's model_dir, for an engine that decides it (the launcher).
   heartbeat_dir: where the training tasks beat, for an engine that watches them.
   watch_stop_requests, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL).
   A value left None (or False) leaves its variable out: the task's default applies.
@@ -78,6 +80,8 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
   env = {}
   if preemption_grace_secs is not None:
     env[env_vars.PREEMPTION_GRACE_SECS] = seconds(preemption_grace_secs)
+  if job is not None:
+    env[env_vars.STRATEGY] = job.strategy
   if job is not None and job.traits.replicas_are_devices:
     env[env_vars.NUM_DEVICES] = str(job.num_workers)
   if port_base is not None and job is not None and not (
@@ -86,7 +90,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
                 env_vars.PORT_BASE: str(port_base)})
   if startup_timeout_secs is not None:
     env[env_vars.STARTUP_TIMEOUT_SECS] = str(startup_timeout_secs)
-  named = ((env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.HEARTBEAT_DIR, heartbeat_dir),
+  named = ((env_vars.MODEL_DIR, model_dir), (env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.HEARTBEAT_DIR, heartbeat_dir),
            (env_vars.WATCH_STOP_REQUESTS, "1" if watch_stop_requests else None),
            (env_vars.MLFLOW_TRACKING_URI, mlflow_tracking_uri),
            (env_vars.MLFLOW_RUN_ID, mlflow_run_id))

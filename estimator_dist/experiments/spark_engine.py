@@ -83,11 +83,11 @@ class SparkSlot:
     job = spec.JobSpec(strategy=self._options.strategy,
                        num_workers=self._options.workers_per_trial,
                        command=[*program, f"--model_dir={model_dir}"])
-    log.write(f"{' '.join(job.program)}\n".encode())
+    log.write(f"{' '.join(job.command)}\n".encode())
     log.flush()
     options = spark.SparkOptions(spark_context=self._sc, env={
         name: env[name] for name in task_env.TRIAL if name in env})
-    run = functools.partial(run_program, list(job.program), log.name)
+    run = functools.partial(run_program, list(job.command), log.name)
     return _Stage(self._sc, f"estimator_dist {os.path.basename(model_dir)}",
                   lambda: spark.run_job(job, run, options=options))
 

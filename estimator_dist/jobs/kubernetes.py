@@ -144,7 +144,7 @@ def manifest(job, *, options):
     claim, _, path = options.volume_claim.partition(":")
     volumes = [{"name": "model-dir", "persistentVolumeClaim": {"claimName": claim}}]
     mounts = [{"name": "model-dir", "mountPath": path}]
-  program = list(job.program)
+  program = list(job.command)
   metadata = {"name": options.name,
               **({"namespace": options.namespace} if options.namespace else {})}
   grace = options.preemption_grace_secs

@@ -29,7 +29,7 @@ def start(uri, *, job, model_dir, log, env=os.environ):
   if not uri:
     return None
   run = tracking.job_run(uri, model_dir=model_dir, log=log, env=env,
-                         tags={"estimator_dist.command": " ".join(job.program)})
+                         tags={"estimator_dist.command": " ".join(job.command)})
   return run and LaunchRun(run, model_dir)
 
 

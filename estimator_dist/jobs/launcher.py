@@ -25,6 +25,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
+from estimator_dist.contract import joined
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
 from estimator_dist.jobs import curves
@@ -91,7 +92,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     if exposed:
       group.log(exposed)
     job_dirs.remove_left_behind(group.log, keep=model_dir_arg.has_checkpoint)
-    command, model_dir, made = model_dir_arg.with_model_dir(list(job.program), options.model_dir)
+    model_dir, made = model_dir_arg.job_model_dir(list(job.command), options.model_dir)
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
     if run.elastic and not run.elastic.discovery_script:
@@ -110,9 +111,13 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                      group.temporary_directory("shm", job_dirs.shared_memory())}
     # The options as this job resolved them: its model_dir, horovodrun's discovery script.
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
-    starter = task_starter.Starter(job=job, command=command, options=resolved, group=group,
-                       sandbox=sandbox, local=local, private_env=private,
-                       summary_dir=group.temporary_directory("summary") if local else None)
+    starter = task_starter.Starter(job=job, command=list(job.command), options=resolved,
+                                   group=group, sandbox=sandbox, local=local,
+                                   private_env=private,
+                                   summary_dir=group.temporary_directory("summary") if local
+                                   else None,
+                                   joined_dir=group.temporary_directory("joined") if local
+                                   else None)
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
                                       model_dir=model_dir, log=group.log)
@@ -165,6 +170,8 @@ def _run_attempts(starter, *, new_model_dir):
     again = f" with --model_dir={model_dir}" if new_model_dir else ""
     group.log(f"every task stopped at one step and the chief saved a checkpoint in "
               f"{model_dir}; run the same command again{again} to resume from it")
+  if code == 0:
+    code = _joined_or_failed(starter)
   outcome = {0: "finished", errors.PREEMPTED_EXIT_CODE: "was preempted"}.get(code, "failed")
   group.log(f"job {outcome} with exit code {code}")
   for fields in (f for t in group.tasks for f in t.summaries):
@@ -173,6 +180,24 @@ def _run_attempts(starter, *, new_model_dir):
   if drawn:
     group.log(drawn)
   return code
+
+
+def _joined_or_failed(starter):
+  """0 when every task the job expects joined its strategy (contract/joined.py), else 1
+  with why: tasks that exit 0 without joining trained alone, if at all."""
+  job = starter.job
+  missing = joined.not_joined(starter.joined_dir, starter.expected_to_join(),
+                              strategy=job.strategy)
+  if not missing:
+    return 0
+  starter.group.log(
+      f"every task exited 0, but the job did not train together under {job.strategy}: "
+      + "; ".join(f"{name} {why}" for name, why in missing.items())
+      + ". The program ignores the job's cluster: each task trained alone, or not at all. "
+      "Train through estimator_dist (ed.train_and_evaluate, and ed.run_program for a "
+      "program with ed.define_flags()); a program's own --strategy flag or plain "
+      "tf.estimator calls do not join the job.")
+  return 1
 
 
 def _attempts(starter, *, on_tick):

@@ -26,10 +26,19 @@ def free_ports(count, *, host="127.0.0.1"):
       s.close()
 
 
+def _roles(job):
+  return [("chief", 1), ("worker", job.num_workers - 1), ("ps", job.num_ps),
+          ("evaluator", int(job.evaluator))]
+
+
+def task_names(job):
+  """The names (role:index) of the tasks of a local tf.distribute job."""
+  return {f"{role}:{index}" for role, count in _roles(job) for index in range(count)}
+
+
 def local_cluster(job, *, host="127.0.0.1"):
   """The cluster of a local tf.distribute job (a JobSpec): chief, workers, ps and
   evaluator, each at a free port of `host`."""
-  roles = [("chief", 1), ("worker", job.num_workers - 1), ("ps", job.num_ps),
-           ("evaluator", int(job.evaluator))]
+  roles = _roles(job)
   ports = iter(free_ports(sum(n for _, n in roles), host=host))
   return {role: tuple(f"{host}:{next(ports)}" for _ in range(n)) for role, n in roles if n}

@@ -1,4 +1,5 @@
-"""The model_dir of a job: the one its program's arguments give, or one the launcher adds."""
+"""The model_dir of a job: the one its program's arguments give, the launcher's, or a new
+one."""
 
 import os
 
@@ -28,21 +29,20 @@ def program_flag(args, flag):
 
 
 def given_model_dir(command, model_dir):
-  """The model_dir `with_model_dir` gives the job, before it is made: None for a new
+  """The model_dir `job_model_dir` gives the job, before it is made: None for a new
   temporary directory."""
   given = program_model_dir(command[1:])
   return given if given is not None else (model_dir or None)
 
 
-def with_model_dir(command, model_dir):
-  """(command, its model_dir, whether it is a new temporary directory)."""
-  given = program_model_dir(command[1:])
+def job_model_dir(command, model_dir):
+  """(the job's model_dir, whether it is a new temporary directory): the program's
+  --model_dir, else the launcher's `model_dir`, else a new directory. The command stays
+  as it is: its tasks find the model_dir in their environment (env_vars.MODEL_DIR)."""
+  given = given_model_dir(command, model_dir)
   if given is not None:
-    return command, given, False
-  if model_dir:
-    return command + [f"--model_dir={model_dir}"], model_dir, False
-  made = job_dirs.make("model")  # Named after the launcher: see job_dirs.
-  return command + [f"--model_dir={made}"], made, True
+    return given, False
+  return job_dirs.make("model"), True  # Named after the launcher: see job_dirs.
 
 
 def has_checkpoint(model_dir):

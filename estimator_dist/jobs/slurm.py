@@ -114,7 +114,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
             "output is appended.", "set -euo pipefail", ""]
   if grace:  # USR1 marks a request from here on. Not SIGTERM: scancel ends the job.
     lines += signal_forwarding.trap("USR1")
-  program = shlex.join(job.program)
+  program = shlex.join(job.command)
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"
   lines += _progress_lines(job, options)
@@ -162,7 +162,7 @@ def _preemptible(step, options):
 def _progress_lines(job, options):
   """The batch step's watcher of the tasks' heartbeats, in the shared model_dir, which
   prints the job's progress lines into its output (`progress_watch`)."""
-  model_dir = model_dir_arg.program_model_dir(list(job.program[1:]))
+  model_dir = model_dir_arg.program_model_dir(list(job.command[1:]))
   if not options.progress_secs or not model_dir or "://" in model_dir:
     return []
   beats = shlex.quote(f"{model_dir}/estimator_dist/heartbeats-") + "${SLURM_JOB_ID}"

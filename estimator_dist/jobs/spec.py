@@ -23,10 +23,13 @@ class JobSpec:
   num_workers: training tasks (horovod: ranks; mirrored: replicas of its one process).
   num_ps: parameter_server's ps tasks; None gives 1 for it and 0 for the others.
   evaluator: add an evaluator task (multi_worker, parameter_server).
-  command: the program and its arguments; engines add --strategy (and --model_dir).
+  command: the program and its arguments, which every task runs as given: the engines
+    tell a task the job's strategy (and the launcher its model_dir) in its environment
+    (`contract.task_env`), never on its command line.
   """
   strategy: str = option(kind="enum", values=traits_lib.NAMES, flag_default="multi_worker",
-                         help="Distribution strategy; passed to the program as --strategy.")
+                         help="Distribution strategy; the program's tasks find it in their "
+                         "environment (ESTIMATOR_DIST_STRATEGY).")
   num_workers: int = option(2, kind="integer", lower_bound=1,
                             help="Training processes (mirrored: replicas).")
   num_ps: Optional[int] = option(None, kind="integer", lower_bound=0,
@@ -70,11 +73,6 @@ class JobSpec:
     if self.traits.one_process:
       return 1
     return self.num_workers + self.num_ps + int(self.evaluator)
-
-  @property
-  def program(self) -> Tuple[str, ...]:
-    """The command every task runs: the user's, told the strategy."""
-    return self.command + (f"--strategy={self.strategy}",)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -25,14 +25,14 @@ def check_job(job, model_dir, *, local):
   else `model_dir`, the launcher's) or the temporary directory cannot be written or has
   too little space, or the program of a local job cannot be run."""
   temporary = _temporary_directory()  # The launcher's own files (heartbeats) go there.
-  given = model_dir_arg.given_model_dir(list(job.program), model_dir)
+  given = model_dir_arg.given_model_dir(list(job.command), model_dir)
   if given is None:
     model_dir_check.check(
         temporary, give="give --model_dir a directory",
         name=f"the temporary directory {temporary} (where a job without --model_dir trains)")
   else:
     model_dir_check.check(given)
-    if _keeps_best_checkpoints(job.program):
+    if _keeps_best_checkpoints(job.command):
       model_dir_check.check_best(given)
   if local:  # Elsewhere the program is on the other hosts.
     _check_program(job.command[0])

@@ -4,6 +4,7 @@ the chief's summary record goes, the bind library, never the tracking variables)
 
 import dataclasses
 import os
+import shutil
 from typing import Optional
 
 from estimator_dist.contract import bind_address
@@ -33,7 +34,8 @@ def job_environment(job, options, *, heartbeats=None):
   `heartbeats`: the directory the training tasks beat in, if the launcher watches it."""
   return task_env.task_environment(
       job=job, preemption_grace_secs=options.preemption_grace_secs,
-      startup_timeout_secs=options.startup_timeout_secs, model_dir_lock=options.model_dir,
+      startup_timeout_secs=options.startup_timeout_secs, model_dir=options.model_dir,
+      model_dir_lock=options.model_dir,
       heartbeat_dir=heartbeats or None)
 
 
@@ -41,13 +43,15 @@ def job_environment(job, options, *, heartbeats=None):
 class Starter:
   """Starts every task of a job: inside its sandbox, with a local job's environment.
 
-  job: the JobSpec; command: the program every task runs, with its --model_dir.
+  job: the JobSpec; command: the program every task runs, as the user gave it.
   options: the LaunchOptions as the job resolved them (model_dir, horovod).
   group: the job's TaskGroup; sandbox: its private namespaces, or None.
   local: every task on this machine; private_env: where the tasks' temporary files go.
   summary_dir: the job's directory for the summary records (one file per task, which
     the launcher reads once the task ended: contract/summary.py); None where the tasks may
     run on other hosts, whose summary is the chief's printed line.
+  joined_dir: where each task records that it joined the job's strategy
+    (contract/joined.py), on this machine; None where nobody could read it.
   """
   job: spec.JobSpec
   command: list
@@ -57,6 +61,7 @@ class Starter:
   local: bool
   private_env: dict
   summary_dir: Optional[str] = None
+  joined_dir: Optional[str] = None
 
   def _start(self, name, command, env):
     env = {**env, **self.private_env, env_vars.LAUNCHER: process_identity.launcher_identity(),
@@ -64,6 +69,8 @@ class Starter:
     summary_file = self.summary_dir and os.path.join(self.summary_dir, f"{name}.json")
     if summary_file:
       env = {**env, env_vars.SUMMARY_FILE: summary_file}
+    if self.joined_dir:
+      env = {**env, env_vars.JOINED_DIR: self.joined_dir}
     env = launch_tracking.task_env(env)
     if self.local:  # Loopback only, also on the host network (see contract/bind_address.py).
       env = bind_address.local_only_env(env)
@@ -81,8 +88,25 @@ class Starter:
       return set()
     return {"chief:0", *(f"worker:{rank}" for rank in range(1, self.job.num_workers))}
 
+  def expected_to_join(self):
+    """The tasks that must record that they joined the job's strategy before the job
+    counts as a success: every task of a distributed job (Horovod: every rank), none
+    where nobody reads the records, where ranks come and go (elastic Horovod), or where
+    one process on its own is the whole job (`local`)."""
+    job = self.job
+    if not self.joined_dir or job.strategy == "local" or self.options.horovod.elastic:
+      return set()
+    if job.traits.ranks_from_horovodrun:
+      return self.beating()
+    if job.traits.one_process:
+      return {"chief:0"}
+    return local_cluster.task_names(job)
+
   def start_tasks(self):
     """Starts every task of the job; returns the names of the training tasks."""
+    if self.joined_dir:  # An earlier attempt's records do not count.
+      shutil.rmtree(self.joined_dir, ignore_errors=True)
+      os.makedirs(self.joined_dir)
     job, command = self.job, self.command
     if job.traits.ranks_from_horovodrun:
       ranks = horovodrun.command(command, num_workers=job.num_workers, run=self.options.horovod)

@@ -12,6 +12,7 @@ import dataclasses
 import importlib
 
 from estimator_dist import errors
+from estimator_dist.contract import joined
 from estimator_dist.strategies import traits as traits_lib
 
 _started = None  # The adapter started from this process's environment.
@@ -45,12 +46,14 @@ def adapter_for(name, options):
 
 def start(adapter):
   """Starts `adapter` (reading its task from the environment when it has none) and, when
-  it read the environment, records it as this process's; returns it."""
+  it read the environment, records it as this process's and tells the launcher this task
+  joined its job (`joined`); returns it."""
   global _started
   from_environment = adapter.task is None
   adapter.start()
-  if from_environment:
+  if from_environment and _started is not adapter:
     _started = adapter
+    joined.write(adapter.task, strategy=adapter.name)
   return adapter
 
 

@@ -9,12 +9,14 @@ flag is refused with another strategy.
 """
 
 import dataclasses
+import os
 from typing import Dict, Tuple
 
 from absl import flags
 
 from estimator_dist import errors
 from estimator_dist import option_flags
+from estimator_dist.contract import env_vars
 from estimator_dist.outputs import best_checkpoints
 from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
@@ -23,6 +25,10 @@ from estimator_dist.task import early_stopping
 from estimator_dist.training import options as options_lib
 
 DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
+_DEFINED_FLAG = option_flags.OptionFlag(kind="bool", help="Internal: the training flags are "
+                                        "defined.")
+_STRATEGY_FLAG = option_flags.OptionFlag(kind="enum", values=traits.NAMES,
+                                         help="Distribution strategy.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -60,7 +66,7 @@ def backend_options():
 def _define_backend_flag(spec, *, name, default, strategies, flag_values):
   return option_flags.define_flag(
       spec, name=name, default=default, flag_values=flag_values,
-      help_prefix=f"{', '.join(strategies)}: " if strategies else "")
+      help_prefix=f"{', '.join(strategies)}: " if strategies else "", reuse=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -94,9 +100,19 @@ class TrainingFlags:
     """The parsed value of the flag of TrainOptions' field `option`."""
     return self.settings[option].value
 
+  def started_by_an_engine(self):
+    """Whether a job's engine runs this program (it names the job's strategy, as
+    `job_strategy` reads it) or its command line gave --strategy."""
+    return self.strategy.present or job_strategy() is not None
+
   def strategy_and_options(self):
     """(strategy name, its keyword options) from the flags."""
     strategy = traits.of(self.strategy.value).name
+    job = job_strategy()
+    if job is not None and self.strategy.present and traits.of(job).name != strategy:
+      raise errors.ConfigError(
+          f"the program was given --strategy={self.strategy.value}, but its job runs "
+          f"{job} (the engine's --strategy); drop --strategy from the program's arguments.")
     strategy_options = {}
     for flag in self.backend:
       if not flag.strategies or (strategy in flag.strategies and flag.holder.value is not None):
@@ -123,21 +139,42 @@ class TrainingFlags:
         strategy_options=strategy_options, best_checkpoints=best, early_stopping=stopping)
 
 
+def job_strategy(env=os.environ):
+  """The strategy of the job whose task this program is (None outside one): an engine
+  names it in the task's environment, not on the program's command line."""
+  name = env.get(env_vars.STRATEGY)
+  if name is None:
+    return None
+  if name not in traits.NAMES:
+    raise errors.ConfigError(f"${env_vars.STRATEGY}={name!r} is not a strategy; it takes "
+                             f"{', '.join(traits.NAMES)}.")
+  return name
+
+
 def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
                  learning_rate=1e-3, train_steps=1000) -> TrainingFlags:
-  """Defines the training flags on `flag_values`, with the program's defaults."""
+  """Defines the training flags on `flag_values`, with the program's defaults.
+
+  A flag the program defined already with the same name and kind is used as it is (its
+  default and help); one of another kind is a ConfigError naming both. In a job's task,
+  --strategy and --model_dir default to the job's (the engine names them in the task's
+  environment: `contract.env_vars`).
+  """
   f = flag_values
-  flags.DEFINE_bool(DEFINED, True, "Internal: the training flags are defined.",
-                    flag_values=f)
+  job = job_strategy()
+  option_flags.define_flag(_DEFINED_FLAG, name=DEFINED, default=True, flag_values=f,
+                           reuse=True)
   defined = TrainingFlags(  # Keywords are evaluated in order: the flags' order.
-      strategy=flags.DEFINE_enum("strategy", strategy, traits.NAMES,
-                                 "Distribution strategy.", flag_values=f),
+      strategy=option_flags.define_flag(_STRATEGY_FLAG, name="strategy", default=strategy,
+                                        flag_values=f, reuse=True),
       settings=option_flags.define_flags(
-          options_lib.TrainOptions, flag_values=f, defaults={
+          options_lib.TrainOptions, flag_values=f, reuse=True, defaults={
               "train_steps": train_steps, "batch_size": batch_size,
               "learning_rate": learning_rate}),
-      best=option_flags.define_flags(best_checkpoints.BestCheckpoints, flag_values=f),
-      stopping=option_flags.define_flags(early_stopping.EarlyStopping, flag_values=f),
+      best=option_flags.define_flags(best_checkpoints.BestCheckpoints, flag_values=f,
+                                     reuse=True),
+      stopping=option_flags.define_flags(early_stopping.EarlyStopping, flag_values=f,
+                                         reuse=True),
       backend=tuple(
           BackendFlag(holder=_define_backend_flag(spec, name=name, default=default,
                                                   strategies=strategies, flag_values=f),
@@ -152,6 +189,11 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
         [name, "strategy"], _only_for,
         f"--{name} applies only to {' or '.join(f'--strategy={o}' for o in owners)}; drop "
         f"it or change --strategy.", flag_values=f)
+  if job:  # The program's own default, or its own flag's, gives way to the job's.
+    f.set_default("strategy", job)
+  job_model_dir = os.environ.get(env_vars.MODEL_DIR)
+  if job_model_dir:
+    f.set_default(defined.settings["model_dir"].name, job_model_dir)
   return defined
 
 

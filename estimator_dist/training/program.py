@@ -17,9 +17,9 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
   taken port ends the program with its message alone and the exit code the launcher acts on.
 
   With `start_strategy`, a program that defined the training flags (`define_flags`) and
-  was given --strategy (as the launcher, SLURM and Kubernetes engines give it) gets that
-  strategy started before `main` runs, so a collective strategy exists before the program
-  builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
+  runs as a job's task (the engines name the job's strategy in its environment) or was
+  given --strategy gets that strategy started before `main` runs, so a collective
+  strategy exists before the program builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
   with the same strategy and options then uses that adapter. `flag_values` holds the
   program's flags; command_line.run parses flags.FLAGS, so another must be parsed by the caller.
   """
@@ -31,7 +31,7 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
     try:
       if start_strategy and flags_lib.DEFINED in flag_values:
         training_flags = flags_lib.TrainingFlags.of(flag_values)
-        if training_flags.strategy.present:
+        if training_flags.started_by_an_engine():
           strategy, strategy_options = training_flags.strategy_and_options()
           factory.create_strategy(strategy, **strategy_options)
       return main(argv)

@@ -1,0 +1,44 @@
+"""Which tasks joined their job's strategy: the record a task writes when it starts the
+job's strategy from its environment, and what the launcher makes of the records.
+
+A job whose tasks all exit 0 may still not have trained together: a program that ignores
+the cluster (its own --strategy flag, plain `tf.estimator` calls) trains alone on every
+task, or on the chief while the others skip. The launcher names a directory
+(env_vars.JOINED_DIR); each task that starts the strategy writes `<role>:<index>` there
+(`write`, called by the strategies' factory), and a job counts as a success only when
+every task it expects did (`not_joined`).
+"""
+
+import json
+import os
+
+from estimator_dist.contract import env_vars
+
+
+def write(task, *, strategy, env=os.environ):
+  """Records that `task` (a TaskInfo) started `strategy` from its environment, where the
+  launcher asked (nowhere without JOINED_DIR)."""
+  directory = env.get(env_vars.JOINED_DIR)
+  if not directory or not os.path.isdir(directory):
+    return
+  path = os.path.join(directory, f"{task.role}:{task.index}")
+  partial = f"{path}.{os.getpid()}.partial"
+  with open(partial, "w") as f:
+    json.dump({"strategy": strategy, "size": task.size}, f)
+  os.replace(partial, path)
+
+
+def not_joined(directory, expected, *, strategy):
+  """The names among `expected` that wrote no record of `strategy` in `directory`, each
+  with why: {name: reason}."""
+  found = {}
+  for name in sorted(expected):
+    try:
+      with open(os.path.join(directory, name)) as f:
+        joined = json.load(f).get("strategy")
+    except (OSError, ValueError, AttributeError):
+      found[name] = "never started the job's strategy"
+      continue
+    if joined != strategy:
+      found[name] = f"started {joined}, not the job's {strategy}"
+  return found
