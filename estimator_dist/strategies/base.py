@@ -74,6 +74,8 @@ class StrategyAdapter:
   """
   name = "local"
   Options = Options
+  # RunConfig fields that only the chief's RunConfig keeps; the other tasks' are None.
+  chief_only_fields = ()
 
   def __init__(self, *, task=None, options=None):
     self.traits = traits_lib.of(self.name)

@@ -45,6 +45,9 @@ class HorovodAdapter(base.StrategyAdapter):
   """Synchronous data parallelism with Horovod's all-reduce."""
   name = "horovod"
   Options = horovod_options.HorovodOptions
+  # Every rank holds the same weights: rank 0 alone saves and logs them.
+  chief_only_fields = ("save_checkpoints_steps", "save_checkpoints_secs", "save_summary_steps",
+                       "log_step_count_steps")
   passes = None  # With global_batch_size: micro-batches this rank accumulates per update.
 
   hvd = None  # horovod.tensorflow, once this adapter has initialised it.
@@ -121,8 +124,7 @@ class HorovodAdapter(base.StrategyAdapter):
 
   def run_config(self, model_dir, **kwargs):
     if not self.task.is_chief:
-      kwargs.update(save_checkpoints_steps=None, save_checkpoints_secs=None,
-                    save_summary_steps=None, log_step_count_steps=None)
+      kwargs.update(dict.fromkeys(self.chief_only_fields))
     return super().run_config(model_dir, **kwargs)
 
   def input_context(self, estimator_context):

@@ -152,7 +152,7 @@ class Evaluations:
   def __init__(self, estimator, eval_spec):
     self._estimator, self._spec = estimator, eval_spec
     self.last_path, self.last_metrics = None, None
-    self._exported = set()
+    self._exported = {}  # (exporter name, checkpoint) -> what it exported.
 
   def run(self, path, *, final=False):
     """Evaluates `path` (unless it was the last one evaluated) and exports; its metrics."""
@@ -185,11 +185,20 @@ class Evaluations:
       exported = exporter.export(self._estimator, os.path.join(base, exporter.name),
                                  readable, self.last_metrics, final)
       if exported:
-        self._exported.add((exporter.name, path))
+        self._exported[(exporter.name, path)] = exported
         logging.info("estimator_dist: exported %s (%s exporter)",
                      exported.decode() if isinstance(exported, bytes) else exported,
                      exporter.name)
     return self.last_metrics
+
+  @property
+  def export_results(self):
+    """What each exporter exported of the last checkpoint evaluated (None: nothing), as
+    `tf.estimator.train_and_evaluate` returns them; [] before any evaluation."""
+    if self.last_path is None:
+      return []
+    return [self._exported.get((e.name, self.last_path)) for e in self._spec.exporters or ()
+            if not isinstance(e, best_checkpoint_keeper.Keeper)]
 
 
 @contextlib.contextmanager

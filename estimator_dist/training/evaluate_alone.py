@@ -10,15 +10,15 @@ from estimator_dist.training import decorator
 
 
 def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None,
-             checkpoint_path=None, timeout_secs=None):
-  """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone;
-  an input of no example fails, and so does an evaluation past its timeout (see
-  `evaluation.EvaluationWatch`)."""
+             checkpoint_path=None, timeout_secs=None, hooks=()):
+  """Evaluates `checkpoint_path` (default: the latest of `model_dir`) in this process alone,
+  with evaluation `hooks`; an input of no example fails, and so does an evaluation past its
+  timeout (see `evaluation.EvaluationWatch`)."""
   estimator = evaluating_estimator(model_fn, model_dir=model_dir, params=params)
   watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=eval_steps,
                                      timeout_secs=timeout_secs)
   return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path,
-                            hooks=[watch])
+                            hooks=[watch, *hooks])
 
 
 def evaluating_estimator(model_fn, *, model_dir, params):

@@ -121,8 +121,8 @@ class TrainingFlags:
       strategy_options["batch_size"] = self.value("batch_size")  # The micro-batch.
     return strategy, strategy_options
 
-  def options(self) -> options_lib.TrainOptions:
-    """The TrainOptions that the flags set."""
+  def options(self, **values) -> options_lib.TrainOptions:
+    """The TrainOptions that the flags set; `values` set fields over them."""
     strategy, strategy_options = self.strategy_and_options()
     stopping = None
     if self.stopping["patience_steps"].value:
@@ -135,8 +135,9 @@ class TrainingFlags:
     if self.best["keep"].value:
       best = option_flags.options_from_flags(best_checkpoints.BestCheckpoints, self.best)
     return option_flags.options_from_flags(
-        options_lib.TrainOptions, self.settings, strategy=strategy,
-        strategy_options=strategy_options, best_checkpoints=best, early_stopping=stopping)
+        options_lib.TrainOptions, self.settings, **{
+            "strategy": strategy, "strategy_options": strategy_options,
+            "best_checkpoints": best, "early_stopping": stopping, **values})
 
 
 def job_strategy(env=os.environ):
@@ -195,6 +196,11 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
   if job_model_dir:
     f.set_default(defined.settings["model_dir"].name, job_model_dir)
   return defined
+
+
+def parsed(flag_values=flags.FLAGS) -> bool:
+  """Whether the training flags (`define_flags`) are defined and parsed."""
+  return DEFINED in flag_values and flag_values.is_parsed()
 
 
 def options_from_flags(flag_values=flags.FLAGS) -> options_lib.TrainOptions:

@@ -28,19 +28,22 @@ from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
+from estimator_dist.training import run_config_merge
 
 
 def _model_fn_and_params(model, params):
-  """(model_fn, params, warm start) to train; an Estimator gives its own, `params` win.
+  """(model_fn, params, warm start, RunConfig) to train; an Estimator gives its own,
+  `params` win over its params (`run_config_merge` says how its RunConfig counts).
 
   The v2 Estimator subclasses tf.compat.v1's, so both kinds of canned Estimator count.
   `model_to_estimator` warm-starts from the Keras model's weights.
   """
   if isinstance(model, tf.compat.v1.estimator.Estimator):
     params = {**(model.params or {}), **(params or {})}
-    return model._model_fn, params, model._warm_start_settings  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    return model._model_fn, params, model._warm_start_settings, model._config
   decorator.check_model_fn(model)
-  return model, dict(params or {}), None
+  return model, dict(params or {}), None, None
 
 
 class TrainingRun:
@@ -54,14 +57,16 @@ class TrainingRun:
   """
 
   def __init__(self, *, model, train_input_fn, options, eval_input_fn=None, params=None,
-               hooks=(), serving_input_receiver_fn=None, adapter=None):
+               hooks=(), serving_input_receiver_fn=None, adapter=None, saving_listeners=(),
+               eval_hooks=()):
     if not isinstance(options, options_lib.TrainOptions):
       raise errors.ConfigError(f"options must be a TrainOptions, got {type(options).__name__}; "
                                f"use ed.options_from_flags() or ed.TrainOptions(...).")
     inputs.check_input_fn(train_input_fn, "train_input_fn")
     if eval_input_fn is not None:
       inputs.check_input_fn(eval_input_fn, "eval_input_fn")
-    model_fn, self.params, self._warm_start = _model_fn_and_params(model, params)
+    model_fn, self.params, self._warm_start, config = _model_fn_and_params(model, params)
+    self._run_config = run_config_merge.checked(config, options)
     self.model_fn, rate_options = decorator.decorated(
         model_fn, lr_scaling=options.lr_scaling, warmup_steps=options.warmup_steps)
     if options.learning_rate is not None:
@@ -82,17 +87,18 @@ class TrainingRun:
                                          timeout_secs=options.eval_timeout_secs)
       self.eval_spec = tf.estimator.EvalSpec(
           eval_input_fn, steps=options.eval_steps, exporters=exporters, start_delay_secs=0,
-          throttle_secs=options.eval_throttle_secs, hooks=[watch])
+          throttle_secs=options.eval_throttle_secs, hooks=[watch, *eval_hooks])
     elif exporters or options.early_stopping or self._stop_conditions:
       raise errors.ConfigError("exporters, best checkpoints and early stopping follow "
                                "evaluations: pass an eval_input_fn to train_and_evaluate.")
     self._train_input_fn, self._eval_input_fn = train_input_fn, eval_input_fn
+    self._saving_listeners, self._eval_hooks = tuple(saving_listeners), tuple(eval_hooks)
     self._given_adapter = adapter
     self.adapter = None  # Set by start().
     self._throughput = hooks_lib.ThroughputHook()
     self._stop_together = None
     self.summary = None  # The chief's summary fields, once it has printed them.
-    self._evaluations = evaluation.Evaluations(
+    self.evaluations = evaluation.Evaluations(
         evaluate_alone.evaluating_estimator(self.model_fn, model_dir=options.model_dir,
                                             params=self.params),
         self.eval_spec)
@@ -123,12 +129,7 @@ class TrainingRun:
 
   def estimator(self, adapter, *, warm_start_from=None):
     """The Estimator of one round of training under `adapter`."""
-    config = adapter.run_config(
-        self.options.model_dir, tf_random_seed=self.options.random_seed,
-        keep_checkpoint_max=self.options.keep_checkpoint_max,
-        keep_checkpoint_every_n_hours=self.options.keep_checkpoint_every_n_hours or 10000,
-        **({"save_checkpoints_steps": self.options.save_checkpoints_steps}
-           if self.options.save_checkpoints_steps else {}))
+    config = run_config_merge.run_config(adapter, self.options, self._run_config)
     return tf.estimator.Estimator(adapter.wrap_model_fn(self.model_fn), config=config,
                                   params=self.params, warm_start_from=warm_start_from)
 
@@ -152,7 +153,7 @@ class TrainingRun:
                                 tasks=self.options.profile_tasks, model_dir=model_dir),
                *more_hooks,
                *self._hooks],
-        saving_listeners=hooks_lib.saving_listeners(model_dir))
+        saving_listeners=[*hooks_lib.saving_listeners(model_dir), *self._saving_listeners])
 
   def _train_round(self, adapter, more_hooks=()):
     """Trains one round under `adapter`; returns (adapter, metrics)."""
@@ -192,7 +193,7 @@ class TrainingRun:
       stack.enter_context(own_port.named(self.adapter.task))
       if self._evaluates_beside_training:
         stack.enter_context(evaluation.beside_training(
-            self._evaluations, model_dir, throttle_secs=self.options.eval_throttle_secs))
+            self.evaluations, model_dir, throttle_secs=self.options.eval_throttle_secs))
       yield
 
   def final_metrics(self, adapter, metrics):
@@ -201,11 +202,12 @@ class TrainingRun:
       return None
     model_dir, train_steps = self.options.model_dir, self.options.train_steps
     if self._evaluates_beside_training:
-      metrics = self._evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
+      metrics = self.evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
     elif not metrics or metrics.get("global_step", -1) < train_steps:
       metrics = evaluate_alone.evaluate(
           self.model_fn, self._eval_input_fn, model_dir=model_dir, params=self.params,
-          eval_steps=self.options.eval_steps, timeout_secs=self.options.eval_timeout_secs)
+          eval_steps=self.options.eval_steps, timeout_secs=self.options.eval_timeout_secs,
+          hooks=self._eval_hooks)
     # The step training ended at (an early stop ends before train_steps).
     self.summary = _print_summary(adapter, int(metrics.get("global_step", train_steps)),
                                   self._examples_per_step(adapter),
@@ -265,7 +267,6 @@ class TrainingRun:
       early_stopping.mark_stopped(self.options.model_dir, stop.stopped_at)
     adapter.after_training()
     return self.final_metrics(adapter, metrics)
-
 
   def _evaluate_until_trained(self):
     """The evaluator task's role: evaluates each new checkpoint until the final one."""
