@@ -2,6 +2,7 @@
 as a short wrapper of `TrainingRun`; TensorFlow's form of it too (`spec_form`)."""
 
 from estimator_dist.strategies import base
+from estimator_dist.training import flags as flags_lib
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import run as run_lib
 from estimator_dist.training import spec_form
@@ -36,7 +37,9 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
       exporters named in options.exporters.
     options: a `TrainOptions`; `fields` are its fields given as keywords (strategy,
       model_dir, train_steps, ...), over `options` when both are given. `strategy` is a
-      name, or an adapter (`create_strategy`, or one made by hand, started here).
+      name, or an adapter (`create_strategy`, or one made by hand, started here); without
+      options or strategy, a job's task trains under its job's strategy (its engine names
+      it in the task's environment), anywhere else `local`.
 
   Returns:
     The final evaluation metrics on the chief; None on other tasks or without
@@ -45,6 +48,8 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
     `(None, [])` on the other training tasks, which end before the chief's final
     evaluation; an evaluator task's own final metrics and [] (it exports).
   """
+  if options is None and "strategy" not in fields and flags_lib.job_strategy():
+    fields["strategy"] = flags_lib.job_strategy()  # A job's task: the job's strategy.
   adapter = fields.get("strategy")
   if isinstance(adapter, base.StrategyAdapter):
     fields["strategy"] = adapter.name

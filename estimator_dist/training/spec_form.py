@@ -83,8 +83,10 @@ def _model_dir(model, options, fields):
   if isinstance(model, tf.compat.v1.estimator.Estimator):
     own = run_config_merge.own_model_dir(model._config)  # pylint: disable=protected-access
   given = fields.get("model_dir") or (options.model_dir if options is not None else None)
-  if not given and flags_lib.parsed():
+  if not given and flags_lib.parsed() and flags.FLAGS["model_dir"].present:
     given = flags.FLAGS["model_dir"].value
+  if not (own or given):  # The flag's default: the job's, where an engine gave one.
+    given = flags.FLAGS["model_dir"].value if flags_lib.parsed() else None
   if own and given and os.path.normpath(own) != os.path.normpath(given):
     raise errors.ConfigError(
         f"the Estimator's model_dir is {own} but the job's is {given}: give the job one "
