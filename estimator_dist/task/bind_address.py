@@ -19,6 +19,7 @@ import tempfile
 
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist.contract import env_vars
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native",
@@ -34,9 +35,9 @@ def library():
   """The path of the preload library, built if needed; None (said why) where it cannot be."""
   path, why_not = build()
   if path is None:
-    logging.warning("estimator_dist: the library that keeps this job's servers on its own "
-                    "address cannot be built, so they listen on every interface (TensorFlow "
-                    "binds them so): %s.", why_not)
+    logging.warning(command_line.line("the library that keeps this job's servers on its own "
+                                      "address cannot be built, so they listen on every "
+                                      "interface (TensorFlow binds them so): %s."), why_not)
   return path
 
 
