@@ -103,8 +103,9 @@ def _project(f, rows):
   """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
   fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
   if not fitted:
-    print("\n[bench] --project needs an independent 1-worker job and a toolkit job with "
-          "more than one worker", file=sys.stderr)
+    print("\n" + command_line.line("--project needs an independent 1-worker job and a "
+                                  "toolkit job with more than one worker", "bench"),
+          file=sys.stderr)
     return None
   if f.project_bandwidth_gbps:
     fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
@@ -122,11 +123,12 @@ def main(_):
       checkpoint_every=f.checkpoint_every if f.data == "digits" else 0)
   results = []
   for job in jobs(f):
-    print(f"[bench] {job.name} ...", flush=True)
+    print(command_line.line(f"{job.name} ...", "bench"), flush=True)
     result = runner.run(job, settings)
     result["throughput"] = stats.throughput(result["timings"], f.warmup_steps, f.window_steps)
-    print(f"[bench] {job.name}: exit code {result['code']}, {result['seconds']:.0f}s, "
-          f"{report.rate_text(result)}", flush=True)
+    print(command_line.line(f"{job.name}: exit code {result['code']}, "
+                            f"{result['seconds']:.0f}s, {report.rate_text(result)}", "bench"),
+          flush=True)
     results.append(result)
   rows = report.rows(results)
   if f.data == "digits":
@@ -137,18 +139,20 @@ def main(_):
   runs = os.path.join(f.output_dir, "runs")
   unmeasured = [r["job"].name for r in results if r["code"] == 0 and not r["throughput"]]
   if unmeasured:
-    print(f"[bench] no span where all tasks ran past warm-up, so no measurement: "
-          f"{', '.join(unmeasured)}; logs in {runs}", file=sys.stderr)
+    print(command_line.line(f"no span where all tasks ran past warm-up, so no measurement: "
+                            f"{', '.join(unmeasured)}; logs in {runs}", "bench"),
+          file=sys.stderr)
   failed = [r["job"].name for r in results if r["code"] != 0]
   if failed:
-    print(f"[bench] failed: {', '.join(failed)}; logs in {runs}", file=sys.stderr)
+    print(command_line.line(f"failed: {', '.join(failed)}; logs in {runs}", "bench"),
+          file=sys.stderr)
     return 1
   return 0
 
 
 def run():
   define_flags()
-  command_line.run(main)
+  command_line.run(main, command="bench")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import sys
 
+from estimator_dist import command_line
 from estimator_dist import extras
 
 _COMMANDS = {
@@ -32,10 +33,10 @@ def main(argv=None):
   try:
     module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
   except ModuleNotFoundError as e:
-    missing = extras.missing_extra(e, f"estimator-dist {argv[1]}")
+    missing = extras.missing_extra(e, "this command")
     if missing is None:
       raise
-    sys.stderr.write(f"{missing}\n")
+    command_line.write_error(str(missing), argv[1])
     return 2
   sys.argv = [f"estimator-dist {argv[1]}"] + argv[2:]
   return module.run()

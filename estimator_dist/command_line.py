@@ -1,7 +1,15 @@
-"""How every program of estimator_dist reads its command line: absl's app.run, except that
-a bad command line (an unknown flag, a value a flag refuses, a required flag missing)
+"""How every program of estimator_dist reads its command line and starts its lines.
+
+A bad command line (an unknown flag, a value a flag refuses, a required flag missing)
 exits with code 2, as argparse and horovodrun do, instead of absl's 1, which here means
-a failed run (verify's FAIL, a failed sweep)."""
+a failed run (verify's FAIL, a failed sweep).
+
+Each line we write for a user starts with `prefix`: `estimator-dist launch: ` where the
+command `estimator-dist launch` writes it (each command its own name: launch, sweep,
+slurm, k8s, progress, verify, bench), `estimator-dist: ` where the library writes it
+inside a training task, a user's program. An error says so after it
+(`estimator-dist launch: error: ...`), as argparse's `prog: error: ...` does.
+"""
 
 import sys
 
@@ -10,16 +18,44 @@ from absl import flags
 
 from estimator_dist import errors
 
-
-def run(main):
-  """app.run(main) with a bad command line ending the program with errors.USAGE_EXIT_CODE."""
-  return app.run(main, flags_parser=_parse)
+PROGRAM = "estimator-dist"
 
 
-def _parse(argv):
+def prefix(command=None):
+  """The start of our lines: of `command`'s, or (None) the library's inside a task."""
+  return f"{PROGRAM} {command}: " if command else f"{PROGRAM}: "
+
+
+def line(message, command=None):
+  """`message` as one of our lines (a format string stays one: the prefix has no %)."""
+  return prefix(command) + message
+
+
+def error_line(message, command=None):
+  """An error as one of our lines: `estimator-dist launch: error: ...`."""
+  return line(f"error: {message}", command)
+
+
+def write(out, message, command=None):
+  """Writes `message` to `out` as one of our lines, at once."""
+  out.write(line(message, command) + "\n")
+  out.flush()
+
+
+def write_error(message, command=None):
+  """Writes the error `message` to stderr as one of our lines."""
+  write(sys.stderr, f"error: {message}", command)
+
+
+def run(main, *, command=None):
+  """app.run(main) with a bad command line ending the program with errors.USAGE_EXIT_CODE
+  and one error line of `command` (None: a training program's)."""
+  return app.run(main, flags_parser=lambda argv: _parse(argv, command))
+
+
+def _parse(argv, command):
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
-    sys.stderr.write(f"FATAL Flags parsing error: {e}\n"
-                     "Pass --helpshort or --helpfull to see help on flags.\n")
+    write_error(f"{e}\nPass --helpshort or --helpfull to see help on flags.", command)
     sys.exit(errors.USAGE_EXIT_CODE)

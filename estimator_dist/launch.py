@@ -61,7 +61,7 @@ def main(argv, launch_flags):
     job = launch_flags.job.job(argv[1:])
     return launcher.launch(job, options=launch_flags.options())
   except errors.ConfigError as e:
-    sys.stderr.write(f"estimator_dist.launch: {e}\n")
+    command_line.write_error(str(e), "launch")
     return 2
   finally:
     # Everything is stopped and removed: one more Ctrl-C changes nothing, nor the exit code.
@@ -77,7 +77,7 @@ def run():
   # Ctrl-C before the job starts ends the launcher as Ctrl-C during the job does: exit
   # code 130, no traceback.
   signal.signal(signal.SIGINT, _exit_on_signal)
-  command_line.run(lambda argv: main(argv, launch_flags))
+  command_line.run(lambda argv: main(argv, launch_flags), command="launch")
 
 
 if __name__ == "__main__":

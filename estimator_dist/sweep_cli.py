@@ -133,17 +133,17 @@ def _sweep_here(program, f):
 
 
 def _failed(error):
-  sys.stderr.write(f"estimator_dist.sweep: {error}\n")
+  command_line.write_error(str(error), "sweep")
   return 2 if isinstance(error, errors.ConfigError) else 1
 
 
 def _warn(message):
-  sys.stderr.write(f"estimator_dist.sweep: {message}\n")
+  command_line.write(sys.stderr, message, command="sweep")
 
 
 def run():
   sweep_flags = define_flags()
-  return command_line.run(lambda argv: main(argv, sweep_flags)) or 0
+  return command_line.run(lambda argv: main(argv, sweep_flags), command="sweep") or 0
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   # The chief logs the effective learning rate once: 0.01 x 2 synchronous replicas.
   chief = "[worker:0]" if strategy == "horovod" else "[chief:0]"
   rates = [line for line in output.splitlines()
-           if line.startswith(chief) and "estimator_dist: learning rate" in line]
+           if line.startswith(chief) and "estimator-dist: learning rate" in line]
   expected = "0.01 (from params['learning_rate']) " + (
       "x 1 (none scaling, 2 replicas) = 0.01" if strategy == "parameter_server" else
       "x 2 (linear scaling, 2 replicas) = 0.02")
@@ -72,7 +72,7 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
     _check_progress_lines(output, result)
   _check_profiles(tmp_path, PROFILED[strategy])
   # The launcher draws the job's curves with its summary.
-  assert f"[launch] the job's curves: {tmp_path}/curves.png" in output
+  assert f"estimator-dist launch: the job's curves: {tmp_path}/curves.png" in output
   assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
 
   # The reported metrics are a single-process evaluation of the same checkpoint on the
@@ -116,15 +116,16 @@ def _check_profiles(model_dir, tasks):
     assert {"ExecutorState::Process", "MatMul"} & names and len(names) > 20, (trace, names)
 
 
-_PROGRESS = re.compile(r"\[launch\] progress: step (\d+)/(\d+) \((\d+) %\)(?:, ([\d.]+) "
-                       r"steps/s, (\d+) examples/s, ETA ([\d.]+) (s|min|h))?")
+_PROGRESS = re.compile(r"estimator-dist launch: progress: step (\d+)/(\d+) \((\d+) %\)"
+                       r"(?:, ([\d.]+) steps/s, (\d+) examples/s, ETA ([\d.]+) (s|min|h))?")
 _SECONDS = {"s": 1, "min": 60, "h": 3600}
 
 
 def _check_progress_lines(output, result):
   """The launcher's progress lines agree with the job's summary and with themselves (a
   line before the first step of training has no rate yet)."""
-  lines = [line for line in output.splitlines() if line.startswith("[launch] progress:")]
+  lines = [line for line in output.splitlines()
+           if line.startswith("estimator-dist launch: progress:")]
   parsed = [_PROGRESS.match(line) for line in lines]
   assert all(parsed) and sum(bool(m.group(4)) for m in parsed) >= 3, lines
   steps = [int(m.group(1)) for m in parsed]

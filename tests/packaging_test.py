@@ -93,8 +93,8 @@ def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(tmp_path):
     sweep = subprocess.run(["estimator-dist", "sweep", "--help"], capture_output=True,
                            text=True, env=user_env(), cwd=tmp_path, check=False)
     assert sweep.returncode == 2, sweep.stdout + sweep.stderr
-    assert sweep.stderr.strip() == ("estimator-dist sweep needs optuna, which "
-                                    "estimator_dist[sweep] installs: pip install "
+    assert sweep.stderr.strip() == ("estimator-dist sweep: error: this command needs optuna, "
+                                    "which estimator_dist[sweep] installs: pip install "
                                     "'estimator_dist[sweep]'."), sweep.stderr
     (tmp_path / "train.py").write_text(PROGRAM)
     job = subprocess.run(["estimator-dist", "launch", "--strategy=local", "--num_workers=1",

@@ -33,7 +33,7 @@ def checkpoint_steps(model_dir):
 def progress_step(job):
   """The step of the launcher's latest progress line (0 before the first)."""
   steps = [int(m.group(1)) for _, line in job.lines
-           if (m := re.search(r"\] progress: step (\d+)/", line))]
+           if (m := re.search(r"^estimator-dist launch: progress: step (\d+)/", line))]
   return steps[-1] if steps else 0
 
 
@@ -131,7 +131,7 @@ def test_sigterm_to_every_process_saves_at_one_agreed_step_and_the_rerun_trains_
     job.kill()
   output = job.output
   assert code == errors.PREEMPTED_EXIT_CODE, output[-5000:]
-  saved = re.search(r"\[(?:chief|worker):0\] estimator_dist: preempted at global step (\d+): "
+  saved = re.search(r"\[(?:chief|worker):0] estimator-dist: preempted at global step (\d+): "
                     r"saved \S*model\.ckpt-(\d+); run the same command again", output)
   assert saved, output[-5000:]
   agreed, step = int(saved.group(1)), int(saved.group(2))
@@ -143,7 +143,7 @@ def test_sigterm_to_every_process_saves_at_one_agreed_step_and_the_rerun_trains_
     # past the chief's; the chief saves the global step its saver reads as it ends.
     assert agreed <= step < agreed + 40, output[-5000:]
     assert re.search(r"\[evaluator:0\] .*preemption requested", output), output[-5000:]
-    assert "[launch] job was preempted with exit code 200" in output
+    assert "estimator-dist launch: job was preempted with exit code 200" in output
   else:  # Every task ran the same updates, to the agreed one, which the chief saved.
     assert agreed == step, output[-5000:]
     # No rank was ended after it saved (horovodrun under Gloo and MPI ends every rank once
@@ -190,12 +190,12 @@ def test_sigterm_to_the_ps_alone_preempts_the_job_and_a_long_evaluation_is_aband
     job.kill()
   output = job.output
   assert code == errors.PREEMPTED_EXIT_CODE, output[-5000:]
-  ended = job.first("[launch] job was preempted with exit code 200")[0]
+  ended = job.first("estimator-dist launch: job was preempted with exit code 200")[0]
   assert ended and ended - signalled < 20, output[-5000:]  # Within the grace, not at 60 s.
   assert "[ps:0] " in output and "asked the training tasks to stop" in output, output[-5000:]
   assert re.search(r"\[chief:0\] .*an evaluation was abandoned after \d+ batches", output), (
       output[-5000:])
-  saved = re.search(r"\[chief:0\] estimator_dist: preempted at global step \d+: saved "
+  saved = re.search(r"\[chief:0] estimator-dist: preempted at global step \d+: saved "
                     r"\S*model\.ckpt-(\d+)", output)
   assert saved and int(saved.group(1)) in checkpoint_steps(model_dir), output[-5000:]
   assert "did not save and stop" not in output, output[-5000:]

@@ -111,7 +111,7 @@ def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, st
   assert float(found[0]["eval_accuracy"]) >= 0.85, found
   # The batch step's watcher of the tasks' heartbeats said where training ended (with
   # parameter_server's asynchronous workers, a step or two past it).
-  ended = re.findall(r"\[progress\] progress: step (\d+)/300 \(100 %\)", printed)
+  ended = re.findall(r"estimator-dist progress: step (\d+)/300 \(100 %\)", printed)
   assert ended and 300 <= int(ended[-1]) <= 305, printed[-5000:]
   assert not processes_of(model_dir)
   # Every server of the job on the node's address ('localhost'): TensorFlow's; MPI's
@@ -189,12 +189,13 @@ def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(
       {k: fields[k] for k in ("JobState", "Restarts", "ExitCode")}, printed[-3000:])
   # SLURM's accounting keeps the run it requeued.
   assert [state for state, _ in cluster.runs(job_id)] == ["REQUEUED", "COMPLETED"]
-  saved = re.search(r"estimator_dist: preempted at global step (\d+): saved "
+  saved = re.search(r"estimator-dist: preempted at global step (\d+): saved "
                     rf"{re.escape(model_dir)}/model\.ckpt-(\d+);", printed)
   assert saved and saved.group(1) == saved.group(2), printed[-5000:]
   step = int(saved.group(1))
   assert 0 < step < steps, printed[-5000:]
-  assert f"[slurm] job {job_id} was preempted and saved its work (exit code 200)" in printed
+  assert (f"estimator-dist slurm: job {job_id} was preempted and saved its work (exit code "
+          f"200)") in printed
   assert f"Restoring parameters from {model_dir}/model.ckpt-{step}\n" in printed
   # It trained to the saved step, then the rest: every step once.
   assert sorted(map(int, re.findall(r"^steps_run=(\d+)$", printed, re.M))) == (

@@ -59,7 +59,7 @@ def test_chief_worker_and_ps_train_through_spark_in_local_mode(tmp_path):
   assert code == 0, output[-5000:]
   # The driver says how far the tasks are, from their heartbeats in the model_dir, and
   # removes them after.
-  steps = [int(s) for s in re.findall(r"^\[progress\] progress: step (\d+)/300 ", output,
+  steps = [int(s) for s in re.findall(r"^estimator-dist progress: step (\d+)/300 ", output,
                                       re.MULTILINE)]
   assert steps and steps == sorted(steps) and steps[-1] >= 300, steps
   assert not list((tmp_path / "estimator_dist").glob("heartbeats-*"))
@@ -76,9 +76,8 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
   code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
                              f"--model_dir={tmp_path}", "--fail_worker", timeout=180)
   assert code != 0
-  assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: "
-          "estimator_dist.jobs.spark: task worker:0 exited with code 1: ValueError: this "
-          "worker fails on purpose\n") in output, output[-5000:]
+  assert ("RuntimeError: estimator-dist: the Spark job failed: estimator-dist: task "
+          "worker:0 exited with code 1: ValueError: this worker fails on purpose\n") in output, output[-5000:]
   assert "ValueError: this worker fails on purpose" in output
 
 
@@ -139,7 +138,7 @@ def test_a_model_trains_on_a_spark_standalone_cluster(standalone, strategy, args
   assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief
   assert others == [None]
   # The driver said where training ended (Horovod's ranks too beat in the model_dir).
-  assert re.search(r"^\[progress\] progress: step 30\d/300 \(100 %\)", output, re.MULTILINE)
+  assert re.search(r"^estimator-dist progress: step 30\d/300 \(100 %\)", output, re.MULTILINE)
   # The tasks ran in the executors the worker started: their output has the summary (MPI's
   # ranks print through mpirun, which runs in the driver).
   apps = {app: text for app, text in standalone.executor_output().items() if app not in before}
@@ -168,7 +167,7 @@ def test_a_killed_executor_fails_the_job_and_leaves_no_training_process(standalo
   finally:
     job.kill()
   assert code != 0
-  assert ("RuntimeError: estimator_dist.jobs.spark: the Spark job failed: ExecutorLostFailure "
+  assert ("RuntimeError: estimator-dist: the Spark job failed: ExecutorLostFailure "
           "(executor 0 exited caused by one of the running tasks) Reason: Command exited with "
           "code 137; Spark stopped every task, and the model_dir keeps the checkpoints, so "
           "running the job again resumes training") in job.output, job.output[-5000:]

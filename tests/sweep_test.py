@@ -252,7 +252,7 @@ def test_with_noretry_failed_a_failed_point_is_reported_and_the_sweep_fails(tmp_
                       "--sampler=grid", "--noretry_failed", "--", *DNN])
   assert sweep_cli.main(argv, sweep_flags) == 1
   message = capsys.readouterr().err
-  assert message == ("estimator_dist.sweep: 1 point(s) failed and were not run again: "
+  assert message == ("estimator-dist sweep: error: 1 point(s) failed and were not run again: "
                      "trial 1 --batch_size=32 --learning_rate=0.05; the report lists them; "
                      "run the sweep again without --noretry_failed to retry them.\n")
   assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE,
@@ -265,11 +265,11 @@ def test_with_noretry_failed_a_failed_point_is_reported_and_the_sweep_fails(tmp_
 
 
 _MNIST_STYLE_LOG = """\
-[launch] strategy=multi_worker workers=2 model_dir=/tmp/sweep/trial_1
+estimator-dist launch: strategy=multi_worker workers=2 model_dir=/tmp/sweep/trial_1
 [chief:0] 2024-11-24 00:19:31.101622: E external/local_xla/xla/stream_executor/cuda/\
 cuda_fft.cc:477] Unable to register cuFFT factory: Attempting to register factory for \
 plugin cuFFT when one has already been registered
-[chief:0] I1124 00:19:34.355854 140513112556096 placement.py:42] estimator_dist: training \
+[chief:0] I1124 00:19:34.355854 140513112556096 placement.py:42] estimator-dist: training \
 process 0 of 2 on this host runs on CPUs [0]
 [chief:0] Traceback (most recent call last):
 [worker:0] I1124 00:19:35.101010 139729832161856 basic_session_run_hooks.py:262] loss = \
@@ -281,9 +281,9 @@ process 0 of 2 on this host runs on CPUs [0]
 [chief:0] ValueError: hidden_units must be positive, got 0
 [worker:0] E1124 00:19:36.200000 139729832161856 coordinator.py:219] Collective ops \
 failed: UnavailableError: Socket closed
-[launch] chief:0 exited with code 1; stopping the other tasks
+estimator-dist launch: chief:0 exited with code 1; stopping the other tasks
 [worker:0] I1124 00:19:36.500000 139729832161856 monitored_session.py:1042] Finalize.
-[launch] job failed with exit code 1
+estimator-dist launch: job failed with exit code 1
 """
 
 _CHAINED_LOG = """\
@@ -309,16 +309,17 @@ INFO:tensorflow:Finalize.
     ("[worker:0] 2024-11-24 00:19:31.101622: E external/cuda_fft.cc:477] Unable to "
      "register cuFFT factory\n"
      "[worker:0] I1124 00:19:34.4 1397 training.py:12] eval: error = 0.02\n"
-     "[worker:0] error: --data_path=x.npz is not a Keras-format MNIST .npz\n"
-     "[launch] job failed with exit code 2\n",
-     "[worker:0] error: --data_path=x.npz is not a Keras-format MNIST .npz"),
+     "[worker:0] estimator-dist: error: --data_path=x.npz is not a Keras-format MNIST .npz\n"
+     "estimator-dist launch: job failed with exit code 2\n",
+     "[worker:0] estimator-dist: error: --data_path=x.npz is not a Keras-format MNIST .npz"),
     ("I1124 00:19:34.4 1397 training.py:12] step 100\n"
      "E0000 00:00:1732404000.123456   1397 session.cc:88] Collective ops failed\n"
      "W1124 00:19:35.0 1397 training.py:12] fatal: not a warning's cause\n",
      "E0000 00:00:1732404000.123456   1397 session.cc:88] Collective ops failed"),
     ("[worker:0] I1124 00:19:34.4 1397 training.py:12] step 100\n"
-     "[launch] worker:0 exited with code -9; stopping the other tasks\n"
-     "[launch] job failed with exit code -9\n", "[launch] job failed with exit code -9"),
+     "estimator-dist launch: worker:0 exited with code -9; stopping the other tasks\n"
+     "estimator-dist launch: job failed with exit code -9\n",
+     "estimator-dist launch: job failed with exit code -9"),
     ("I1124 00:19:34.4 1397 training.py:12] step 100\n", None),
 ])
 def test_the_first_error_line_of_a_log_says_why_never_an_info_line(log, line):
@@ -445,7 +446,7 @@ def test_a_first_rung_past_the_last_step_is_refused_before_any_trial(tmp_path):
                         program=[*DNN, "--train_steps=200"])
   assert code == 2, output[-3000:]
   assert output == (
-      "estimator_dist.sweep: --min_resource_steps=1000 puts the first rung of --pruner=asha "
+      "estimator-dist sweep: error: --min_resource_steps=1000 puts the first rung of --pruner=asha "
       "at or past the last step of the trials (the program's --train_steps=200), so it would "
       "prune no trial: give a --min_resource_steps below 200 (e.g. --min_resource_steps=50), "
       "or more --train_steps.\n"), output[-3000:]
@@ -469,7 +470,7 @@ def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
-  while "estimator_dist.sweep: trial 5 started" not in first.output:  # In generation 1.
+  while "estimator-dist sweep: trial 5 started" not in first.output:  # In generation 1.
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
     time.sleep(0.1)
   first.kill()  # kill -9 of the sweep and its trials.
@@ -553,8 +554,8 @@ def test_a_failed_grid_point_stops_the_sweep_in_one_line_and_runs_once_when_run_
   message = output.splitlines()[-1]
   log = sweep_dir / "trial_1" / "launch.log"
   assert re.fullmatch(
-      rf"estimator_dist\.sweep: trial 1 failed \(exit code 2\): "
-      rf"--data_path={re.escape(str(late))}: \[(chief|worker):0\] error: "
+      rf"estimator-dist sweep: error: trial 1 failed \(exit code 2\): "
+      rf"--data_path={re.escape(str(late))}: \[(chief|worker):0\] estimator-dist: error: "
       rf"--data_path={re.escape(str(late))} is not a Keras-format MNIST \.npz .*No such "
       rf"file or directory.*\. \(log: {re.escape(str(log))}\)", message), output[-3000:]
   assert " I1" not in message and "INFO" not in message

@@ -62,7 +62,7 @@ def _check_dashboard(sweep):
   while not sweep.first("serves until Ctrl-C")[1]:
     assert sweep.process.poll() is None and time.monotonic() < deadline, sweep.output[-5000:]
     time.sleep(0.5)
-  _, line = sweep.first("estimator_dist.sweep: dashboard at ")
+  _, line = sweep.first("estimator-dist sweep: dashboard at ")
   url = re.search(r"(http://127\.0\.0\.1:\d+)", line).group(1)
   with urllib.request.urlopen(f"{url}/api/studies", timeout=10) as answer:
     (study,) = json.load(answer)["study_summaries"]
@@ -204,6 +204,6 @@ def test_a_server_that_answers_a_byte_a_second_delays_training_by_the_deadline_a
   assert len(warnings) == 1, warnings
   assert (f"no complete answer within {tracking.CALL_DEADLINE_SECS}s" in warnings[0] and
           "training goes on untracked" in warnings[0]), warnings
-  assert "[launch] summary" in output, output[-3000:]
+  assert "estimator-dist launch: summary" in output, output[-3000:]
   print(f"measured: a job tracked at a server answering a byte a second ended in "
         f"{time.monotonic() - started:.1f} s: {warnings[0]}")

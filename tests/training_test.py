@@ -35,7 +35,7 @@ def test_returns_final_metrics_and_prints_the_summary(tmp_path, capsys):
                                   train_steps=30, batch_size=16,
                                   params={"learning_rate": 0.1})
   assert metrics["global_step"] == 30 and metrics["loss"] < 0.5
-  line = [l for l in capsys.readouterr().out.splitlines() if "estimator_dist summary:" in l]
+  line = [l for l in capsys.readouterr().out.splitlines() if "estimator-dist: summary:" in l]
   assert line and "strategy=local workers=1 replicas=1 steps=30 global_batch=16" in line[0]
 
 

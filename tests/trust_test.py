@@ -141,7 +141,8 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to uid nobo
 def test_no_other_user_reaches_a_job_and_ctrl_c_stops_it_at_once(strategy, args, tmp_path):
   job = start_training(strategy, *args, model_dir=str(tmp_path))
   try:
-    assert job.lines[0][1].startswith("[launch] isolation: private"), job.output[:2000]
+    assert job.lines[0][1].startswith("estimator-dist launch: isolation: private"), (
+        job.output[:2000])
     processes = job_processes(job)
     # A port that some other process listens on here too cannot tell anything.
     ports = listening_ports(processes) - host_ports()
@@ -170,7 +171,8 @@ def test_on_the_host_network_other_users_do_reach_the_job(tmp_path):
   """The probe itself works: without the private network, nobody reaches the servers."""
   job = start_training("multi_worker", "--isolation=host", model_dir=str(tmp_path))
   try:
-    assert job.lines[0][1].startswith("[launch] isolation: host network"), job.output[:2000]
+    assert job.lines[0][1].startswith("estimator-dist launch: isolation: host network"), (
+        job.output[:2000])
     ports = listening_ports(job_processes(job))
     assert probe_as_nobody(ports) == sorted(ports)
   finally:
@@ -381,7 +383,7 @@ def test_the_launcher_starts_again_on_new_ports_when_one_is_taken(tmp_path):
   try:
     deadline = time.monotonic() + 60
     while squatter is None:
-      _, line = job.first("[launch] cluster: chief:0 at 127.0.0.1:")
+      _, line = job.first("estimator-dist launch: cluster: chief:0 at 127.0.0.1:")
       if line:  # The tasks import TensorFlow for seconds before they listen.
         port = int(line.split("chief:0 at 127.0.0.1:")[1].split(",")[0])
         squatter = _squat(port)
@@ -467,7 +469,8 @@ def refused_at_the_door(*launch_args, program, env=None):
       helpers.launch_command("--strategy=multi_worker", "--num_workers=2", *launch_args,
                              program=program), timeout=60, env=env)
   assert code == 2, output[-3000:]
-  assert len(output.splitlines()) == 1 and output.startswith("estimator_dist.launch: "), output
+  assert len(output.splitlines()) == 1, output
+  assert output.startswith("estimator-dist launch: error: "), output
   return output.rstrip("\n")
 
 
@@ -480,7 +483,8 @@ def test_a_read_only_model_dir_is_refused_in_one_line(read_only_dir):
   model_dir = read_only_dir / "model"
   said = (f"--model_dir={model_dir} is on a read-only file system: give a directory you "
           f"can write.")
-  assert refused_at_the_door(program=plain_model(model_dir)) == f"estimator_dist.launch: {said}"
+  assert refused_at_the_door(program=plain_model(model_dir)) == (
+      f"estimator-dist launch: error: {said}")
   # A chief started without the launcher checks when it takes the model_dir's lock.
   code, output = helpers.run([*plain_model(model_dir), "--strategy=local"], timeout=120)
   assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
@@ -504,7 +508,7 @@ def test_a_read_only_best_directory_is_refused_in_one_line(read_only_best):
           f"read-only file system: give a --model_dir whose best/ is a directory you can "
           f"write.")
   program = plain_model(model_dir, "--keep_best_checkpoints=2")
-  assert refused_at_the_door(program=program) == f"estimator_dist.launch: {said}"
+  assert refused_at_the_door(program=program) == f"estimator-dist launch: error: {said}"
   # Started without the launcher (or with best_checkpoints= in its code), the keeper refuses.
   code, output = helpers.run([*program, "--strategy=local"], timeout=120)
   assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
@@ -526,9 +530,9 @@ def test_a_nearly_full_disk_is_refused_in_one_line(small_disk):
     f.write(b"\0" * (shutil.disk_usage(small_disk).free - 8 * 2**20))
   line = refused_at_the_door(program=plain_model(small_disk / "model"))
   assert re.fullmatch(
-      rf"estimator_dist\.launch: --model_dir={small_disk}/model has [78] MB free on its file "
-      rf"system, below the 50 MB a job needs for its checkpoints: free space there or give "
-      rf"a directory on another disk\.", line), line
+      rf"estimator-dist launch: error: --model_dir={small_disk}/model has [78] MB free on its "
+      rf"file system, below the 50 MB a job needs for its checkpoints: free space there or "
+      rf"give a directory on another disk\.", line), line
 
 
 def test_the_other_start_up_checks_are_one_line_too(tmp_path):
@@ -536,7 +540,7 @@ def test_the_other_start_up_checks_are_one_line_too(tmp_path):
   executable (on the host network these were tracebacks)."""
   a_file = tmp_path / "a_file"
   a_file.write_text("#!/bin/sh\n")
-  prefix = "estimator_dist.launch: "
+  prefix = "estimator-dist launch: error: "
   assert refused_at_the_door(program=plain_model(a_file)) == (
       f"{prefix}--model_dir={a_file} is a file, not a directory: give a directory you can "
       f"write.")
@@ -564,10 +568,10 @@ def test_a_job_whose_servers_would_listen_on_every_interface_needs_a_flag(tmp_pa
   cause = ("the library that keeps the job's servers on loopback cannot be built (there is "
            "no C compiler (install gcc)), so they")
   assert refused_at_the_door("--isolation=host", program=program, env=env) == (
-      f"estimator_dist.launch: --isolation=host: {cause} would listen on every interface, "
-      f"reachable from other machines at this host's addresses. Install gcc and run `make "
-      f"setup` (it builds the library once), or pass --allow_every_interface to accept "
-      f"that the servers listen on every interface.")
+      f"estimator-dist launch: error: --isolation=host: {cause} would listen on every "
+      f"interface, reachable from other machines at this host's addresses. Install gcc and "
+      f"run `make setup` (it builds the library once), or pass --allow_every_interface to "
+      f"accept that the servers listen on every interface.")
   job = helpers.Job(command=helpers.launch_command(
       "--strategy=multi_worker", "--num_workers=2", "--isolation=host",
       "--allow_every_interface", program=program), env=env)
@@ -576,8 +580,9 @@ def test_a_job_whose_servers_would_listen_on_every_interface_needs_a_flag(tmp_pa
     assert job.wait(30) == 0, job.output[-3000:]
   finally:
     job.kill()
-  assert (f"[launch] --allow_every_interface: {cause} listen on every interface, reachable "
-          f"from other machines at this host's addresses" in job.output), job.output[-3000:]
+  assert (f"estimator-dist launch: --allow_every_interface: {cause} listen on every "
+          f"interface, reachable from other machines at this host's addresses"
+          in job.output), job.output[-3000:]
   print(f"measured: the job listened on {sorted(addresses)}")
   assert "0.0.0.0" in addresses or "::" in addresses, addresses  # As the refusal said.
 
@@ -633,7 +638,8 @@ def test_the_next_launch_removes_what_a_killed_launcher_left(tmp_path):
                f"--model_dir={tmp_path / 'second'}", "--train_steps=5")), env=env)
   assert code == 0, output[-3000:]
   for path in made:
-    removed = f"[launch] removed {path}, left by launcher {job.process.pid} which was killed\n"
+    removed = (f"estimator-dist launch: removed {path}, left by launcher {job.process.pid} "
+               f"which was killed\n")
     assert removed in output or (path.startswith("/dev/shm/") and not os.path.exists(path)), (
         output[-3000:])  # (Another launch may have removed the shared memory first.)
   assert launcher_dirs(job.process.pid, temporary) == []
@@ -674,7 +680,7 @@ def test_a_stopped_wrapper_of_a_task_ends_the_job_naming_the_task(tmp_path):
 
 
 def test_output_that_looks_like_the_summary_neither_hangs_the_job_nor_forges_it(tmp_path):
-  """`estimator_dist summary: none yet` once ended the copying of the task's output: the
+  """`estimator-dist: summary: none yet` once ended the copying of the task's output: the
   pipe filled (the 2000 lines after it), the task blocked on its next write, and the job
   ended at the hang timeout. The job's summary is the chief's record, never a line."""
   started = time.monotonic()
@@ -682,11 +688,11 @@ def test_output_that_looks_like_the_summary_neither_hangs_the_job_nor_forges_it(
                                 f"--model_dir={tmp_path}", num_workers=1, timeout=180)
   assert code == 0, output[-3000:]
   assert "[chief:0] flood 001999 " in output, output[-3000:]  # All of it copied.
-  assert output.count("[launch] summary\n") == 1, output[-3000:]
-  table = output.split("[launch] summary\n")[1]
+  assert output.count("estimator-dist launch: summary\n") == 1, output[-3000:]
+  table = output.split("estimator-dist launch: summary\n")[1]
   assert re.search(r"strategy\s+local\n\s+workers\s+1\n", table), table[:500]
   assert re.search(r"steps\s+20\n", table) and "forged" not in table, table[:500]
-  print(f"measured: a job whose program printed 'estimator_dist summary: none yet', a "
+  print(f"measured: a job whose program printed 'estimator-dist: summary: none yet', a "
         f"forged summary line and 2000 lines ended in {time.monotonic() - started:.1f} s")
 
 
@@ -697,4 +703,5 @@ def test_a_malformed_summary_record_is_ignored_with_one_warning(tmp_path):
   assert code == 0, output[-3000:]
   warnings = [line for line in output.splitlines() if "summary record" in line]
   assert len(warnings) == 1 and "ignored, the job has no summary" in warnings[0], warnings
-  assert "[launch] summary" not in output, output[-3000:]  # Not the forged line either.
+  # Not the forged line either.
+  assert "estimator-dist launch: summary" not in output, output[-3000:]

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from estimator_dist import command_line
 from estimator_dist.contract import process_identity
 from estimator_dist.task import watchdog_companion
 
@@ -65,7 +66,8 @@ def _companion_under_a_shell(*args):
   after it, unless the companion kills it first."""
   return subprocess.Popen(
       ["sh", "-c", '"$@"; exit 3', "sh", sys.executable, "-S", watchdog_companion.__file__,
-       *args], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+       *args, command_line.error_line("")], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True)
 
 
 def _killed(task):
@@ -84,8 +86,9 @@ def test_the_companion_kills_a_task_that_does_not_train_in_time():
     stderr = _killed(task)
   assert task.returncode == -9, stderr
   assert stderr.startswith(
-      f"error: chief:0 has waited 1 s in phase 'started' for worker:0 at {silent} (no "
-      f"answer); it did not start training within the startup timeout of 1 s"), stderr
+      f"estimator-dist: error: chief:0 has waited 1 s in phase 'started' for worker:0 at "
+      f"{silent} (no answer); it did not start training within the startup timeout of 1 s"
+  ), stderr
 
 
 @pytest.mark.processes
@@ -94,7 +97,8 @@ def test_the_companion_kills_a_task_whose_launcher_is_gone():
   task = _companion_under_a_shell("worker:1", "0", f"{pid}:0", "", "[]")
   stderr = _killed(task)
   assert task.returncode == -9, stderr
-  assert stderr == f"error: worker:1: its launcher (pid {pid}) is gone; the task ends with it\n"
+  assert stderr == (f"estimator-dist: error: worker:1: its launcher (pid {pid}) is gone; the "
+                    f"task ends with it\n")
 
 
 @pytest.mark.processes

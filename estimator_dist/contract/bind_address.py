@@ -37,7 +37,7 @@ def library():
   """The path of the preload library, built if needed; None (said why) where it cannot be."""
   path, why_not = build()
   if path is None:
-    _logger.warning("estimator_dist: the library that keeps this job's servers on its own "
+    _logger.warning("estimator-dist: the library that keeps this job's servers on its own "
                     "address cannot be built, so they listen on every interface (TensorFlow "
                     "binds them so): %s.", why_not)
   return path

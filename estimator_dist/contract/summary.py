@@ -1,6 +1,6 @@
 """The job's training summary: a line the chief prints, and a record the launcher reads.
 
-The line (`estimator_dist summary: strategy=... steps=...`) is for people, and for the
+The line (`estimator-dist: summary: strategy=... steps=...`) is for people, and for the
 engines that start no launcher of ours (SLURM's script, Spark, Kubernetes, horovodrun on
 other hosts), whose output is all there is. The local launcher instead names a file in the
 job's private directory (env_vars.SUMMARY_FILE); the chief writes its summary there as a
@@ -13,7 +13,9 @@ import os
 
 from estimator_dist.contract import env_vars
 
-PREFIX = "estimator_dist summary:"
+# The library writes it, in the chief: it starts as our lines in a task do
+# (command_line.line, which the contract cannot import; command_line_test holds them equal).
+PREFIX = "estimator-dist: summary:"
 
 
 def format_line(fields):

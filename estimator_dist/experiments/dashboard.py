@@ -15,6 +15,8 @@ import sys
 import threading
 from wsgiref import simple_server
 
+from estimator_dist import command_line
+
 HOST = "127.0.0.1"
 
 
@@ -48,8 +50,8 @@ class Dashboard:
 
   def serve_until_stopped(self, out):
     """Serves until Ctrl-C or SIGTERM, then stops."""
-    out.write(f"estimator_dist.sweep: the dashboard at {self.url} serves until Ctrl-C\n")
-    out.flush()
+    command_line.write(out, f"the dashboard at {self.url} serves until Ctrl-C",
+                       command="sweep")
     stopped = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stopped.set())
                 for s in (signal.SIGINT, signal.SIGTERM)}  # Spark's SIGINT handler too.
@@ -69,6 +71,6 @@ class Dashboard:
 def start(study, *, port, out=sys.stdout):
   """The Dashboard of `study`, its address printed."""
   dashboard = Dashboard(study._storage, port=port)  # pylint: disable=protected-access
-  out.write(f"estimator_dist.sweep: dashboard at {dashboard.url} (optuna-dashboard)\n")
-  out.flush()
+  command_line.write(out, f"dashboard at {dashboard.url} (optuna-dashboard)",
+                     command="sweep")
   return dashboard

@@ -27,6 +27,7 @@ import re
 import shutil
 import time
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt_values
@@ -128,10 +129,9 @@ def queue(study, options, generation, bounds, out):
       exploited = _copied(found, options, member, source, generation)
       attrs.update(start_step=int(exploited["checkpoint"].rsplit("-", 1)[1]),
                    exploited=exploited)
-      out.write(f"estimator_dist.sweep: generation {generation}: member {member} takes "
-                f"member {source}'s {exploited['checkpoint']} and goes on with "
-                f"{' '.join(space_lib.as_flags(values))}\n")
-      out.flush()
+      command_line.write(out, f"generation {generation}: member {member} takes member "
+                              f"{source}'s {exploited['checkpoint']} and goes on with "
+                              f"{' '.join(space_lib.as_flags(values))}", command="sweep")
     wanted.append((values, attrs))
   for values, attrs in wanted:
     study.enqueue_trial(values, user_attrs=attrs)

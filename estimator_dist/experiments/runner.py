@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pruners
@@ -129,18 +130,19 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   if on_study:
     on_study(study)
   if options.trial_count < options.trials:
-    out.write(f"estimator_dist.sweep: the {'zipped lists' if options.zip else 'grid'} has "
-              f"{options.trial_count} points; running {options.trial_count} trials, not "
-              f"{options.trials}.\n")
-  out.write(f"estimator_dist.sweep: {options.trial_count} trials of {options.strategy} x "
-            f"{options.workers_per_trial}, {len(slots)} at once, {_search(options)}, "
-            f"{options.direction} eval {options.metric}; study {options.storage_url}\n")
-  out.flush()
+    command_line.write(out, f"the {'zipped lists' if options.zip else 'grid'} has "
+                       f"{options.trial_count} points; running {options.trial_count} "
+                       f"trials, not {options.trials}.", command="sweep")
+  command_line.write(out, f"{options.trial_count} trials of {options.strategy} x "
+                     f"{options.workers_per_trial}, {len(slots)} at once, {_search(options)}, "
+                     f"{options.direction} eval {options.metric}; study {options.storage_url}",
+                     command="sweep")
   tracked = sweep_tracking.SweepRun.start(
-      study, options, warn=lambda message: out.write(f"estimator_dist.sweep: {message}\n"))
+      study, options, warn=lambda message: command_line.write(out, message, command="sweep"))
   report = None
   try:
-    with preemption.watched(ends_after_grace=False):  # It waits for its trials.
+    # It waits for its trials; a signal is said in its own lines.
+    with preemption.watched(ends_after_grace=False, command="sweep"):
       if options.scheduler == "pbt":
         try:
           pbt.run(study, program=program, options=options, slots=slots, out=out,
@@ -216,13 +218,13 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
           del running[index]
           if tracked:
             tracked.trial_ended(job.trial, state)
-          out.write(f"estimator_dist.sweep: trial {job.trial.number} {state}: "
-                    f"{_described(job.trial, study)}\n")
-          out.flush()
+          command_line.write(out, f"trial {job.trial.number} {state}: "
+                             f"{_described(job.trial, study)}", command="sweep")
       if preemption.requested() and not preempting:
         preempting = True
-        out.write(f"estimator_dist.sweep: {preemption.requested()}: each running trial saves "
-                  f"at one step and stops; run the sweep again to resume them\n")
+        command_line.write(out, f"{preemption.requested()}: each running trial saves at one "
+                           f"step and stops; run the sweep again to resume them",
+                           command="sweep")
       for job in running.values() if preempting else ():
         job.preempt()  # Each once its launcher catches the signal.
       if preempting and not running:
@@ -240,19 +242,18 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
             trial, options=options, program=program, slot=slot,
             env=tracked.trial_env(trial) if tracked else {})
         job.beat(storage, 0)
-        out.write(f"estimator_dist.sweep: trial {trial.number} started on {slot}: "
-                  f"{' '.join(_flags(trial))} "
-                  f"(model_dir {job.model_dir})\n")
-        out.flush()
+        command_line.write(out, f"trial {trial.number} started on {slot}: "
+                           f"{' '.join(_flags(trial))} (model_dir {job.model_dir})",
+                           command="sweep")
         continue
       others = [t.number for t in study_lib.active(study) if t.number not in
                 {job.trial.number for job in running.values()}]
       if others and not running and not waiting_told:
         waiting_told = True
-        out.write(f"estimator_dist.sweep: waiting for trial(s) {others}, which another runner "
-                  f"started; a trial whose runner died is retried once its heartbeat is "
-                  f"{storage_lib.GRACE_SECS} s old (a journal storage has no heartbeats).\n")
-        out.flush()
+        command_line.write(out, f"waiting for trial(s) {others}, which another runner "
+                           f"started; a trial whose runner died is retried once its "
+                           f"heartbeat is {storage_lib.GRACE_SECS} s old (a journal storage "
+                           f"has no heartbeats).", command="sweep")
       time.sleep(_POLL_SECS)
   finally:
     for job in running.values():  # Stale, so a sweep run again retries them.

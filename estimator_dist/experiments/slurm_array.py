@@ -68,6 +68,6 @@ def sbatch_array(program, *, options, python=sys.executable):
            "# USR1 (before the time limit): the trial saves, and the array task requeues.",
            *task_env.shell_exports(task_env.task_environment(preemption_grace_secs=grace)),
            *signal_forwarding.lines(shlex.join(runner), forward='kill -USR1 "$step_pid"'),
-           f'if [ "$code" -eq {errors.PREEMPTED_EXIT_CODE} ]; then {slurm.REQUEUE}; fi',
+           f'if [ "$code" -eq {errors.PREEMPTED_EXIT_CODE} ]; then {slurm.requeue("sweep")}; fi',
            'exit "$code"']
   return "\n".join(lines) + "\n"

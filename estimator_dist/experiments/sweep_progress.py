@@ -1,6 +1,6 @@
 """How far a running sweep is, said every --progress_secs by its runner.
 
-  estimator_dist.sweep: progress: 5 of 12 finished (3 complete, 1 pruned, 1 diverged),
+  estimator-dist sweep: progress: 5 of 12 finished (3 complete, 1 pruned, 1 diverged),
       2 running, 0 failed; best accuracy 0.9861 (trial 3); ETA 4 min
 
 (one line). The counts are the study's, so runners that share a study (a SLURM array)
@@ -13,6 +13,7 @@ import time
 
 import optuna
 
+from estimator_dist import command_line
 from estimator_dist.experiments import results
 from estimator_dist.jobs import live_progress
 
@@ -31,8 +32,7 @@ class SweepProgress:
       return
     self._next = time.monotonic() + self._options.progress_secs
     line = describe(self._study, self._options, self._slots)
-    self._out.write(f"estimator_dist.sweep: progress: {line}\n")
-    self._out.flush()
+    command_line.write(self._out, f"progress: {line}", command="sweep")
 
 
 def describe(study, options, slots):

@@ -2,12 +2,12 @@
 tracked run's failure.
 
 A job's log interleaves its tasks' lines (`[chief:0] ...`, `[worker:0] ...`, the
-launcher's `[launch] ...`), most of them TensorFlow's and absl's INFO lines; the last
-line says only that the job ended. The cause, in this order:
+launcher's `estimator-dist launch: ...`), most of them TensorFlow's and absl's INFO lines;
+the last line says only that the job ended. The cause, in this order:
   1. the exception line that ends the first Python traceback (the last of its chained
      exceptions: the one the program died of);
-  2. else the first line, not a log record, that names an error (`error: ...`, as our
-     programs print a configuration error; `Fatal Python error: ...`; `XError: ...`);
+  2. else the first line, not a log record, that names an error (`... error: ...`, as
+     our programs print a configuration error; `Fatal Python error: ...`; `XError: ...`);
   3. else the first ERROR or FATAL log record (absl `E1124 ...`, TensorFlow's C++
      `... E tensorflow/...]`, `ERROR:...`): after those, since TensorFlow logs harmless
      ones (a CUDA plugin registered twice) whenever it is imported;
@@ -18,9 +18,13 @@ Never an INFO, WARNING or DEBUG record.
 import re
 from typing import Optional
 
+from estimator_dist import command_line
+
 MAX_CHARS = 400  # The message stays one readable line; the log has the rest.
-# The launcher's prefix of each task's lines: [chief:0], [worker:1], [launch].
-_SOURCE = re.compile(r"^(\[[\w:.-]+\] ?)?(.*)$")
+# Where a line comes from: the launcher's tag of a task's lines ([chief:0], [worker:1]),
+# or the prefix of our own (estimator-dist launch: ).
+_SOURCE = re.compile(r"^(\[[\w:.-]+\] ?|" + re.escape(command_line.PROGRAM) +
+                     r"(?: \w+)?: )?(.*)$")
 # absl's records, Python's (I1124 00:19:34.355854 1405 file.py:42]) and C++'s
 # (E0000 00:00:1732404000.123456   1405 file.cc:477]).
 _ABSL = re.compile(r"^([DIWEF])\d{4} [\d:.]+ +\d+ \S+:\d+\]")

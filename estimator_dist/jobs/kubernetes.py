@@ -216,7 +216,7 @@ def main(argv, k8s_flags):
   try:
     documents = _documents(k8s_flags, argv[1:])
   except errors.ConfigError as e:
-    sys.stderr.write(f"estimator-dist k8s: {e}\n")
+    command_line.write_error(str(e), "k8s")
     return 2
   sys.stdout.write(yaml.safe_dump_all(documents, sort_keys=False))
   return 0
@@ -224,4 +224,4 @@ def main(argv, k8s_flags):
 
 def run():
   k8s_flags = define_flags()
-  command_line.run(lambda argv: main(argv, k8s_flags))
+  command_line.run(lambda argv: main(argv, k8s_flags), command="k8s")

@@ -1,7 +1,7 @@
 """How far a running job is, said every --progress_secs by the launcher.
 
-  [launch] progress: step 1200/2000 (60 %), 14.9 steps/s, 954 examples/s, ETA 54 s,
-           slowest worker:1 (-12 steps), eval accuracy 0.971 @1000
+  estimator-dist launch: progress: step 1200/2000 (60 %), 14.9 steps/s, 954 examples/s,
+      ETA 54 s, slowest worker:1 (-12 steps), eval accuracy 0.971 @1000
 
 (one line). The steps come from the training tasks' heartbeats (`contract.heartbeat.Progress`,
 written about once a second), the evaluation from model_dir/eval. The rate is over the
@@ -23,10 +23,12 @@ _BEATS_BEHIND = 2.0
 
 
 class ProgressLines:
-  """Prints the progress of one job from its heartbeats directory and model_dir."""
+  """Prints the progress of one job from its heartbeats directory and model_dir, each
+  line through `log`, after `label` (none where all the lines are progress lines)."""
 
-  def __init__(self, *, heartbeats, model_dir, every_secs, log, bar=None):
+  def __init__(self, *, heartbeats, model_dir, every_secs, log, bar=None, label="progress: "):
     self._heartbeats, self._model_dir, self._log = heartbeats, model_dir, log
+    self._label = label
     self._every_secs, self._bar = every_secs, bar  # bar: a terminal_bar.TerminalBar
     self._next = time.monotonic() + every_secs
     self._next_bar, self._details = 0.0, ""
@@ -75,7 +77,7 @@ class ProgressLines:
       return  # Nothing yet, or training ended and was said.
     parts = describe(tasks, previous=self._previous,
                      evaluation=_latest_evaluation(self._model_dir))
-    self._log("progress: " + ", ".join(parts))
+    self._log(self._label + ", ".join(parts))
     self._details = ", ".join(p for p in parts if p.startswith(("slowest", "eval")))
     self._previous, self._end_said = now, ended
 

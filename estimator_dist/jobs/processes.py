@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import heartbeat
 from estimator_dist.jobs import job_dirs
@@ -157,8 +158,7 @@ class TaskGroup:
     return self._directories[-1]
 
   def log(self, message):
-    self.out.write(f"[launch] {message}\n")
-    self.out.flush()
+    command_line.write(self.out, message, command="launch")
 
   def start(self, name, command, env, *, summary_file=None):
     self.tasks.append(Task(name, command, env, self.out, summary_file=summary_file))

@@ -10,6 +10,7 @@ know when a client is done, so the user or the cluster manager stops them.
 
 import sys
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import environment
@@ -23,14 +24,13 @@ def main():
       raise errors.ConfigError("set TF_CONFIG to the server's cluster and task, e.g. "
                                f"{cluster_lib.TF_CONFIG_EXAMPLE}")
   except errors.ConfigError as e:
-    sys.stderr.write(f"estimator_dist.jobs.server: {e}\n")
+    command_line.write_error(str(e))
     return 2
   own_address.bind(task)  # Serves at the address its cluster names, not every interface.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   server = tf.distribute.Server(tf.train.ClusterSpec(dict(task.cluster)), job_name=task.role,
                                 task_index=task.index, protocol="grpc", start=True)
-  print(f"estimator_dist.jobs.server: {task.role}:{task.index} serving at {server.target}",
-        flush=True)
+  print(command_line.line(f"{task.role}:{task.index} serving at {server.target}"), flush=True)
   server.join()
   return 0
 

@@ -139,23 +139,32 @@ def sbatch_script(job, *, options=SlurmOptions()):
   return "\n".join(lines) + "\n"
 
 
-REQUEUE = ('scontrol requeue "$SLURM_JOB_ID" || echo "[slurm] the requeue failed: submit the '
-           'script again to resume"')
+def echo(message, command):
+  """A line of a job script that prints `message` as one of `command`'s lines."""
+  return f'echo "{command_line.line(message, command)}"'
+
+
+def requeue(command):
+  """The job script's requeue of its own job, written by `command` (slurm, sweep)."""
+  return ('scontrol requeue "$SLURM_JOB_ID" || ' +
+          echo("the requeue failed: submit the script again to resume", command))
 
 
 def _preemptible(step, options):
   """The step run so that USR1 (SLURM's --signal) reaches its tasks, which save and exit
   with errors.PREEMPTED_EXIT_CODE; then the job requeues itself (or says how to resume)."""
   code = errors.PREEMPTED_EXIT_CODE
-  after = f"  {REQUEUE}" if options.requeue else (
-      '  echo "[slurm] no --requeue: submit the script again to resume"')
+  after = "  " + (requeue("slurm") if options.requeue else
+                  echo("no --requeue: submit the script again to resume", "slurm"))
   forward = 'scancel --signal=USR1 "$SLURM_JOB_ID"'
+  saved = echo(f"job $SLURM_JOB_ID was preempted and saved its work (exit code {code})",
+               "slurm")
   return [
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",
       *signal_forwarding.lines(step, forward=forward),
       f'if [ "$code" -eq {code} ]; then',
-      f'  echo "[slurm] job $SLURM_JOB_ID was preempted and saved its work (exit code {code})"',
+      f"  {saved}",
       after, "fi", 'exit "$code"']
 
 
@@ -208,9 +217,9 @@ def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
 def _overcommit_from_sinfo(job, options, err):
   cpus = partition_cpus(options.partition)
   if cpus is None:
-    err.write("estimator-dist slurm: sinfo cannot tell the nodes' CPUs here, so the script "
-              "has no --overcommit; if the job's tasks are more than the CPUs of its nodes, "
-              "pass --overcommit, or the job pends forever.\n")
+    command_line.write(err, "sinfo cannot tell the nodes' CPUs here, so the script has no "
+                       "--overcommit; if the job's tasks are more than the CPUs of its nodes, "
+                       "pass --overcommit, or the job pends forever.", command="slurm")
     return False
   return needs_overcommit(job, options, cpus)
 
@@ -227,11 +236,11 @@ def main(argv, slurm_flags):
   try:
     sys.stdout.write(slurm_flags.script(argv[1:]))
   except errors.ConfigError as e:
-    sys.stderr.write(f"estimator-dist slurm: {e}\n")
+    command_line.write_error(str(e), "slurm")
     return 2
   return 0
 
 
 def run():
   slurm_flags = define_flags()
-  command_line.run(lambda argv: main(argv, slurm_flags))
+  command_line.run(lambda argv: main(argv, slurm_flags), command="slurm")

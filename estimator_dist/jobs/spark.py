@@ -13,9 +13,9 @@ its TF_CONFIG: chief, evaluator, ps, then workers, in partition order. Horovod g
 through `horovod.spark.run`. `train_fn` calls `estimator_dist.train_and_evaluate` with
 the same strategy and a model_dir every executor can reach.
 
-Given that model_dir (`SparkOptions.model_dir`), the driver prints the launcher's progress
-lines (`[progress] progress: step 1200/2000 (60 %), ...`) every `progress_secs`: the tasks
-beat in a directory of it, and a thread of the driver reads them.
+Given that model_dir (`SparkOptions.model_dir`), the driver prints the progress lines of
+`estimator-dist progress` (`estimator-dist progress: step 1200/2000 (60 %), ...`) every
+`progress_secs`: the tasks beat in a directory of it, and a thread of the driver reads them.
 """
 
 import contextlib
@@ -30,6 +30,7 @@ import threading
 import types
 from typing import Any, Mapping, Optional
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import task_env
@@ -165,7 +166,7 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
     results = (sc.parallelize(range(num_tasks), num_tasks).barrier()
                .mapPartitions(task).collect())
   except Py4JJavaError as e:
-    raise RuntimeError(f"estimator_dist.jobs.spark: the Spark job failed: {_failure(e)}") from e
+    raise RuntimeError(command_line.line(f"the Spark job failed: {_failure(e)}")) from e
   return [result for _, result in sorted(results, key=lambda r: r[0])]
 
 
@@ -182,7 +183,7 @@ def _progress_lines(options, application_id):
   try:
     os.makedirs(beats)
   except OSError as e:
-    logging.warning("estimator_dist.jobs.spark: no progress lines: %s", e)
+    logging.warning(command_line.line("no progress lines: %s"), e)
     yield None
     return
   stop = threading.Event()
@@ -199,6 +200,10 @@ def _progress_lines(options, application_id):
     shutil.rmtree(beats, ignore_errors=True)
 
 
+# How a task's failure reads in the Spark job's error (its RuntimeError, in the executor's).
+_TASK_FAILED = "RuntimeError: " + command_line.line("task ")
+
+
 def _failure(error):
   """Why a Spark job failed, in a line: a task's exit and its last line, or a lost
   executor (then training resumes when the job runs again), else Spark's first line."""
@@ -209,7 +214,7 @@ def _failure(error):
   lines = [line.strip() for line in message.split("Driver stacktrace:")[0].splitlines()
            if line.strip()]
   for index, line in enumerate(lines):
-    if "RuntimeError: estimator_dist.jobs.spark: task" in line:
+    if _TASK_FAILED in line:
       if " was preempted: " in line:
         return line.split("RuntimeError: ")[-1]
       tail = [t for t in lines[index + 1:] if not t.startswith("at ")]
@@ -242,14 +247,14 @@ def _run_in_new_process(payload, name, extra_env):
     finally:
       task.stop()  # Waits for the output, and stops anything the task left running.
     if code == errors.PREEMPTED_EXIT_CODE:
-      raise RuntimeError(
-          f"estimator_dist.jobs.spark: task {name} was preempted: every task stopped at one "
-          f"step and the chief saved a checkpoint there. A Spark that retries a failed stage "
-          f"(spark.task.maxFailures above 1) runs it again from that checkpoint; else run the "
-          f"job again with the same model_dir to resume")
+      raise RuntimeError(command_line.line(
+          f"task {name} was preempted: every task stopped at one step and the chief saved a "
+          f"checkpoint there. A Spark that retries a failed stage (spark.task.maxFailures "
+          f"above 1) runs it again from that checkpoint; else run the job again with the "
+          f"same model_dir to resume"))
     if code != 0:
-      raise RuntimeError(f"estimator_dist.jobs.spark: task {name} exited with code {code}; its "
-                         f"last lines:\n" + "\n".join(task.tail))
+      raise RuntimeError(command_line.line(f"task {name} exited with code {code}; its last "
+                                           f"lines:\n") + "\n".join(task.tail))
     _, cloudpickle = pyspark_modules()
     with open(result, "rb") as f:
       return cloudpickle.load(f)

@@ -12,6 +12,7 @@ import os
 import re
 import threading
 
+from estimator_dist import command_line
 from estimator_dist.contract import summary
 
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
@@ -57,8 +58,7 @@ class Output:
     return self._record or []
 
   def _warn(self, message):
-    self._out.write(f"[launch] {self._name}: {message}\n")
-    self._out.flush()
+    command_line.write(self._out, f"{self._name}: {message}", command="launch")
 
   def _copy(self):
     for raw in iter(lambda: self._process.stdout.readline(_LINE_LIMIT), b""):

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
@@ -121,7 +122,8 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
     output = f.read()
   if code:
     sys.stderr.write(output[-4000:])
-    raise SystemExit(f"verify: the {name} run failed with code {code}; its log is {log}")
+    raise SystemExit(command_line.error_line(f"the {name} run failed with code {code}; its "
+                                             f"log is {log}", "verify"))
   # The chief's record of the rate the decorator scaled; a model whose optimizer keeps its
   # own rate (a canned or Keras Estimator, unscaled) leaves none.
   record = rate_record.read(model_dir)
@@ -192,28 +194,29 @@ def main(argv, verify_flags):
   rows = compare(single_dir, dist_dir)
   worst = max((r[3] for r in rows), default=np.inf)
   passed = worst <= tolerance
-  print(f"estimator_dist verify: {verify_flags.module.value}, {training.value('train_steps')} "
-        f"steps at global batch {reference_batch}, {strategy} on {n} worker(s) against one "
-        f"worker")
+  print(command_line.line(f"{verify_flags.module.value}, {training.value('train_steps')} "
+                          f"steps at global batch {reference_batch}, {strategy} on {n} "
+                          f"worker(s) against one worker", "verify"))
   print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")
   print(f"  {'single worker':22s} {1:7d} {reference_batch:12d} {single_rate:>14s}")
   print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:>14s}")
   print(f"  {'weight':40s} {'max |diff|':>11s} {'max |ref|':>11s} {'relative':>11s}")
   for name, diff, scale, rel in rows:
     print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")
-  print(f"max relative difference {worst:.3g} {'<=' if passed else '>'} tolerance "
-        f"{tolerance:g}: {'PASS' if passed else 'FAIL'}", flush=True)
+  print(command_line.line(f"max relative difference {worst:.3g} {'<=' if passed else '>'} "
+                          f"tolerance {tolerance:g}: {'PASS' if passed else 'FAIL'}",
+                          "verify"), flush=True)
   if passed and not verify_flags.work_dir.value:  # Our temporary directory; a FAIL keeps it.
     shutil.rmtree(work, ignore_errors=True)
   elif not passed:
-    print(f"the two runs and their logs are in {work}", flush=True)
+    print(command_line.line(f"the two runs and their logs are in {work}", "verify"), flush=True)
   return 0 if passed else 1
 
 
 def run():
   verify_flags = define_flags()
   program.run_program(lambda argv: main(argv, verify_flags), flag_values=flags.FLAGS,
-                         start_strategy=False)  # It starts its own runs.
+                         start_strategy=False, command="verify")  # It starts its own runs.
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_dist import command_line
+
+
 ELASTIC_ENV = "HOROVOD_ELASTIC"  # Set by horovodrun for the ranks of an elastic job.
 CHECK_EVERY_UPDATES = 10
 
@@ -49,7 +52,7 @@ def run(adapter, train_with, model_dir):
     current["rounds"] += 1
     task = current["adapter"].task
     if task.is_chief:
-      logging.warning("estimator_dist: elastic round on %d rank(s), from %s", task.size,
+      logging.warning(command_line.line("elastic round on %d rank(s), from %s"), task.size,
                       tf.train.latest_checkpoint(model_dir) or "the start")
     every_runs = CHECK_EVERY_UPDATES * current["adapter"].runs_per_update
     return train_with(current["adapter"], [HostUpdatesHook(state, model_dir, task.is_chief,
@@ -87,6 +90,6 @@ class HostUpdatesHook(tf.estimator.SessionRunHook):
         step = session.run(self._global_step)
         self._saver.save(session, os.path.join(self._model_dir, "model.ckpt"),
                          global_step=step)
-        logging.warning("estimator_dist: the hosts changed at step %d; saved it, resetting",
+        logging.warning(command_line.line("the hosts changed at step %d; saved it, resetting"),
                         step)
       raise

@@ -6,6 +6,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.strategies import base
 
@@ -64,10 +65,11 @@ class MultiWorkerAdapter(base.StrategyAdapter):
     # workers would wait for it), and each worker's Keras model has weights of its own.
     if settings:
       logging.warning(
-          "estimator_dist: multi_worker starts from the initial values the chief broadcasts, "
-          "not from the Keras model's weights (%s). To start from trained weights, put "
-          "their checkpoint in the model_dir, or train under horovod, parameter_server or "
-          "mirrored.", settings.ckpt_to_initialize_from)
+          command_line.line(
+              "multi_worker starts from the initial values the chief broadcasts, not from "
+              "the Keras model's weights (%s). To start from trained weights, put their "
+              "checkpoint in the model_dir, or train under horovod, parameter_server or "
+              "mirrored."), settings.ckpt_to_initialize_from)
     return None, []
 
   def stop_requested(self, requested):

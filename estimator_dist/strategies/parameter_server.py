@@ -16,6 +16,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.python.distribute import distribute_config  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.strategies import base
@@ -154,7 +155,7 @@ class ParameterServerAdapter(base.StrategyAdapter):
     server = tf.distribute.Server(
         tf.train.ClusterSpec({r: list(a) for r, a in task.cluster.items() if r != "evaluator"}),
         job_name="ps", task_index=task.index, protocol="grpc")
-    logging.info("estimator_dist: ps:%d serving at %s until %d training task(s) finish",
+    logging.info(command_line.line("ps:%d serving at %s until %d training task(s) finish"),
                  task.index, task.cluster["ps"][task.index], task.size)
     with tf.Graph().as_default():
       done = _done_queue(task.index).dequeue_many(task.size)
@@ -170,7 +171,7 @@ class ParameterServerAdapter(base.StrategyAdapter):
         while not _finished(waiting):
           told = told or (preemption.requested() is not None and self._tell_preemption(server))
         waiting.result()
-    logging.info("estimator_dist: ps:%d: all training tasks finished; exiting", task.index)
+    logging.info(command_line.line("ps:%d: all training tasks finished; exiting"), task.index)
     if preemption.requested():
       raise preemption.Preempted()
 
@@ -185,11 +186,11 @@ class ParameterServerAdapter(base.StrategyAdapter):
         with tf.compat.v1.Session(server.target, config=_only("/job:ps/task:0", 10)) as session:
           session.run(request)
       except tf.errors.OpError as e:
-        logging.info("estimator_dist: ps:%d: the training tasks cannot be asked yet (%s)",
+        logging.info(command_line.line("ps:%d: the training tasks cannot be asked yet (%s)"),
                      self.task.index, e.message.splitlines()[0])
         return False
-    logging.warning("estimator_dist: ps:%d: asked the training tasks to stop at one step "
-                    "and save", self.task.index)
+    logging.warning(command_line.line("ps:%d: asked the training tasks to stop at one step "
+                                      "and save"), self.task.index)
     return True
 
   def after_training(self):
@@ -204,5 +205,6 @@ class ParameterServerAdapter(base.StrategyAdapter):
           with tf.compat.v1.Session(f"grpc://{address}", config=config) as session:
             session.run(enqueue)
         except tf.errors.OpError as e:
-          logging.warning("estimator_dist: could not tell ps:%d at %s that training ended "
-                          "(%s); it exits when its job is stopped.", i, address, e.message)
+          logging.warning(command_line.line("could not tell ps:%d at %s that training ended "
+                                            "(%s); it exits when its job is stopped."),
+                          i, address, e.message)

@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
+from estimator_dist import command_line
 from estimator_dist.outputs import best_checkpoints
 from estimator_dist.outputs import model_dir_check
 
@@ -55,7 +56,7 @@ class Keeper(tf.estimator.Exporter):
                                                     kept[best.keep - 1]["value"]))):
       return None
     if not _copied(checkpoint_path, directory, record):
-      logging.info("estimator_dist: %s was deleted before it could be kept", checkpoint_path)
+      logging.info(command_line.line("%s was deleted before it could be kept"), checkpoint_path)
       return None
     ranked = sorted([*kept, record], key=best_checkpoints.rank_key(best.direction))
     # Relative names: the directory may be moved or copied.
@@ -65,7 +66,7 @@ class Keeper(tf.estimator.Exporter):
     for dropped in ranked[best.keep:]:
       _remove(directory, dropped)
     kept_path = os.path.join(directory, record["checkpoint"])
-    logging.info("estimator_dist: kept %s (%s %s, step %d) among the best %d checkpoints",
+    logging.info(command_line.line("kept %s (%s %s, step %d) among the best %d checkpoints"),
                  kept_path, metric, record["value"], record["step"], best.keep)
     return kept_path
 
@@ -202,7 +203,7 @@ def pinned(checkpoint_path, model_dir):
     if not os.path.exists(readable + ".index"):
       readable = checkpoint_path  # Deleted already: its evaluation says so.
   except OSError as e:
-    logging.info("estimator_dist: %s is read in place (%s)", checkpoint_path, e)
+    logging.info(command_line.line("%s is read in place (%s)"), checkpoint_path, e)
     readable = checkpoint_path
   try:
     yield readable

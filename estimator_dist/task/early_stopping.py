@@ -25,6 +25,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import stop_files
@@ -133,10 +134,10 @@ class StopTogether(tf.estimator.SessionRunHook):
       self.stopped_at, self.preempted = int(step), agreed >= PREEMPT
       if self.preempted:
         preemption.agreed()
-        logging.warning("estimator_dist: preemption: every task stops at global step %d",
+        logging.warning(command_line.line("preemption: every task stops at global step %d"),
                         step)
       else:
-        logging.warning("estimator_dist: early stopping at global step %d%s", step,
+        logging.warning(command_line.line("early stopping at global step %d%s"), step,
                         f": {self._reason}" if self._reason else " (the chief asked)")
       run_context.request_stop()
 

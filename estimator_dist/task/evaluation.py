@@ -23,6 +23,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import inputs
@@ -174,7 +175,7 @@ class Evaluations:
         if final or tf.io.gfile.exists(readable + ".index"):
           raise
         # Training saved newer ones and deleted it (keep_checkpoint_max) meanwhile.
-        logging.info("estimator_dist: %s was deleted before its evaluation ended; skipped",
+        logging.info(command_line.line("%s was deleted before its evaluation ended; skipped"),
                      path)
         return None
       self.last_path, self.last_metrics = path, metrics
@@ -186,7 +187,7 @@ class Evaluations:
                                  readable, self.last_metrics, final)
       if exported:
         self._exported[(exporter.name, path)] = exported
-        logging.info("estimator_dist: exported %s (%s exporter)",
+        logging.info(command_line.line("exported %s (%s exporter)"),
                      exported.decode() if isinstance(exported, bytes) else exported,
                      exporter.name)
     return self.last_metrics
@@ -217,15 +218,15 @@ def beside_training(evaluations, model_dir, *, throttle_secs, poll_secs=0.5):
         try:
           evaluations.run(path)
         except Abandoned as e:
-          logging.warning("estimator_dist: %s; a rerun evaluates the saved checkpoint", e)
+          logging.warning(command_line.line("%s; a rerun evaluates the saved checkpoint"), e)
           return
         except Exception as e:  # pylint: disable=broad-except
           if (isinstance(e, (tf.errors.NotFoundError, OSError, ValueError)) and
               not isinstance(e, errors.ConfigError) and
               not tf.io.gfile.exists(path + ".index")):
             continue  # Deleted (keep_checkpoint_max) while it was exported.
-          logging.error("estimator_dist: evaluation during training failed, training goes "
-                        "on and then fails: %s", e)
+          logging.error(command_line.line("evaluation during training failed, training goes "
+                                          "on and then fails: %s"), e)
           failure.append(e)
           return
         next_time = time.monotonic() + throttle_secs

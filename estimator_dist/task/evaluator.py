@@ -13,6 +13,7 @@ import time
 
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.task import preemption
@@ -38,13 +39,13 @@ def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
     try:
       if path and final:
         metrics = evaluations.run(path, final=True)
-        logging.info("estimator_dist: evaluated the final checkpoint %s; the evaluator ends",
+        logging.info(command_line.line("evaluated the final checkpoint %s; the evaluator ends"),
                      path)
         return metrics
       if path and path != evaluations.last_path and time.monotonic() >= next_time:
         evaluations.run(path)
         next_time = time.monotonic() + eval_spec.throttle_secs
     except evaluation.Abandoned as e:  # Preempted: the next look ends the evaluator.
-      logging.warning("estimator_dist: %s", e)
+      logging.warning(command_line.line("%s"), e)
       continue
     time.sleep(poll_secs)

@@ -27,6 +27,7 @@ from absl import logging
 from tensorflow.python.data.experimental.ops import distribute
 from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.task import array_inputs
 
@@ -68,7 +69,7 @@ def wrap_input_fn(input_fn, input_context_for):
     if context is None or context.num_input_pipelines == 1 or "input_context" in args:
       return result.repeat()
     by_file = _shards_by_file(lambda: input_fn(**kwargs), context)
-    logging.info("estimator_dist: training input is shard %d of %d, by %s",
+    logging.info(command_line.line("training input is shard %d of %d, by %s"),
                  context.input_pipeline_id, context.num_input_pipelines,
                  "file" if by_file else "batch")
     if by_file:

@@ -16,6 +16,7 @@ import sys
 
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
 from estimator_dist.task import own_port
@@ -92,9 +93,10 @@ def bind(task):
   env = None if why_not else bind_address.bound_env(os.environ, address)
   if env is None:
     if why_not:
-      logging.warning("estimator_dist: %s listens on every interface (TensorFlow binds it "
-                      "so): %s. Name this host's own address in the cluster, or set %s=0.0.0.0 "
-                      "to keep every interface and silence this.", name, why_not,
+      logging.warning(command_line.line("%s listens on every interface (TensorFlow binds it "
+                                        "so): %s. Name this host's own address in the "
+                                        "cluster, or set %s=0.0.0.0 to keep every interface "
+                                        "and silence this."), name, why_not,
                       env_vars.BIND_ADDRESS)
     return
   restart(env, f"{name} starts its program again, its servers bound to {address} "
@@ -102,7 +104,7 @@ def bind(task):
 
 
 def restart(env, why):
-  logging.info("estimator_dist: %s; what ran before this runs again.", why)
+  logging.info(command_line.line("%s; what ran before this runs again."), why)
   sys.stdout.flush()
   sys.stderr.flush()
   os.execve(sys.executable, sys.orig_argv, env)

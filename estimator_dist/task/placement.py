@@ -12,6 +12,7 @@ import os
 
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 
 CPU_AFFINITIES = ("auto", "none")
@@ -40,8 +41,9 @@ def apply(cpu_affinity, task):
       os.sched_setaffinity(int(thread_id), cpus)
     except OSError:
       pass
-  logging.info("estimator_dist: training process %d of %d on this host runs on CPUs %s "
-               "(cpu_affinity='none' turns this off)", task.local_rank, task.local_size, cpus)
+  logging.info(command_line.line("training process %d of %d on this host runs on CPUs %s "
+                                 "(cpu_affinity='none' turns this off)"),
+               task.local_rank, task.local_size, cpus)
   return cpus
 
 
@@ -71,9 +73,9 @@ def apply_gpus(task):
     for i in range(len(gpus)) if kept is None else kept:  # An evaluator shares them all.
       tf.config.experimental.set_memory_growth(gpus[i], True)
   except RuntimeError as e:  # TensorFlow set its devices up already.
-    logging.warning("estimator_dist: %s trains on every GPU here: %s", task.role, e)
+    logging.warning(command_line.line("%s trains on every GPU here: %s"), task.role, e)
     return None
   if kept is not None:
-    logging.info("estimator_dist: %s:%d on this host trains on GPU(s) %s of %d", task.role,
+    logging.info(command_line.line("%s:%d on this host trains on GPU(s) %s of %d"), task.role,
                  task.index, kept, len(gpus))
   return kept

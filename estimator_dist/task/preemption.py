@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import task_env
@@ -33,6 +34,7 @@ _requested = None  # The name of the first signal, once one came.
 _requested_at = None  # time.monotonic() then.
 _ending = None  # The timer that ends the process past the grace.
 _ends_after_grace = True
+_command = None  # Whose lines this process writes: a command's (a sweep's), else a task's.
 
 
 class Preempted(SystemExit):
@@ -66,14 +68,15 @@ def grace_secs():
                              f"of seconds (0: no graceful stop).") from None
 
 
-def watch(*, ends_after_grace=True):
+def watch(*, ends_after_grace=True, command=None):
   """In the main thread of a process with a grace: SIGTERM and SIGUSR1 become a request,
   until the process ends; without a grace, their default. Returns the handlers they had
   before. Called again, it sets them again
   (TensorFlow's coordination service of multi_worker sets a SIGTERM handler of its own).
   `ends_after_grace`: the process ends itself a little past the grace after a request
-  (not a sweep, which waits for its trials)."""
-  global _ends_after_grace
+  (not a sweep, which waits for its trials). `command`: the command this process runs
+  (sweep), whose lines its own are; None: a task's."""
+  global _ends_after_grace, _command
   if threading.current_thread() is not threading.main_thread():
     return {}
   # A local horovodrun's wrapper blocks or ignores them (jobs/horovodrun.py: shielded).
@@ -83,19 +86,19 @@ def watch(*, ends_after_grace=True):
       if signal.getsignal(s) == signal.SIG_IGN:
         signal.signal(s, signal.SIG_DFL)
     return {}
-  _ends_after_grace = ends_after_grace
+  _ends_after_grace, _command = ends_after_grace, command
   return {s: signal.signal(s, _on_signal) for s in SIGNALS}
 
 
 @contextlib.contextmanager
-def watched(*, ends_after_grace=True):
+def watched(*, ends_after_grace=True, command=None):
   """`watch()` for a while (training in a process that goes on after it, such as a test's
   or a notebook's): then the handlers before, and no request, are back."""
   global _requested, _ending
   if signal.getsignal(signal.SIGTERM) is _on_signal:  # Already, for the whole process.
     yield
     return
-  previous = watch(ends_after_grace=ends_after_grace)
+  previous = watch(ends_after_grace=ends_after_grace, command=command)
   try:
     yield
   finally:
@@ -127,9 +130,9 @@ def remaining_secs():
 
 
 def _end_at_once():
-  os.write(sys.stderr.fileno(), (
-      f"estimator_dist: {_requested} came {grace_secs() + _PAST_THE_GRACE_SECS:g}s ago and "
-      f"this task has not ended: it ends at once\n").encode())
+  os.write(sys.stderr.fileno(), command_line.line(
+      f"{_requested} came {grace_secs() + _PAST_THE_GRACE_SECS:g}s ago and this task has not "
+      f"ended: it ends at once\n", _command).encode())
   os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -142,7 +145,7 @@ def _on_signal(signum, _):
       _ending.daemon = True
       _ending.start()
     # Handlers run between two of the interpreter's steps: no logging lock is taken here.
-    os.write(sys.stderr.fileno(), (
-        f"{time.strftime('%H:%M:%S')} estimator_dist: {_requested}: preemption requested; "
-        f"every task stops at one agreed step, the chief saves a checkpoint there, and the "
-        f"job exits with code {errors.PREEMPTED_EXIT_CODE} (resumable)\n").encode())
+    os.write(sys.stderr.fileno(), command_line.line(
+        f"{time.strftime('%H:%M:%S')} {_requested}: preemption requested; every task stops "
+        f"at one agreed step, the chief saves a checkpoint there, and the job exits with "
+        f"code {errors.PREEMPTED_EXIT_CODE} (resumable)\n", _command).encode())

@@ -16,6 +16,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist.contract import stop_files
 from estimator_dist.task import early_stopping
 from estimator_dist.task import preemption
@@ -58,7 +59,7 @@ def end_on_chief(model_dir, task, *, step, since, timeout_secs):
   missing = _wait(lambda: [n for n in others if not early_stopping.written_since(os.path.join(model_dir, SAVED + n), since)],
                   timeout_secs)
   if missing:
-    logging.warning("estimator_dist: %s did not end within %gs of the save",
+    logging.warning(command_line.line("%s did not end within %gs of the save"),
                     ", ".join(n.lstrip(".") for n in missing), timeout_secs)
   time.sleep(_EXIT_MOMENT_SECS)
 
@@ -72,7 +73,7 @@ def saved(model_dir, since):
 def end_elsewhere(model_dir, task, *, since, timeout_secs):
   """Waits until the chief says it saved, then acknowledges."""
   if _wait(lambda: not saved(model_dir, since), timeout_secs):
-    logging.warning("estimator_dist: the chief did not say it saved within %gs",
+    logging.warning(command_line.line("the chief did not say it saved within %gs"),
                     timeout_secs)
   name = ".evaluator" if task.role == "evaluator" else f".rank-{task.rank}"
   with tf.io.gfile.GFile(os.path.join(model_dir, SAVED + name), "w") as f:

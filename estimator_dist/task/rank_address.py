@@ -18,6 +18,7 @@ import struct
 
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
@@ -70,9 +71,9 @@ def _bind_interface(interface):
 def _bind_node(node, nodes):
   address, why_not = own_address.address_of(node, others=nodes)
   if address is None:
-    logging.warning("estimator_dist: this rank's servers listen on every interface of node "
-                    "%s: %s. Give the node a name that resolves to its own address.", node,
-                    why_not)
+    logging.warning(command_line.line("this rank's servers listen on every interface of node "
+                                      "%s: %s. Give the node a name that resolves to its own "
+                                      "address."), node, why_not)
     return
   env = bind_address.bound_env(os.environ, address)
   if env is not None:  # MPI's TCP transport offers its peers only that address.
@@ -85,8 +86,8 @@ def _restart(env, where):
   why_not = own_address.restartable() or (
       "the preload library cannot be built here" if env is None else None)
   if why_not:
-    logging.warning("estimator_dist: this rank's servers listen on every interface of host "
-                    "%s, not only %s: %s.", socket.gethostname(), where, why_not)
+    logging.warning(command_line.line("this rank's servers listen on every interface of host "
+                                      "%s, not only %s: %s."), socket.gethostname(), where, why_not)
     return
   own_address.restart(env, f"this rank starts its program again, its servers bound to "
                            f"{where}, not to every interface")

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
@@ -66,7 +67,8 @@ def start(task, env=None):
     _companion = subprocess.Popen(
         [sys.executable, "-S", watchdog_companion.__file__, f"{task.role}:{task.index}",
          str(timeout if training else 0), env.get(env_vars.LAUNCHER, ""),
-         heartbeat.path_of(task, env) or "", json.dumps(_peers(task))],
+         heartbeat.path_of(task, env) or "", json.dumps(_peers(task)),
+         command_line.error_line("")],
         stdin=subprocess.PIPE, text=True, close_fds=True)
 
 

@@ -1,6 +1,6 @@
 """The watchdog's companion process: what `watchdog.start` runs beside a task.
 
-  python -S watchdog_companion.py TASK TIMEOUT LAUNCHER HEARTBEAT PEERS
+  python -S watchdog_companion.py TASK TIMEOUT LAUNCHER HEARTBEAT PEERS ERROR
 
 `watchdog` runs this file with the task's own interpreter, by its path and with -S: no
 site-packages, hence no import of estimator_dist (whose import looks for TensorFlow) and
@@ -8,11 +8,12 @@ nothing but the standard library, so it starts in milliseconds in every task. Th
 arguments: TASK names the task ("worker:1"); TIMEOUT is the startup timeout in seconds
 (0: none, for a task that does not train); LAUNCHER is the "pid:start time" of the
 launcher whose end ends the task ("": none); HEARTBEAT is the file to beat until the
-first step ("": none); PEERS is a JSON list of [name, address] of the tasks it waits for.
+first step ("": none); PEERS is a JSON list of [name, address] of the tasks it waits for;
+ERROR is how its line starts (command_line.error_line's, which it cannot import).
 
 It reads the task's phases (PHASES), one a line, from stdin. It exits with 0 when stdin
 closes (the task ended), when its parent is no longer the task, and right after it
-killed the task with SIGKILL, having printed why on stderr ("error: ...").
+killed the task with SIGKILL, having printed why on stderr ("estimator-dist: error: ...").
 """
 
 import json
@@ -63,9 +64,10 @@ def startup_timeout_message(*, task, phase, waited, timeout, peers):
           f"Check that every task of the cluster runs and can reach the others.")
 
 
-def _stop(task_pid, message):
-  """Says why, kills the task and ends: nothing is left to watch."""
-  sys.stderr.write(f"error: {message}\n")
+def _stop(task_pid, message, error):
+  """Says why (after `error`, how the line starts), kills the task and ends: nothing is
+  left to watch."""
+  sys.stderr.write(f"{error}{message}\n")
   sys.stderr.flush()
   os.kill(task_pid, signal.SIGKILL)
   sys.exit(0)
@@ -91,7 +93,7 @@ def _beat(path, task_pid):
     pass  # Its directory is gone or full: the watcher says so, not a traceback.
 
 
-def watch(*, task, timeout, launcher, beat, peers):
+def watch(*, task, timeout, launcher, beat, peers, error):
   """Watches this process's parent, the task, until it trains, ends, or is killed."""
   task_pid, phase, started = os.getppid(), PHASES[0], time.monotonic()
   next_probe = started
@@ -105,7 +107,7 @@ def watch(*, task, timeout, launcher, beat, peers):
       return
     if launcher and _launcher_is_gone(launcher):
       _stop(task_pid, f"{task}: its launcher (pid {launcher.partition(':')[0]}) is gone; "
-                      f"the task ends with it")
+                      f"the task ends with it", error)
     if phase in ("training", "ended"):
       continue  # From the first step on, HeartbeatHook beats and no timeout applies.
     if phase == "started" and time.monotonic() >= next_probe:
@@ -116,14 +118,14 @@ def watch(*, task, timeout, launcher, beat, peers):
     waited = time.monotonic() - started
     if timeout and waited > timeout:
       _stop(task_pid, startup_timeout_message(task=task, phase=phase, waited=waited,
-                                              timeout=timeout, peers=peers))
+                                              timeout=timeout, peers=peers), error)
 
 
 def main(argv):
   """Watches with the arguments this module's docstring names; exits with 0."""
-  task, timeout, launcher, beat, peers = argv[1:6]
+  task, timeout, launcher, beat, peers, error = argv[1:7]
   watch(task=task, timeout=float(timeout), launcher=launcher, beat=beat,
-        peers=json.loads(peers))
+        peers=json.loads(peers), error=error)
   sys.exit(0)
 
 

@@ -20,6 +20,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.strategies import context
 from estimator_dist.training import hooks as hooks_lib
@@ -235,5 +236,5 @@ def _log_once(adapter, factor, scaling, warmup_steps, record_dir, base_rate, whe
   scaled = f" = {base_rate * factor:g}" if number else ""
   warmup = (f", warming up linearly from the base rate over {warmup_steps} steps"
             if warmup_steps else "")
-  logging.info("estimator_dist: learning rate %s (from %s) x %g (%s scaling, %d replicas)%s%s",
+  logging.info(command_line.line("learning rate %s (from %s) x %g (%s scaling, %d replicas)%s%s"),
                base, where, factor, scaling, adapter.num_replicas, scaled, warmup)

@@ -15,6 +15,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import heartbeat
 from estimator_dist.task import preemption_save
@@ -127,7 +128,7 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
     try:
       write(*args)
     except OSError as e:  # The launcher's directory, full or gone: training goes on.
-      logging.warning("estimator_dist: heartbeat %s not written: %s", self._path, e)
+      logging.warning(command_line.line("heartbeat %s not written: %s"), self._path, e)
 
 
 class StepAdvances(tf.estimator.SessionRunHook):

@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import flags
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist.contract import env_vars
 from estimator_dist.outputs import tracking
 
@@ -32,7 +33,7 @@ def write_params(*, task, options, examples_per_step):
     with tf.io.gfile.GFile(path, "w") as f:
       f.write(json.dumps(params, indent=1, default=str) + "\n")
   except (tf.errors.OpError, OSError) as e:
-    logging.warning("estimator_dist: the job's parameters were not written to %s: %s", path, e)
+    logging.warning(command_line.line("the job's parameters were not written to %s: %s"), path, e)
   return params
 
 
@@ -42,7 +43,7 @@ def start(*, params, model_dir, env=os.environ):
   if not uri:
     return None
   run = tracking.job_run(uri, model_dir=model_dir, env=env,
-                         log=lambda message: logging.warning("estimator_dist: %s", message))
+                         log=lambda message: logging.warning(command_line.line("%s"), message))
   return run and JobRun(run, model_dir=model_dir, params=params)
 
 

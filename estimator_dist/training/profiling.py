@@ -19,6 +19,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 
 
@@ -81,9 +82,10 @@ class ProfileSteps(tf.estimator.SessionRunHook):
       return
     step = int(run_values.results)
     if self._seen is None and step >= self._last:
-      logging.info("estimator_dist: this task's training began at step %d, past "
-                   "--profile_steps=%d:%d (a resumed job, or a parameter-server worker that "
-                   "started late); no profile", step, self._first, self._last)
+      logging.info(command_line.line("this task's training began at step %d, past "
+                                     "--profile_steps=%d:%d (a resumed job, or a "
+                                     "parameter-server worker that started late); no profile"),
+                   step, self._first, self._last)
       self._done = True
     elif self._recording is None and step >= self._first:
       self._start()
@@ -95,8 +97,8 @@ class ProfileSteps(tf.estimator.SessionRunHook):
     if self._recording is not None:  # Training ended within the steps.
       self._save()
     elif not self._done:
-      logging.warning("estimator_dist: training ended at step %s, before --profile_steps=%d:%d "
-                      "began; no profile", self._seen, self._first, self._last)
+      logging.warning(command_line.line("training ended at step %s, before --profile_steps=%d:%d "
+                                        "began; no profile"), self._seen, self._first, self._last)
 
   def _start(self):
     global _recording  # pylint: disable=global-statement
@@ -105,7 +107,7 @@ class ProfileSteps(tf.estimator.SessionRunHook):
       tf.profiler.experimental.start(self._recording)
       _recording = self
     except Exception as e:  # pylint: disable=broad-except
-      logging.warning("estimator_dist: no profile of steps %d to %d: %s", self._first,
+      logging.warning(command_line.line("no profile of steps %d to %d: %s"), self._first,
                       self._last, e)
       self._forget()
 
@@ -116,10 +118,10 @@ class ProfileSteps(tf.estimator.SessionRunHook):
                                         "*.xplane.pb"))
       tf.io.gfile.makedirs(os.path.dirname(self._target))
       tf.io.gfile.copy(trace, self._target, overwrite=True)
-      logging.info("estimator_dist: profiled global steps %d to %d: %s", self._first,
+      logging.info(command_line.line("profiled global steps %d to %d: %s"), self._first,
                    self._last, self._target)
     except Exception as e:  # pylint: disable=broad-except
-      logging.warning("estimator_dist: the profile of steps %d to %d was not saved: %s",
+      logging.warning(command_line.line("the profile of steps %d to %d was not saved: %s"),
                       self._first, self._last, e)
     self._forget()
 

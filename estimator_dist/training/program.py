@@ -12,7 +12,7 @@ from estimator_dist.task import preemption
 from estimator_dist.training import flags as flags_lib
 
 
-def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
+def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True, command=None):
   """absl's app.run(main) (a bad flag exits 2); a configuration error, divergence or a
   taken port ends the program with its message alone and the exit code the launcher acts on.
 
@@ -22,6 +22,7 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
   strategy exists before the program builds anything of TensorFlow (a canned Estimator, a Keras model); `train_and_evaluate`
   with the same strategy and options then uses that adapter. `flag_values` holds the
   program's flags; command_line.run parses flags.FLAGS, so another must be parsed by the caller.
+  `command`: the estimator-dist command whose lines the errors are (None: a program's).
   """
   def guarded(argv):
     # TensorFlow gave its logger a handler of its own when it was imported before absl set
@@ -39,10 +40,9 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True):
       kind, message = _ours(e)
       if kind is None:
         raise
-      sys.stderr.write(f"error: {message}\n")
-      sys.stderr.flush()
+      command_line.write_error(message, command)
       sys.exit(_EXIT_CODES[kind])
-  command_line.run(guarded)
+  command_line.run(guarded, command=command)
 
 
 def _ours(error):

@@ -1,6 +1,6 @@
 """The learning rate a training used, as a record in its model_dir.
 
-The decorator logs the rate it scales ("estimator_dist: learning rate 0.01 (from
+The decorator logs the rate it scales ("estimator-dist: learning rate 0.01 (from
 params['learning_rate']) x 2 (linear scaling, 2 replicas) = 0.02"). The chief also writes
 the first rate it scales in a training to `<model_dir>/estimator_dist/learning_rate.json`,
 so a program (`estimator-dist verify`) reads the facts instead of parsing the log. A

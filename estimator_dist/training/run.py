@@ -8,6 +8,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import summary
 from estimator_dist.outputs import checkpoints
@@ -160,7 +161,7 @@ class TrainingRun:
     warm_start_from, warm_start_hooks = adapter.warm_start(self._warm_start)
     estimator = self.estimator(adapter, warm_start_from=warm_start_from)
     train_spec = self.train_spec(adapter, (*warm_start_hooks, *more_hooks))
-    logging.info("estimator_dist: %s; batch %s per worker, %s per step; training to step %d",
+    logging.info(command_line.line("%s; batch %s per worker, %s per step; training to step %d"),
                  adapter.describe(), self.options.batch_size, self._examples_per_step(adapter),
                  self.options.train_steps)
     return adapter, adapter.train(estimator, train_spec, self.eval_spec)
@@ -221,9 +222,9 @@ class TrainingRun:
     model_dir, task, grace = self.options.model_dir, adapter.task, preemption.remaining_secs()
     adapter.after_training()
     if task.is_chief:
-      print(f"estimator_dist: preempted at global step {step}: saved "
-            f"{tf.train.latest_checkpoint(model_dir)}; run the same command again to "
-            f"resume from it", flush=True)
+      print(command_line.line(f"preempted at global step {step}: saved "
+                              f"{tf.train.latest_checkpoint(model_dir)}; run the same "
+                              f"command again to resume from it"), flush=True)
       preemption_save.end_on_chief(model_dir, task, step=step, since=self._started,
                                    timeout_secs=grace)
     else:
@@ -292,4 +293,4 @@ def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
 
 
 def _warn(message):
-  logging.warning("estimator_dist: %s", message)
+  logging.warning(command_line.line("%s"), message)

@@ -18,6 +18,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow_estimator.python.estimator import run_config as run_config_lib
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.training import options as options_lib
 
@@ -35,7 +36,7 @@ _said = set()  # Each line once per process (a run builds an Estimator per round
 def _say(message):
   if message not in _said:
     _said.add(message)
-    logging.info("estimator_dist: %s", message)
+    logging.info(command_line.line("%s"), message)
 
 
 def strategy_of(distribution):

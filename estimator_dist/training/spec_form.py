@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import flags
 from absl import logging
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.training import flags as flags_lib
 from estimator_dist.training import options as options_lib
@@ -51,12 +52,13 @@ def run_arguments(model, train_spec, eval_spec, *, options=None, fields=None, ho
     raise errors.ConfigError(f"{', '.join(given)} is the spec's to set here: set it there, "
                              f"not as a keyword.")
   if eval_spec.name is not None:
-    logging.info("estimator_dist: EvalSpec name %r is not used: evaluations go to "
-                 "model_dir/eval, which the launcher, early stopping and sweeps read",
-                 eval_spec.name)
+    logging.info(command_line.line("EvalSpec name %r is not used: evaluations go to "
+                                   "model_dir/eval, which the launcher, early stopping and "
+                                   "sweeps read"), eval_spec.name)
   if eval_spec.start_delay_secs:
-    logging.info("estimator_dist: EvalSpec start_delay_secs (%s) is not used: evaluation "
-                 "follows the checkpoints training writes", eval_spec.start_delay_secs)
+    logging.info(command_line.line("EvalSpec start_delay_secs (%s) is not used: evaluation "
+                                   "follows the checkpoints training writes"),
+                 eval_spec.start_delay_secs)
   fields.update(train_steps=train_spec.max_steps, eval_steps=eval_spec.steps,
                 eval_throttle_secs=eval_spec.throttle_secs,
                 model_dir=_model_dir(model, options, fields))

@@ -1,6 +1,6 @@
 """A program whose output looks like the job's summary, then trains plain_model.
 
-It prints `estimator_dist summary: none yet` (words without `=`), a well-formed summary
+It prints `estimator-dist: summary: none yet` (words without `=`), a well-formed summary
 line of its own making, and more lines than a pipe holds (--flood_lines), as a program
 that logs its own "summary" would: none of it may stop the launcher copying its output,
 nor stand for the job's summary. --bad_record writes a malformed record where the
@@ -13,17 +13,18 @@ from absl import flags
 
 import estimator_dist as ed
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import summary
 from tests.programs import plain_model
 
 flags.DEFINE_integer("flood_lines", 2000, "Lines of 100 characters to print first.")
 flags.DEFINE_bool("bad_record", False, "Write a malformed summary record; do not train.")
 FLAGS = flags.FLAGS
 
-FORGED = "estimator_dist summary: strategy=forged workers=99 steps=7"
+FORGED = f"{summary.PREFIX} strategy=forged workers=99 steps=7"
 
 
 def main(argv):
-  print("estimator_dist summary: none yet", flush=True)
+  print(f"{summary.PREFIX} none yet", flush=True)
   print(FORGED, flush=True)
   for number in range(FLAGS.flood_lines):
     print(f"flood {number:06d} " + "x" * 87, flush=True)
