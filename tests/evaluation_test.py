@@ -107,8 +107,9 @@ def test_a_misspelt_best_metric_stops_every_task_at_the_first_evaluation(tmp_pat
       "--eval_throttle_secs=0", "--keep_best_checkpoints=2", "--best_metric=acuracy",
       "--best_direction=maximize", timeout=180)
   assert code == 2, output[-3000:]
-  said = ("error: keeping the best checkpoints by eval metric 'acuracy', but the model's "
-          "evaluations report only ['accuracy', 'loss']: give one of them as --best_metric "
+  said = ("estimator-dist: error: keeping the best checkpoints by eval metric 'acuracy', but "
+          "the model's evaluations report only ['accuracy', 'loss']: give one of them as "
+          "--best_metric "
           "(--best_metric=accuracy?).")
   assert f"\n[chief:0] {said}\n" in output, output[-3000:]
   evaluated = event_files.eval_metrics(str(tmp_path))

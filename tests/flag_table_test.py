@@ -103,6 +103,10 @@ TABLE = {
         ('hosts', 'string', None, {},
          'horovod: machines and their slots, host1:2,host2:2 (default: all ranks on '
          '127.0.0.1).'),
+        ('instrument', 'string enum', 'auto', {'values': ('auto', 'off')},
+         "auto: a program that does not import estimator_dist trains as written: its tasks "
+         "start the job's strategy when they import TensorFlow, and its Estimators train, "
+         "evaluate and export through the toolkit; off: it runs as it is."),
         ('isolation', 'string enum', 'auto', {'values': ('auto', 'private', 'host')},
          "auto: run a local job's tasks in their own network and process namespaces, where "
          'no other process can reach their ports and which end with the launcher (the host '
@@ -120,8 +124,8 @@ TABLE = {
          "program's flags, evaluations, throughput, summary and exports (pip install "
          "'estimator_dist[tracking]')."),
         ('model_dir', 'string', None, {},
-         'Passed to the program as --model_dir unless its arguments have one (default: a '
-         'new temporary directory).'),
+         "The job's model_dir unless the program's arguments give --model_dir; its tasks "
+         "find it in ESTIMATOR_DIST_MODEL_DIR (default: a new temporary directory)."),
         ('network_interface', 'string', None, {},
          'horovod on several hosts: the interface of their private network, which Gloo and '
          'MPI bind to (e.g. eth1).'),

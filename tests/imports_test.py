@@ -90,7 +90,7 @@ def test_the_circle_finder_finds_a_circle_through_a_function_import(tmp_path):
 # launcher and the sweep), then what runs inside a task (estimator_dist/task/).
 LAYERS = (("command_line", "contract", "errors", "extras", "lazy_names", "option_flags"),
           ("outputs",), ("task",),
-          ("strategies",), ("training",), ("jobs",), ("experiments",))
+          ("strategies",), ("training",), ("instrument",), ("jobs",), ("experiments",))
 
 
 def layer(module):

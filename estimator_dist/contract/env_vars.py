@@ -30,6 +30,12 @@ STRATEGY = "ESTIMATOR_DIST_STRATEGY"
 # new directory); read by `define_flags`: the default of --model_dir.
 MODEL_DIR = "ESTIMATOR_DIST_MODEL_DIR"
 
+# Set by the launcher (--instrument=auto) for a program that does not import
+# estimator_dist: its main file, with the `sitecustomize` of estimator_dist/instrument/site
+# first on PYTHONPATH; read by that sitecustomize, which instruments that program alone
+# (not horovodrun, not another program the task starts).
+INSTRUMENT = "ESTIMATOR_DIST_INSTRUMENT"
+
 # Set by the launcher, Spark, SLURM and Kubernetes engines for `mirrored` (the job's
 # --num_workers); read by the mirrored strategy: how many replicas a CPU-only machine
 # splits into.

@@ -14,6 +14,8 @@ from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import sandbox as sandbox_lib
 from estimator_dist.option_flags import option
 
+INSTRUMENT = ("auto", "off")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LaunchOptions:
@@ -25,8 +27,14 @@ class LaunchOptions:
   finishes leaving it empty.
   """
   model_dir: Optional[str] = option(
-      None, kind="string", help="Passed to the program as --model_dir unless its arguments "
-      "have one (default: a new temporary directory).")
+      None, kind="string", help="The job's model_dir unless the program's arguments give "
+      "--model_dir; its tasks find it in ESTIMATOR_DIST_MODEL_DIR (default: a new "
+      "temporary directory).")
+  instrument: str = option(
+      "auto", kind="enum", values=INSTRUMENT,
+      help="auto: a program that does not import estimator_dist trains as written: its "
+      "tasks start the job's strategy when they import TensorFlow, and its Estimators "
+      "train, evaluate and export through the toolkit; off: it runs as it is.")
   host: str = option("127.0.0.1", kind="string",
                      help="Address the tasks of a local job bind to.")
   isolation: str = option(
@@ -78,6 +86,7 @@ class LaunchOptions:
 
   def __post_init__(self):
     errors.check_choice("--isolation", self.isolation, sandbox_lib.ISOLATIONS)
+    errors.check_choice("--instrument", self.instrument, INSTRUMENT)
     errors.check_non_negative("--max_restarts", self.max_restarts)
     errors.check_non_negative("--hang_timeout_secs", self.hang_timeout_secs)
     errors.check_non_negative("--startup_timeout_secs", self.startup_timeout_secs)

@@ -28,6 +28,7 @@ from estimator_dist.contract import bind_address
 from estimator_dist.contract import joined
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
+from estimator_dist.instrument import launching
 from estimator_dist.jobs import curves
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import job_dirs
@@ -95,6 +96,12 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     model_dir, made = model_dir_arg.job_model_dir(list(job.command), options.model_dir)
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
+    instrumented = options.instrument == "auto" and launching.instrumented(job.command)
+    if instrumented:
+      group.log(f"instrumenting {instrumented}: it does not import estimator_dist, so its "
+                f"tasks start the job's {job.strategy} strategy as they import TensorFlow, "
+                f"and its Estimators train, evaluate and export through the toolkit "
+                f"(--instrument=off: run it as it is)")
     if run.elastic and not run.elastic.discovery_script:
       run = dataclasses.replace(run, elastic=dataclasses.replace(
           run.elastic, discovery_script=horovodrun.local_discovery_script(
@@ -117,7 +124,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                                    summary_dir=group.temporary_directory("summary") if local
                                    else None,
                                    joined_dir=group.temporary_directory("joined") if local
-                                   else None)
+                                   else None, instrumented=instrumented or None)
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
                                       model_dir=model_dir, log=group.log)
@@ -193,10 +200,9 @@ def _joined_or_failed(starter):
   starter.group.log(
       f"every task exited 0, but the job did not train together under {job.strategy}: "
       + "; ".join(f"{name} {why}" for name, why in missing.items())
-      + ". The program ignores the job's cluster: each task trained alone, or not at all. "
-      "Train through estimator_dist (ed.train_and_evaluate, and ed.run_program for a "
-      "program with ed.define_flags()); a program's own --strategy flag or plain "
-      "tf.estimator calls do not join the job.")
+      + ". The program ignores the job's cluster: each task trained alone, or not at all "
+      "(--instrument=off runs a program as it is; a program that imports estimator_dist "
+      "joins through ed.train_and_evaluate, and ed.run_program with ed.define_flags()).")
   return 1
 
 

@@ -12,6 +12,7 @@ from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import process_identity
 from estimator_dist.contract import task_env
+from estimator_dist.instrument import launching
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import local_cluster
@@ -52,6 +53,8 @@ class Starter:
     run on other hosts, whose summary is the chief's printed line.
   joined_dir: where each task records that it joined the job's strategy
     (contract/joined.py), on this machine; None where nobody could read it.
+  instrumented: the main file of a program the tasks instrument (estimator_dist/
+    instrument), or None.
   """
   job: spec.JobSpec
   command: list
@@ -62,6 +65,7 @@ class Starter:
   private_env: dict
   summary_dir: Optional[str] = None
   joined_dir: Optional[str] = None
+  instrumented: Optional[str] = None
 
   def _start(self, name, command, env):
     env = {**env, **self.private_env, env_vars.LAUNCHER: process_identity.launcher_identity(),
@@ -72,6 +76,8 @@ class Starter:
     if self.joined_dir:
       env = {**env, env_vars.JOINED_DIR: self.joined_dir}
     env = launch_tracking.task_env(env)
+    if self.instrumented:
+      env = launching.task_env(env, self.instrumented)
     if self.local:  # Loopback only, also on the host network (see contract/bind_address.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:

@@ -44,6 +44,11 @@ def adapter_for(name, options):
   return cls(options=options)
 
 
+def started():
+  """The adapter this process started from its environment; None if none."""
+  return _started
+
+
 def start(adapter):
   """Starts `adapter` (reading its task from the environment when it has none) and, when
   it read the environment, records it as this process's and tells the launcher this task

@@ -37,12 +37,19 @@ def run_program(main, *, flag_values=flags.FLAGS, start_strategy=True, command=N
           factory.create_strategy(strategy, **strategy_options)
       return main(argv)
     except Exception as e:  # pylint: disable=broad-except
-      kind, message = _ours(e)
-      if kind is None:
-        raise
-      command_line.write_error(message, command)
-      sys.exit(_EXIT_CODES[kind])
+      exit_if_ours(e, command)
+      raise
   command_line.run(guarded, command=command)
+
+
+def exit_if_ours(error, command=None):
+  """Ends the program with one error line and the exit code the launcher acts on when
+  `error` is one of ours (`command`: whose line it is); returns otherwise."""
+  kind, message = _ours(error)
+  if kind is None:
+    return
+  command_line.write_error(message, command)
+  sys.exit(_EXIT_CODES[kind])
 
 
 def _ours(error):

@@ -29,6 +29,7 @@ from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
+from estimator_dist.training import run_state
 from estimator_dist.training import run_config_merge
 
 
@@ -210,7 +211,7 @@ class TrainingRun:
           eval_steps=self.options.eval_steps, timeout_secs=self.options.eval_timeout_secs,
           hooks=self._eval_hooks)
     # The step training ended at (an early stop ends before train_steps).
-    self.summary = _print_summary(adapter, int(metrics.get("global_step", train_steps)),
+    self.summary = print_summary(adapter, int(metrics.get("global_step", train_steps)),
                                   self._examples_per_step(adapter),
                                   self._throughput.steps_per_sec, metrics)
     return metrics
@@ -244,7 +245,7 @@ class TrainingRun:
                                          examples_per_step=self._examples_per_step(self.adapter))
       tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
     try:
-      with preemption.watched():
+      with preemption.watched(), run_state.entered():
         metrics = self._run()
     except BaseException as e:
       if tracked:
@@ -276,10 +277,11 @@ class TrainingRun:
                                     max_steps=self.options.train_steps)
 
 
-def _print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
+def print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
+  """The chief's summary: its record for the launcher and its line; returns its fields."""
   fields = {"strategy": adapter.name, "workers": adapter.task.size,
             "replicas": adapter.num_replicas, "steps": steps,
-            "global_batch": examples_per_step}
+            **({"global_batch": examples_per_step} if examples_per_step else {})}
   if steps_per_sec:
     fields["steps/sec"] = f"{steps_per_sec:.2f}"
     if examples_per_step:

@@ -1,0 +1,99 @@
+"""When TensorFlow is imported in the program the launcher instruments (env_vars.INSTRUMENT
+names its main file; one that imports estimator_dist is ours already, and is not): the
+job's strategy starts and the program's Estimator calls are routed through the toolkit."""
+
+import importlib.util
+import os
+import re
+import sys
+
+from absl import logging
+
+from estimator_dist import command_line
+from estimator_dist.contract import env_vars
+from estimator_dist.instrument import started  # pylint: disable=unused-import
+
+_IMPORTS_US = re.compile(r"^\s*(import|from)\s+estimator_dist\b", re.MULTILINE)
+
+
+def install(env=os.environ):
+  """Instruments this process once TensorFlow is imported, if it runs the program the
+  launcher instruments."""
+  if not (env.get(env_vars.INSTRUMENT) and env.get(env_vars.STRATEGY)):
+    return
+  if "tensorflow" in sys.modules:
+    _on_tensorflow()
+  else:
+    sys.meta_path.insert(0, _AfterImport("tensorflow", _on_tensorflow))
+
+
+def main_file():
+  """The program's main file; None for `python -c` or a session without one."""
+  return getattr(sys.modules.get("__main__"), "__file__", None)
+
+
+def program_is_ours(path):
+  """Whether the program at `path` imports estimator_dist (and so starts what it needs);
+  one whose source cannot be read counts as ours: it is left alone."""
+  try:
+    with open(path, errors="replace") as f:
+      return bool(_IMPORTS_US.search(f.read()))
+  except (OSError, TypeError):
+    return True
+
+
+def _on_tensorflow():
+  main = main_file()  # Known now: Python runs sitecustomize before it.
+  if not main or os.path.realpath(main) != os.path.realpath(os.environ[env_vars.INSTRUMENT]):
+    return  # Another program of the task (horovodrun, a helper it starts).
+  # pylint: disable=g-import-not-at-top
+  from estimator_dist.instrument import patches
+  from estimator_dist.strategies import factory
+  from estimator_dist.strategies import traits
+  from estimator_dist.training import flags as flags_lib
+  from estimator_dist.training import program
+  strategy = flags_lib.job_strategy()
+  # Before the program runs anything of TensorFlow: a collective strategy and mirrored's
+  # devices can start only then. Horovod needs nothing that early, and a program that
+  # imports horovod.tensorflow is still importing it now: its first Estimator call starts
+  # it (patches).
+  if not traits.of(strategy).ranks_from_horovodrun:
+    try:
+      factory.create_strategy(strategy)
+    except Exception as e:  # pylint: disable=broad-except
+      program.exit_if_ours(e)
+      raise
+  patches.install(strategy=strategy)
+  # Our lines (the learning rate it scales, the evaluations) in a program that set up no
+  # logging of its own, as under absl's app.run.
+  logging.use_absl_handler()
+  logging.set_verbosity(logging.INFO)
+  command_line.write(sys.stderr, f"instrumented {os.path.basename(main)}: its Estimators "
+                     f"train, evaluate and export under the job's {strategy} strategy")
+
+
+class _AfterImport:
+  """A meta path finder that runs `then()` once module `name` has been executed."""
+
+  def __init__(self, name, then):
+    self._name, self._then, self._finding = name, then, False
+
+  def find_spec(self, fullname, path=None, target=None):
+    del path, target
+    if fullname != self._name or self._finding:
+      return None
+    self._finding = True
+    try:
+      spec = importlib.util.find_spec(fullname)
+    finally:
+      self._finding = False
+    if spec is None or spec.loader is None:
+      return spec
+    sys.meta_path.remove(self)
+    execute, then = spec.loader.exec_module, self._then
+
+    def exec_module(module):
+      execute(module)
+      then()
+    spec.loader.exec_module = exec_module  # This module's loader only.
+    return spec

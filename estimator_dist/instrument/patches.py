@@ -1,0 +1,160 @@
+"""The routes of an instrumented program's Estimator calls.
+
+- `tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)` is
+  `ed.train_and_evaluate` with the same arguments;
+- `Estimator.train(input_fn, hooks, steps, max_steps, saving_listeners)` is one
+  distributed round on every task, to the same step (the chief's round decides it);
+- `Estimator.evaluate(...)` runs once, on the chief, which also writes the job's summary,
+  and every task returns its metrics;
+- `Estimator.export_saved_model(...)` writes once, on the chief, and every task returns
+  its path; `predict()` is left as it is.
+
+A call made by the toolkit itself (a `TrainingRun` running) goes to TensorFlow unchanged,
+and so does every call once an error of ours ended the program.
+"""
+
+import functools
+import os
+
+import numpy as np
+import tensorflow as tf
+from tensorflow_estimator.python.estimator import estimator as estimator_lib
+from tensorflow_estimator.python.estimator import training as training_lib
+
+from estimator_dist import errors
+from estimator_dist.contract import env_vars
+from estimator_dist.instrument import rounds
+from estimator_dist.strategies import factory
+from estimator_dist.training import entry_point
+from estimator_dist.training import evaluate_alone
+from estimator_dist.training import options as options_lib
+from estimator_dist.training import program
+from estimator_dist.training import run as run_lib
+from estimator_dist.training import run_config_merge
+from estimator_dist.training import run_state
+
+_ESTIMATOR = estimator_lib.Estimator  # Every Estimator's base: canned, Keras, custom.
+_original = {}
+_strategy = None
+
+
+def install(*, strategy):
+  """Routes the calls under `strategy` (once)."""
+  global _strategy
+  if _original:
+    return
+  _strategy = strategy
+  _original["train_and_evaluate"] = training_lib.train_and_evaluate
+  for name in ("train", "evaluate", "export_saved_model"):
+    _original[name] = getattr(_ESTIMATOR, name)
+  # Before TensorFlow's API modules bind the name: tf.estimator loads them lazily.
+  training_lib.train_and_evaluate = _routed(_train_and_evaluate, "train_and_evaluate")
+  _ESTIMATOR.train = _routed(_train, "train")
+  _ESTIMATOR.evaluate = _routed(_evaluate, "evaluate")
+  _ESTIMATOR.export_saved_model = _routed(_export_saved_model, "export_saved_model")
+
+
+def _routed(route, name):
+  original = _original[name]
+
+  @functools.wraps(original)
+  def call(*args, **kwargs):
+    if run_state.running():
+      return original(*args, **kwargs)
+    try:
+      return route(*args, **kwargs)
+    except Exception as e:  # pylint: disable=broad-except
+      program.exit_if_ours(e)
+      raise
+  return call
+
+
+def _adapter():
+  """This process's started adapter (Horovod's starts at the program's first call)."""
+  return factory.started() or factory.create_strategy(_strategy)
+
+
+def _task():
+  return _adapter().task
+
+
+def _model_dir(estimator):
+  """The Estimator's own model_dir; else the job's (every task's same), which the
+  Estimator takes for its later calls (predict) too."""
+  own = run_config_merge.own_model_dir(estimator.config)
+  if own:
+    return own
+  job = os.environ.get(env_vars.MODEL_DIR)
+  if not job:
+    raise errors.ConfigError("the Estimator has no model_dir (RunConfig(model_dir=...)) and "
+                             "the job names none: run it through `estimator-dist launch`.")
+  # pylint: disable=protected-access
+  estimator._model_dir, estimator._config = job, estimator.config.replace(model_dir=job)
+  return job
+
+
+def _train_and_evaluate(estimator, train_spec, eval_spec):
+  return entry_point.train_and_evaluate(estimator, train_spec, eval_spec,
+                                        strategy=_strategy)
+
+
+def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
+           saving_listeners=None):
+  if (steps is None) == (max_steps is None):
+    raise errors.ConfigError(
+        "Estimator.train() in a job needs steps or max_steps (one of them): every task "
+        "trains to the same step, and a job of many tasks needs an end.")
+  model_dir = _model_dir(estimator)
+  number = rounds.next_round("train")
+  if _task().role == "evaluator":  # It evaluates (evaluate()), it does not train.
+    return estimator
+  if _task().is_chief:  # The step this round ends at, from where the job stands.
+    latest = tf.train.latest_checkpoint(model_dir)
+    start = int(latest.rsplit("-", 1)[1]) if latest else 0
+    target = max_steps if max_steps is not None else start + steps
+    rounds.publish(model_dir, "train", number, target)
+  else:
+    target = rounds.wait_for(model_dir, "train", number)
+  options = options_lib.TrainOptions(strategy=_strategy, model_dir=model_dir,
+                                     train_steps=max(int(target), 1))
+  run = run_lib.TrainingRun(model=estimator, train_input_fn=input_fn, options=options,
+                            hooks=tuple(hooks or ()),
+                            saving_listeners=tuple(saving_listeners or ()))
+  run.start()
+  run.run()
+  return estimator
+
+
+def _alone(estimator, model_dir):
+  """An Estimator of the chief alone over `model_dir`, with `estimator`'s model."""
+  return evaluate_alone.evaluating_estimator(
+      estimator._model_fn, model_dir=model_dir,  # pylint: disable=protected-access
+      params=estimator.params)
+
+
+def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+  model_dir, number = _model_dir(estimator), rounds.next_round("evaluate")
+  task = _task()
+  if not task.is_chief:
+    return {key: np.asarray(value) for key, value in
+            rounds.wait_for(model_dir, "evaluate", number).items()}
+  with run_state.entered():
+    metrics = _original["evaluate"](_alone(estimator, model_dir), input_fn, steps=steps,
+                                    hooks=hooks, checkpoint_path=checkpoint_path, name=name)
+  rounds.publish(model_dir, "evaluate", number,
+                 {key: np.asarray(value).tolist() for key, value in metrics.items()})
+  run_lib.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
+                        metrics)
+  return metrics
+
+
+def _export_saved_model(estimator, export_dir_base, serving_input_receiver_fn, **kwargs):
+  model_dir, number = _model_dir(estimator), rounds.next_round("export")
+  if not _task().is_chief:
+    return rounds.wait_for(model_dir, "export", number).encode()
+  with run_state.entered():
+    path = _original["export_saved_model"](_alone(estimator, model_dir), export_dir_base,
+                                           serving_input_receiver_fn, **kwargs)
+  rounds.publish(model_dir, "export", number,
+                 path.decode() if isinstance(path, bytes) else path)
+  return path

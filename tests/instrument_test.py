@@ -1,0 +1,92 @@
+"""Programs that never import estimator_dist, trained through the launcher as written."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from estimator_dist.instrument import launching
+from estimator_dist.instrument import on_import
+from estimator_dist.instrument import rounds
+from estimator_dist.instrument import started
+from tests import helpers
+
+PREMADE = "tests.programs.upstream.premade_estimator"
+
+
+def test_a_program_is_ours_when_its_main_file_imports_estimator_dist(tmp_path):
+  cases = {"import estimator_dist as ed\n": True, "from estimator_dist import x\n": True,
+           "  import estimator_dist\n": True,
+           '"""Trained by estimator_dist."""\nimport tensorflow as tf\n': False,
+           "# estimator_dist\nimport tensorflow\n": False}
+  for number, (text, ours) in enumerate(cases.items()):
+    path = tmp_path / f"p{number}.py"
+    path.write_text(text)
+    assert on_import.program_is_ours(str(path)) is ours, text
+  assert on_import.program_is_ours(str(tmp_path / "missing.py"))  # Left alone.
+  assert on_import.program_is_ours(None)  # python -c: nothing to read.
+
+
+def test_the_launcher_knows_which_program_a_command_runs():
+  python = sys.executable
+  upstream = launching.program_file([python, "-m", PREMADE, "--flag"])
+  assert upstream.endswith("tests/programs/upstream/premade_estimator.py")
+  assert launching.instrumented([python, "-m", PREMADE]) == upstream
+  assert launching.instrumented([python, "-m", "tests.programs.plain_model"]) is None  # Ours.
+  assert launching.program_file([python, "train.py", "-x"]) == "train.py"
+  for command in ([python, "-c", "print()"], ["bash", "run.sh"], [python, "-m", "no.such"],
+                  [python]):
+    assert launching.program_file(command) is None, command
+  env = launching.task_env({"PYTHONPATH": "/theirs"}, upstream)
+  assert env["PYTHONPATH"] == os.pathsep.join([launching.SITE, "/theirs"])
+  assert env["ESTIMATOR_DIST_INSTRUMENT"] == upstream
+  assert launching.task_env({}, upstream)["PYTHONPATH"] == launching.SITE
+
+
+def test_the_sitecustomize_runs_the_one_it_shadows(tmp_path):
+  (tmp_path / "sitecustomize.py").write_text("print('theirs ran')\n")
+  env = {**os.environ, "PYTHONPATH": os.pathsep.join([launching.SITE, str(tmp_path)]),
+         "ESTIMATOR_DIST_STRATEGY": "multi_worker", "ESTIMATOR_DIST_INSTRUMENT": "train.py"}
+  done = subprocess.run([sys.executable, "-c", "import sys; print('tensorflow' in sys.modules)"],
+                        env=env, capture_output=True, text=True, timeout=60, check=True)
+  assert done.stdout.split() == ["theirs", "ran", "False"], done  # TensorFlow stays unloaded.
+
+
+def test_a_round_waits_for_the_chiefs_value_of_this_job(tmp_path):
+  rounds.publish(str(tmp_path), "train", 1, 100)
+  path = tmp_path / "estimator_dist" / "rounds" / "train-1.json"
+  os.utime(path, (started.STARTED - 60, started.STARTED - 60))  # An earlier job's.
+  later = threading.Timer(0.5, rounds.publish, (str(tmp_path), "train", 1, 200))
+  later.start()
+  begun = time.time()
+  assert rounds.wait_for(str(tmp_path), "train", 1, poll_secs=0.05) == 200
+  assert time.time() - begun >= 0.4
+  assert [rounds.next_round("x"), rounds.next_round("x"), rounds.next_round("y")] == [1, 2, 1]
+
+
+@pytest.mark.processes
+def test_tensorflows_premade_estimator_tutorial_trains_unchanged_on_two_workers(tmp_path):
+  """Its train(steps=5000), evaluate() and predict() on every task, no model_dir of its
+  own: one synchronous training, one evaluation every task prints, the job's summary."""
+  code, output = helpers.launch("multi_worker", PREMADE, timeout=600,
+                                launch_args=[f"--model_dir={tmp_path}"])
+  assert code == 0, output[-3000:]
+  assert f"instrumenting {launching.program_file([sys.executable, '-m', PREMADE])}" in output
+  for task in ("chief:0", "worker:0"):
+    assert (f"[{task}] estimator-dist: instrumented premade_estimator.py: its Estimators "
+            f"train, evaluate and export under the job's multi_worker strategy") in output
+  assert "x 2 (linear scaling, 2 replicas)" in output, output[-3000:]  # Adagrad's 0.05.
+  summary, = helpers.summaries(output)
+  assert summary["steps"] == "5000" and float(summary["eval_accuracy"]) >= 0.9, summary
+  accuracy = f"Test set accuracy: {float(summary['eval_accuracy']):.3f}"
+  assert f"[chief:0] {accuracy}" in output and f"[worker:0] {accuracy}" in output, output[-3000:]
+  predicted = {task: [line.split("] ", 1)[1] for line in output.splitlines()
+                      if line.startswith(f"[{task}] Prediction is")]
+               for task in ("chief:0", "worker:0")}
+  assert predicted["chief:0"] == predicted["worker:0"] and len(predicted["chief:0"]) == 3
+  assert all(line.endswith(f'expected "{line.split(chr(34))[1]}"')
+             for line in predicted["chief:0"]), predicted  # Every flower right.
+  assert (tmp_path / "checkpoint").exists()  # The job's model_dir, for want of its own.
