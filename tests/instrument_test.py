@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from estimator_dist import errors
 from estimator_dist.instrument import launching
 from estimator_dist.instrument import on_import
 from estimator_dist.instrument import rounds
-from estimator_dist.instrument import started
 from tests import helpers
 
 PREMADE = "tests.programs.upstream.premade_estimator"
@@ -55,16 +55,16 @@ def test_the_sitecustomize_runs_the_one_it_shadows(tmp_path):
   assert done.stdout.split() == ["theirs", "ran", "False"], done  # TensorFlow stays unloaded.
 
 
-def test_a_round_waits_for_the_chiefs_value_of_this_job(tmp_path):
-  rounds.publish(str(tmp_path), "train", 1, 100)
-  path = tmp_path / "estimator_dist" / "rounds" / "train-1.json"
-  os.utime(path, (started.STARTED - 60, started.STARTED - 60))  # An earlier job's.
-  later = threading.Timer(0.5, rounds.publish, (str(tmp_path), "train", 1, 200))
+def test_a_round_waits_for_the_chiefs_value_in_the_jobs_directory(tmp_path):
+  env = {"ESTIMATOR_DIST_JOB_DIR": str(tmp_path)}
+  later = threading.Timer(0.5, rounds.publish, ("train", 1, {"steps": 200}), {"env": env})
   later.start()
   begun = time.time()
-  assert rounds.wait_for(str(tmp_path), "train", 1, poll_secs=0.05) == 200
+  assert rounds.wait_for("train", 1, poll_secs=0.05, env=env) == {"steps": 200}
   assert time.time() - begun >= 0.4
   assert [rounds.next_round("x"), rounds.next_round("x"), rounds.next_round("y")] == [1, 2, 1]
+  with pytest.raises(errors.ConfigError, match="run the program through it"):
+    rounds.publish("train", 1, {}, env={})
 
 
 @pytest.mark.processes

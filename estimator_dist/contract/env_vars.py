@@ -62,10 +62,11 @@ HEARTBEAT_DIR = "ESTIMATOR_DIST_HEARTBEAT_DIR"
 # Set by the launcher for a local job's tasks (a file in the job's private directory, one
 # per task); read by summary: the chief writes its summary record there, for the launcher.
 SUMMARY_FILE = "ESTIMATOR_DIST_SUMMARY_FILE"
-# Set by the launcher for a local job's tasks (a directory in the job's private directory);
-# read by the strategies' factory: a task that starts the job's strategy writes its record
-# there (`joined`), and the launcher fails a job whose tasks did not all join.
-JOINED_DIR = "ESTIMATOR_DIST_JOINED_DIR"
+# Set by the launcher for a local job's tasks (a directory of the job's, new for each
+# attempt); read by the tasks: a task that starts the job's strategy records it in
+# `joined/` (`joined`; the launcher fails a job whose tasks did not all join), and the
+# tasks of an instrumented program agree on its rounds in `rounds/` (instrument).
+JOB_DIR = "ESTIMATOR_DIST_JOB_DIR"
 # Set by the launcher (the model_dir whose lock it holds for the whole job); read by
 # model_dir_lock, so the chief does not take that lock itself.
 MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"

@@ -3,10 +3,10 @@ job's strategy from its environment, and what the launcher makes of the records.
 
 A job whose tasks all exit 0 may still not have trained together: a program that ignores
 the cluster (its own --strategy flag, plain `tf.estimator` calls) trains alone on every
-task, or on the chief while the others skip. The launcher names a directory
-(env_vars.JOINED_DIR); each task that starts the strategy writes `<role>:<index>` there
-(`write`, called by the strategies' factory), and a job counts as a success only when
-every task it expects did (`not_joined`).
+task, or on the chief while the others skip. The launcher names the job's directory
+(env_vars.JOB_DIR); each task that starts the strategy writes `joined/<role>:<index>`
+there (`write`, called by the strategies' factory), and a job counts as a success only
+when every task it expects did (`not_joined`).
 """
 
 import json
@@ -17,24 +17,25 @@ from estimator_dist.contract import env_vars
 
 def write(task, *, strategy, env=os.environ):
   """Records that `task` (a TaskInfo) started `strategy` from its environment, where the
-  launcher asked (nowhere without JOINED_DIR)."""
-  directory = env.get(env_vars.JOINED_DIR)
-  if not directory or not os.path.isdir(directory):
+  launcher asked (nowhere without JOB_DIR)."""
+  job_dir = env.get(env_vars.JOB_DIR)
+  if not job_dir or not os.path.isdir(job_dir):
     return
-  path = os.path.join(directory, f"{task.role}:{task.index}")
+  os.makedirs(os.path.join(job_dir, "joined"), exist_ok=True)
+  path = os.path.join(job_dir, "joined", f"{task.role}:{task.index}")
   partial = f"{path}.{os.getpid()}.partial"
   with open(partial, "w") as f:
     json.dump({"strategy": strategy, "size": task.size}, f)
   os.replace(partial, path)
 
 
-def not_joined(directory, expected, *, strategy):
-  """The names among `expected` that wrote no record of `strategy` in `directory`, each
+def not_joined(job_dir, expected, *, strategy):
+  """The names among `expected` that wrote no record of `strategy` in `job_dir`, each
   with why: {name: reason}."""
   found = {}
   for name in sorted(expected):
     try:
-      with open(os.path.join(directory, name)) as f:
+      with open(os.path.join(job_dir, "joined", name)) as f:
         joined = json.load(f).get("strategy")
     except (OSError, ValueError, AttributeError):
       found[name] = "never started the job's strategy"

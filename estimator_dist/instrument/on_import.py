@@ -11,7 +11,6 @@ from absl import logging
 
 from estimator_dist import command_line
 from estimator_dist.contract import env_vars
-from estimator_dist.instrument import started  # pylint: disable=unused-import
 
 _IMPORTS_US = re.compile(r"^\s*(import|from)\s+estimator_dist\b", re.MULTILINE)
 

@@ -79,23 +79,49 @@ def _task():
 
 
 def _model_dir(estimator):
-  """The Estimator's own model_dir; else the job's (every task's same), which the
-  Estimator takes for its later calls (predict) too."""
+  """The chief's model_dir for the job: the Estimator's own, else the job's."""
   own = run_config_merge.own_model_dir(estimator.config)
-  if own:
-    return own
-  job = os.environ.get(env_vars.MODEL_DIR)
+  job = own or os.environ.get(env_vars.MODEL_DIR)
   if not job:
     raise errors.ConfigError("the Estimator has no model_dir (RunConfig(model_dir=...)) and "
                              "the job names none: run it through `estimator-dist launch`.")
-  # pylint: disable=protected-access
-  estimator._model_dir, estimator._config = job, estimator.config.replace(model_dir=job)
+  _take(estimator, job)
   return job
 
 
+def _take(estimator, model_dir):
+  """Makes `model_dir`, the job's, the Estimator's for its later calls (predict) too: a
+  task without one of its own (Horovod's example gives it to rank 0 alone) gets the
+  chief's."""
+  if estimator.model_dir != model_dir:
+    # pylint: disable=protected-access
+    estimator._model_dir = model_dir
+    estimator._config = estimator.config.replace(model_dir=model_dir)
+
+
+def _agree(kind, estimator, decide=lambda model_dir: {}):
+  """The chief's model_dir for the job and what `decide(model_dir)` adds, on every task
+  (round `kind`); every Estimator takes that model_dir."""
+  number = rounds.next_round(kind)
+  if _task().is_chief:
+    model_dir = _model_dir(estimator)
+    agreed = {**decide(model_dir), "model_dir": model_dir}
+    rounds.publish(kind, number, agreed)
+    return agreed
+  agreed = rounds.wait_for(kind, number)
+  _take(estimator, agreed["model_dir"])
+  return agreed
+
+
 def _train_and_evaluate(estimator, train_spec, eval_spec):
+  _agree("train_and_evaluate", estimator)
   return entry_point.train_and_evaluate(estimator, train_spec, eval_spec,
                                         strategy=_strategy)
+
+
+def _last_step(model_dir):
+  latest = tf.train.latest_checkpoint(model_dir)
+  return int(latest.rsplit("-", 1)[1]) if latest else 0
 
 
 def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
@@ -104,17 +130,12 @@ def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
     raise errors.ConfigError(
         "Estimator.train() in a job needs steps or max_steps (one of them): every task "
         "trains to the same step, and a job of many tasks needs an end.")
-  model_dir = _model_dir(estimator)
-  number = rounds.next_round("train")
   if _task().role == "evaluator":  # It evaluates (evaluate()), it does not train.
     return estimator
-  if _task().is_chief:  # The step this round ends at, from where the job stands.
-    latest = tf.train.latest_checkpoint(model_dir)
-    start = int(latest.rsplit("-", 1)[1]) if latest else 0
-    target = max_steps if max_steps is not None else start + steps
-    rounds.publish(model_dir, "train", number, target)
-  else:
-    target = rounds.wait_for(model_dir, "train", number)
+  # Where the job trains, and to which step from where it stands.
+  agreed = _agree("train", estimator, lambda model_dir: {
+      "steps": max_steps if max_steps is not None else _last_step(model_dir) + steps})
+  model_dir, target = agreed["model_dir"], agreed["steps"]
   options = options_lib.TrainOptions(strategy=_strategy, model_dir=model_dir,
                                      train_steps=max(int(target), 1))
   run = run_lib.TrainingRun(model=estimator, train_input_fn=input_fn, options=options,
@@ -125,23 +146,21 @@ def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
   return estimator
 
 
-def _alone(estimator, model_dir):
-  """An Estimator of the chief alone over `model_dir`, with `estimator`'s model."""
+def _alone(estimator):
+  """An Estimator of the chief alone over the job's model_dir, with `estimator`'s model."""
   return evaluate_alone.evaluating_estimator(
-      estimator._model_fn, model_dir=model_dir,  # pylint: disable=protected-access
+      estimator._model_fn, model_dir=_model_dir(estimator),  # pylint: disable=protected-access
       params=estimator.params)
 
 
 def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-  model_dir, number = _model_dir(estimator), rounds.next_round("evaluate")
-  task = _task()
-  if not task.is_chief:
-    return {key: np.asarray(value) for key, value in
-            rounds.wait_for(model_dir, "evaluate", number).items()}
+  number = rounds.next_round("evaluate")
+  if not _task().is_chief:
+    return {key: np.asarray(value) for key, value in rounds.wait_for("evaluate", number).items()}
   with run_state.entered():
-    metrics = _original["evaluate"](_alone(estimator, model_dir), input_fn, steps=steps,
-                                    hooks=hooks, checkpoint_path=checkpoint_path, name=name)
-  rounds.publish(model_dir, "evaluate", number,
+    metrics = _original["evaluate"](_alone(estimator), input_fn, steps=steps, hooks=hooks,
+                                    checkpoint_path=checkpoint_path, name=name)
+  rounds.publish("evaluate", number,
                  {key: np.asarray(value).tolist() for key, value in metrics.items()})
   run_lib.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
                         metrics)
@@ -149,12 +168,11 @@ def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None,
 
 
 def _export_saved_model(estimator, export_dir_base, serving_input_receiver_fn, **kwargs):
-  model_dir, number = _model_dir(estimator), rounds.next_round("export")
+  number = rounds.next_round("export")
   if not _task().is_chief:
-    return rounds.wait_for(model_dir, "export", number).encode()
+    return rounds.wait_for("export", number).encode()
   with run_state.entered():
-    path = _original["export_saved_model"](_alone(estimator, model_dir), export_dir_base,
+    path = _original["export_saved_model"](_alone(estimator), export_dir_base,
                                            serving_input_receiver_fn, **kwargs)
-  rounds.publish(model_dir, "export", number,
-                 path.decode() if isinstance(path, bytes) else path)
+  rounds.publish("export", number, path.decode() if isinstance(path, bytes) else path)
   return path

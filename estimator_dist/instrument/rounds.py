@@ -1,10 +1,10 @@
 """What the tasks of an instrumented program agree on, round by round: the chief decides
-(the step a train() round starts from, the metrics of an evaluate(), the path of an
-export) and writes it in the model_dir; every other task waits for it and reads it.
+(the model_dir and the step of a train() round, the metrics of an evaluate(), the path of
+an export) and writes it in the job's directory; every other task waits for it there.
 
 Tasks make the same calls in the same order, so the n-th call of a kind on every task is
-one round: `model_dir/estimator_dist/rounds/<kind>-<n>.json`. A file older than this
-process is an earlier job's, and is waited past.
+one round: `$ESTIMATOR_DIST_JOB_DIR/rounds/<kind>-<n>.json`. The launcher makes that
+directory new for each attempt of the job.
 """
 
 import collections
@@ -12,13 +12,19 @@ import json
 import os
 import time
 
-from estimator_dist.instrument import started
+from estimator_dist import errors
+from estimator_dist.contract import env_vars
 
 _counts = collections.Counter()
 
 
-def _path(model_dir, kind, number):
-  return os.path.join(model_dir, "estimator_dist", "rounds", f"{kind}-{number}.json")
+def _path(kind, number, env):
+  job_dir = env.get(env_vars.JOB_DIR)
+  if not job_dir:
+    raise errors.ConfigError(f"an instrumented program's tasks agree through the job's "
+                             f"directory (${env_vars.JOB_DIR}), which `estimator-dist launch` "
+                             f"gives them; run the program through it.")
+  return os.path.join(job_dir, "rounds", f"{kind}-{number}.json")
 
 
 def next_round(kind):
@@ -27,9 +33,9 @@ def next_round(kind):
   return _counts[kind]
 
 
-def publish(model_dir, kind, number, value):
+def publish(kind, number, value, env=os.environ):
   """The chief's `value` (JSON) of round `number` of `kind`, written whole."""
-  path = _path(model_dir, kind, number)
+  path = _path(kind, number, env)
   os.makedirs(os.path.dirname(path), exist_ok=True)
   partial = f"{path}.{os.getpid()}.partial"
   with open(partial, "w") as f:
@@ -37,15 +43,13 @@ def publish(model_dir, kind, number, value):
   os.replace(partial, path)
 
 
-def wait_for(model_dir, kind, number, *, poll_secs=0.2):
-  """The chief's value of round `number` of `kind`, once it wrote it in this job. The
-  launcher's watchdog and hang detection end a task that waits for a chief that died."""
-  path = _path(model_dir, kind, number)
+def wait_for(kind, number, *, poll_secs=0.2, env=os.environ):
+  """The chief's value of round `number` of `kind`, once it wrote it. The launcher ends a
+  task that waits for a chief that failed (it stops the job) or hangs (its heartbeats)."""
+  path = _path(kind, number, env)
   while True:
     try:
-      if os.path.getmtime(path) >= started.STARTED - 1.0:
-        with open(path) as f:
-          return json.load(f)
-    except (OSError, ValueError):
-      pass
-    time.sleep(poll_secs)
+      with open(path) as f:
+        return json.load(f)
+    except FileNotFoundError:
+      time.sleep(poll_secs)

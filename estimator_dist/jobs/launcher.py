@@ -96,7 +96,9 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     model_dir, made = model_dir_arg.job_model_dir(list(job.command), options.model_dir)
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
-    instrumented = options.instrument == "auto" and launching.instrumented(job.command)
+    # Its tasks agree through the job's directory on this machine: local jobs only.
+    instrumented = local and options.instrument == "auto" and launching.instrumented(
+        job.command)
     if instrumented:
       group.log(f"instrumenting {instrumented}: it does not import estimator_dist, so its "
                 f"tasks start the job's {job.strategy} strategy as they import TensorFlow, "
@@ -123,7 +125,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                                    private_env=private,
                                    summary_dir=group.temporary_directory("summary") if local
                                    else None,
-                                   joined_dir=group.temporary_directory("joined") if local
+                                   job_dir=group.temporary_directory("records") if local
                                    else None, instrumented=instrumented or None)
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
@@ -193,7 +195,7 @@ def _joined_or_failed(starter):
   """0 when every task the job expects joined its strategy (contract/joined.py), else 1
   with why: tasks that exit 0 without joining trained alone, if at all."""
   job = starter.job
-  missing = joined.not_joined(starter.joined_dir, starter.expected_to_join(),
+  missing = joined.not_joined(starter.job_dir, starter.expected_to_join(),
                               strategy=job.strategy)
   if not missing:
     return 0

@@ -51,8 +51,9 @@ class Starter:
   summary_dir: the job's directory for the summary records (one file per task, which
     the launcher reads once the task ended: contract/summary.py); None where the tasks may
     run on other hosts, whose summary is the chief's printed line.
-  joined_dir: where each task records that it joined the job's strategy
-    (contract/joined.py), on this machine; None where nobody could read it.
+  job_dir: the job's directory on this machine, new for each attempt, where each task
+    records that it joined the job's strategy (contract/joined.py) and an instrumented
+    program's tasks agree on its rounds; None where nobody could read it.
   instrumented: the main file of a program the tasks instrument (estimator_dist/
     instrument), or None.
   """
@@ -64,7 +65,7 @@ class Starter:
   local: bool
   private_env: dict
   summary_dir: Optional[str] = None
-  joined_dir: Optional[str] = None
+  job_dir: Optional[str] = None
   instrumented: Optional[str] = None
 
   def _start(self, name, command, env):
@@ -73,8 +74,8 @@ class Starter:
     summary_file = self.summary_dir and os.path.join(self.summary_dir, f"{name}.json")
     if summary_file:
       env = {**env, env_vars.SUMMARY_FILE: summary_file}
-    if self.joined_dir:
-      env = {**env, env_vars.JOINED_DIR: self.joined_dir}
+    if self.job_dir:
+      env = {**env, env_vars.JOB_DIR: self.job_dir}
     env = launch_tracking.task_env(env)
     if self.instrumented:
       env = launching.task_env(env, self.instrumented)
@@ -100,7 +101,7 @@ class Starter:
     where nobody reads the records, where ranks come and go (elastic Horovod), or where
     one process on its own is the whole job (`local`)."""
     job = self.job
-    if not self.joined_dir or job.strategy == "local" or self.options.horovod.elastic:
+    if not self.job_dir or job.strategy == "local" or self.options.horovod.elastic:
       return set()
     if job.traits.ranks_from_horovodrun:
       return self.beating()
@@ -110,9 +111,9 @@ class Starter:
 
   def start_tasks(self):
     """Starts every task of the job; returns the names of the training tasks."""
-    if self.joined_dir:  # An earlier attempt's records do not count.
-      shutil.rmtree(self.joined_dir, ignore_errors=True)
-      os.makedirs(self.joined_dir)
+    if self.job_dir:  # An earlier attempt's records do not count.
+      shutil.rmtree(self.job_dir, ignore_errors=True)
+      os.makedirs(self.job_dir)
     job, command = self.job, self.command
     if job.traits.ranks_from_horovodrun:
       ranks = horovodrun.command(command, num_workers=job.num_workers, run=self.options.horovod)

@@ -30,6 +30,10 @@ from estimator_dist.task import placement
 from estimator_dist.task import watchdog
 
 
+# Set on an optimizer whose learning rate its program scaled itself (the optimizer inside
+# the program's own Horovod DistributedOptimizer): the decorator leaves that rate alone.
+RATE_SCALED_BY_PROGRAM = "_estimator_dist_rate_scaled_by_program"
+
 # An option's flag is declared beside it, in its field (option_flags); kept here as the
 # backends' options name them.
 OptionFlag = option_flags.OptionFlag

@@ -166,8 +166,13 @@ class HorovodAdapter(base.StrategyAdapter):
     return routed
 
   def _guarded(self, method, original):
-    """A Horovod wrapper's own <method>: it all-reduces already, so nothing is routed inside."""
+    """A Horovod wrapper's own <method>: it all-reduces already, so nothing is routed inside,
+    and the rate of the optimizer it wraps is the program's, scaled already (Horovod's
+    examples multiply it by hvd.size())."""
     def guarded(optimizer, *args, **kwargs):
+      inner = getattr(optimizer, "_optimizer", None)
+      if inner is not None:
+        inner.__dict__[base.RATE_SCALED_BY_PROGRAM] = True
       if getattr(_inside, "active", False):
         return original(optimizer, *args, **kwargs)
       with self._inside_horovod(method):

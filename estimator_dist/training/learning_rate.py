@@ -21,12 +21,17 @@ import threading
 import weakref
 
 import tensorflow as tf
+from absl import logging
+
+from estimator_dist import command_line
+from estimator_dist.strategies import base
 
 _SCALINGS = weakref.WeakKeyDictionary()  # tf.Graph -> its Scaling.
 _RATE_ATTRIBUTES = ("_learning_rate", "_lr")  # Every v1 optimizer keeps its rate in one.
 _WRAPPED = "_estimator_dist_scales_rate"
 _SCALING_NOW = "_estimator_dist_scaling_rate"
 _lock = threading.Lock()
+_LEFT_ALONE = set()  # The optimizer classes whose program's own rate was said to stay.
 
 
 @dataclasses.dataclass
@@ -35,6 +40,18 @@ class Scaling:
   factor: float
   rate_at: object
   found: list = dataclasses.field(default_factory=list)  # The classes of the optimizers.
+
+  def left_alone(self, optimizer):
+    """Notes once that `optimizer`'s rate, which its program scaled, is not scaled again."""
+    self.found.append(type(optimizer).__name__)
+    with _lock:
+      if type(optimizer) in _LEFT_ALONE:
+        return
+      _LEFT_ALONE.add(type(optimizer))
+    logging.info(command_line.line(
+        "learning rate of the %s in the model_fn's own Horovod DistributedOptimizer left as "
+        "it is, not scaled again: a program that wraps its optimizer itself scales its rate "
+        "itself (Horovod's examples multiply it by hvd.size())"), type(optimizer).__name__)
 
   def scaled(self, rate, optimizer, shown=None):
     """`rate` of `optimizer` scaled; `shown` is the number the user set, for the log."""
@@ -80,6 +97,9 @@ def _scaling_prepare(prepare):
     attribute = next((a for a in _RATE_ATTRIBUTES if a in optimizer.__dict__), None)
     # A subclass's _prepare that calls its parent's is scaled once, in the outer call.
     if scaling is None or attribute is None or optimizer.__dict__.get(_SCALING_NOW):
+      return prepare(optimizer)
+    if optimizer.__dict__.get(base.RATE_SCALED_BY_PROGRAM):
+      scaling.left_alone(optimizer)
       return prepare(optimizer)
     rate = optimizer.__dict__[attribute]
     optimizer.__dict__.update({attribute: scaling.scaled(rate, optimizer), _SCALING_NOW: True})
