@@ -40,13 +40,13 @@ def child_env(**extra):
   return env
 
 
-def run(command, timeout=300, env=None):
-  """Runs `command` in its own process group; returns (exit code, output).
+def run(command, timeout=300, env=None, cwd=REPO):
+  """Runs `command` in its own process group, in `cwd`; returns (exit code, output).
 
   On timeout the whole group is killed and the test fails with the output so far.
   """
   process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=env or child_env(), cwd=REPO,
+                             stdin=subprocess.DEVNULL, env=env or child_env(), cwd=cwd,
                              start_new_session=True, text=True)
   try:
     output, _ = process.communicate(timeout=timeout)

@@ -1,5 +1,6 @@
 """Programs that never import estimator_dist, trained through the launcher as written."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from estimator_dist.instrument import rounds
 from tests import helpers
 
 PREMADE = "tests.programs.upstream.premade_estimator"
+OWN_HOROVOD = "tests.programs.own_horovod"
 
 
 def test_a_program_is_ours_when_its_main_file_imports_estimator_dist(tmp_path):
@@ -90,3 +92,27 @@ def test_tensorflows_premade_estimator_tutorial_trains_unchanged_on_two_workers(
   assert all(line.endswith(f'expected "{line.split(chr(34))[1]}"')
              for line in predicted["chief:0"]), predicted  # Every flower right.
   assert (tmp_path / "checkpoint").exists()  # The job's model_dir, for want of its own.
+
+
+@pytest.mark.processes
+def test_a_program_that_runs_horovod_itself_trains_under_horovod_alone(tmp_path):
+  """Its own DistributedOptimizer and broadcast, a rate it scaled itself, steps divided by
+  hvd.size(), a model_dir on rank 0 alone (relative: the job runs where it was started)."""
+  run = functools.partial(helpers.run, cwd=str(tmp_path), timeout=300)
+  code, output = run(helpers.launch_command("--strategy=horovod", "--num_workers=2",
+                                            program=(sys.executable, "-m", OWN_HOROVOD)))
+  assert code == 0, output[-3000:]
+  assert ("learning rate of the MomentumOptimizer in the model_fn's own Horovod "
+          "DistributedOptimizer left as it is, not scaled again" in output), output[-3000:]
+  summary, = helpers.summaries(output)
+  assert summary["steps"] == "200" and float(summary["eval_accuracy"]) >= 0.5, summary
+  results = {line.split("eval results ", 1)[1] for line in output.splitlines()
+             if "eval results " in line}
+  assert len(results) == 1, results  # The chief's evaluation, on both ranks.
+  assert (tmp_path / "mnist_convnet_model" / "checkpoint").exists()  # Rank 0's model_dir.
+  code, output = run(helpers.launch_command("--strategy=multi_worker", "--num_workers=2",
+                                            program=(sys.executable, "-m", OWN_HOROVOD)))
+  assert code == 2, output[-3000:]
+  assert ("estimator-dist: error: the program starts Horovod itself (hvd.init()), which "
+          "under --strategy=multi_worker gives every task hvd.size() 1 and rank 0: run it "
+          "with --strategy=horovod." in output), output[-3000:]

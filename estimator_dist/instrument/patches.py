@@ -15,6 +15,7 @@ and so does every call once an error of ours ended the program.
 
 import functools
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -113,7 +114,19 @@ def _agree(kind, estimator, decide=lambda model_dir: {}):
   return agreed
 
 
+def _check_horovod_of_its_own():
+  """A program that starts Horovod itself needs a job of Horovod ranks: under another
+  strategy its hvd.size() is 1 on every task, and what it derives from it is wrong."""
+  hvd = sys.modules.get("horovod.tensorflow")
+  if (_strategy != "horovod" and hvd is not None and hasattr(hvd, "is_initialized") and
+      hvd.is_initialized()):
+    raise errors.ConfigError(
+        f"the program starts Horovod itself (hvd.init()), which under --strategy={_strategy} "
+        f"gives every task hvd.size() 1 and rank 0: run it with --strategy=horovod.")
+
+
 def _train_and_evaluate(estimator, train_spec, eval_spec):
+  _check_horovod_of_its_own()
   _agree("train_and_evaluate", estimator)
   return entry_point.train_and_evaluate(estimator, train_spec, eval_spec,
                                         strategy=_strategy)
@@ -130,6 +143,7 @@ def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
     raise errors.ConfigError(
         "Estimator.train() in a job needs steps or max_steps (one of them): every task "
         "trains to the same step, and a job of many tasks needs an end.")
+  _check_horovod_of_its_own()
   if _task().role == "evaluator":  # It evaluates (evaluate()), it does not train.
     return estimator
   # Where the job trains, and to which step from where it stands.
@@ -156,12 +170,14 @@ def _alone(estimator):
 def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
   number = rounds.next_round("evaluate")
   if not _task().is_chief:
-    return {key: np.asarray(value) for key, value in rounds.wait_for("evaluate", number).items()}
+    return {key: np.asarray(value, dtype)[()]  # The chief's numpy scalars.
+            for key, (value, dtype) in rounds.wait_for("evaluate", number).items()}
   with run_state.entered():
     metrics = _original["evaluate"](_alone(estimator), input_fn, steps=steps, hooks=hooks,
                                     checkpoint_path=checkpoint_path, name=name)
+  values = {key: np.asarray(value) for key, value in metrics.items()}
   rounds.publish("evaluate", number,
-                 {key: np.asarray(value).tolist() for key, value in metrics.items()})
+                 {key: (value.tolist(), str(value.dtype)) for key, value in values.items()})
   run_lib.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
                         metrics)
   return metrics
