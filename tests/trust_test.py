@@ -149,7 +149,8 @@ def test_no_other_user_reaches_a_job_and_ctrl_c_stops_it_at_once(strategy, args,
     assert ports, job.output[-3000:]
     assert probe_as_nobody(ports) == []
     made = launcher_dirs(job.process.pid)
-    assert len(made) == 4, made  # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary.
+    # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary, the job's records.
+    assert len(made) == 5, made
     # Ctrl-C again and again (at least 3 times) until the launcher ends: one during the
     # stop or the removal of the directories must not cut it short.
     start, presses = time.monotonic(), 0
@@ -487,7 +488,7 @@ def test_a_read_only_model_dir_is_refused_in_one_line(read_only_dir):
       f"estimator-dist launch: error: {said}")
   # A chief started without the launcher checks when it takes the model_dir's lock.
   code, output = helpers.run([*plain_model(model_dir), "--strategy=local"], timeout=120)
-  assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
+  assert code == 2 and f"\nestimator-dist: error: {said}\n" in output, output[-3000:]
   assert "Traceback" not in output, output[-3000:]
 
 
@@ -511,7 +512,7 @@ def test_a_read_only_best_directory_is_refused_in_one_line(read_only_best):
   assert refused_at_the_door(program=program) == f"estimator-dist launch: error: {said}"
   # Started without the launcher (or with best_checkpoints= in its code), the keeper refuses.
   code, output = helpers.run([*program, "--strategy=local"], timeout=120)
-  assert code == 2 and f"\nerror: {said}\n" in output, output[-3000:]
+  assert code == 2 and f"\nestimator-dist: error: {said}\n" in output, output[-3000:]
   assert "Traceback" not in output and "step = " not in output, output[-3000:]
   # Should best/ turn read-only while the job runs, the keeper raises the copy's error,
   # not one of its cleanup.
@@ -623,7 +624,8 @@ def test_the_next_launch_removes_what_a_killed_launcher_left(tmp_path):
       time.sleep(0.05)
     processes = job_processes(job)
     made = launcher_dirs(job.process.pid, temporary)
-    assert len(made) == 4, made  # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary.
+    # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary, the job's records.
+    assert len(made) == 5, made
     os.kill(job.process.pid, signal.SIGKILL)
     gone_within(processes, 5)
   finally:
