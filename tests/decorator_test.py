@@ -325,21 +325,25 @@ def test_a_rate_the_program_scaled_for_its_own_horovod_optimizer_is_not_scaled_a
   hvd.DistributedOptimizer, no params: the rate stays 0.002 on 2 ranks (not 0.004)."""
   import horovod.tensorflow as hvd  # pylint: disable=g-import-not-at-top
 
-  def model_fn(features, labels, mode):
-    w = tf.compat.v1.get_variable("w", [3, 1])
-    loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
-    optimizer = hvd.DistributedOptimizer(
-        tf.compat.v1.train.MomentumOptimizer(learning_rate=0.001 * 2, momentum=0.9))
-    return tf.estimator.EstimatorSpec(
-        mode, loss=loss, train_op=optimizer.minimize(loss, tf.compat.v1.train.get_global_step()))
+  def momentum_model_fn(wrap):
+    def model_fn(features, labels, mode):
+      w = tf.compat.v1.get_variable("w", [3, 1])
+      loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
+      optimizer = wrap(tf.compat.v1.train.MomentumOptimizer(learning_rate=0.002, momentum=0.9))
+      return tf.estimator.EstimatorSpec(
+          mode, loss=loss, train_op=optimizer.minimize(loss, tf.compat.v1.train.get_global_step()))
+    return model_fn
+
+  def rates(graph):
+    applies = [op for op in graph.get_operations() if "ApplyMomentum" in op.type]
+    assert applies
+    return {round(float(tf.get_static_value(op.inputs[2])), 6) for op in applies}
   adapter = ed.create_strategy("horovod", task=ed.TaskInfo("chief", 0, 0, 2))
-  graph, _ = build(ed.distributed(model_fn), adapter)
-  applies = [op for op in graph.get_operations() if "ApplyMomentum" in op.type]
-  assert applies and all(tf.get_static_value(op.inputs[2]) == pytest.approx(0.002)
-                         for op in applies), [op.inputs[2] for op in applies]
-  # The same model_fn's optimizer without Horovod's wrapper is scaled, as before.
-  graph, _ = build(ed.distributed(linear_model_fn({})), adapter)
-  assert allreduce_ops(graph)
+  graph, _ = build(ed.distributed(momentum_model_fn(hvd.DistributedOptimizer)), adapter)
+  assert rates(graph) == {0.002}
+  # The same optimizer without the program's wrapper: ours all-reduces it, and scales it.
+  graph, _ = build(ed.distributed(momentum_model_fn(lambda optimizer: optimizer)), adapter)
+  assert allreduce_ops(graph) and rates(graph) == {0.004}
 
 
 def test_horovod_refuses_a_train_op_without_a_v1_optimizer():

@@ -170,11 +170,11 @@ class HorovodAdapter(base.StrategyAdapter):
     and the rate of the optimizer it wraps is the program's, scaled already (Horovod's
     examples multiply it by hvd.size())."""
     def guarded(optimizer, *args, **kwargs):
-      inner = getattr(optimizer, "_optimizer", None)
-      if inner is not None:
-        inner.__dict__[base.RATE_SCALED_BY_PROGRAM] = True
-      if getattr(_inside, "active", False):
+      if getattr(_inside, "active", False):  # The wrapper made here (routed), or inside one.
         return original(optimizer, *args, **kwargs)
+      inner = getattr(optimizer, "_optimizer", None)
+      if inner is not None:  # The program's own wrapper.
+        inner.__dict__[base.RATE_SCALED_BY_PROGRAM] = True
       with self._inside_horovod(method):
         return original(optimizer, *args, **kwargs)
     return guarded
