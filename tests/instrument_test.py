@@ -32,6 +32,17 @@ def test_a_program_is_ours_when_its_main_file_imports_estimator_dist(tmp_path):
   assert on_import.program_is_ours(None)  # python -c: nothing to read.
 
 
+def test_a_module_is_found_from_the_working_directory_as_python_m_finds_it(tmp_path,
+                                                                           monkeypatch):
+  (tmp_path / "their_trainer.py").write_text("import tensorflow as tf\n")
+  monkeypatch.chdir(tmp_path)
+  # The console script's sys.path has its own directory first, not the working one.
+  monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+  assert launching.instrumented([sys.executable, "-m", "their_trainer"]) == str(
+      tmp_path / "their_trainer.py")
+  assert str(tmp_path) not in sys.path
+
+
 def test_the_launcher_knows_which_program_a_command_runs():
   python = sys.executable
   upstream = launching.program_file([python, "-m", PREMADE, "--flag"])

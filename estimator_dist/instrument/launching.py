@@ -3,6 +3,7 @@ command runs (the one its tasks instrument unless it imports estimator_dist)."""
 
 import importlib.util
 import os
+import sys
 
 from estimator_dist.contract import env_vars
 from estimator_dist.instrument import on_import
@@ -23,10 +24,15 @@ def program_file(command):
   if len(command) < 2 or not os.path.basename(command[0]).startswith("python"):
     return None
   if command[1] == "-m" and len(command) > 2:
+    # Found as the task's `python -m` finds it: the working directory first.
+    saved = list(sys.path)
+    sys.path.insert(0, os.getcwd())
     try:
       spec = importlib.util.find_spec(command[2])
     except (ImportError, ValueError):
       return None
+    finally:
+      sys.path[:] = saved
     return spec.origin if spec else None
   return command[1] if command[1].endswith(".py") else None
 
