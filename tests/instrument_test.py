@@ -11,7 +11,6 @@ import pytest
 
 from estimator_dist import errors
 from estimator_dist.instrument import launching
-from estimator_dist.instrument import on_import
 from estimator_dist.instrument import rounds
 from tests import helpers
 
@@ -27,9 +26,9 @@ def test_a_program_is_ours_when_its_main_file_imports_estimator_dist(tmp_path):
   for number, (text, ours) in enumerate(cases.items()):
     path = tmp_path / f"p{number}.py"
     path.write_text(text)
-    assert on_import.program_is_ours(str(path)) is ours, text
-  assert on_import.program_is_ours(str(tmp_path / "missing.py"))  # Left alone.
-  assert on_import.program_is_ours(None)  # python -c: nothing to read.
+    assert launching.program_is_ours(str(path)) is ours, text
+  assert launching.program_is_ours(str(tmp_path / "missing.py"))  # Left alone.
+  assert launching.program_is_ours(None)  # python -c: nothing to read.
 
 
 def test_a_module_is_found_from_the_working_directory_as_python_m_finds_it(tmp_path,

@@ -3,11 +3,12 @@ command runs (the one its tasks instrument unless it imports estimator_dist)."""
 
 import importlib.util
 import os
+import re
 import sys
 
 from estimator_dist.contract import env_vars
-from estimator_dist.instrument import on_import
 
+_IMPORTS_US = re.compile(r"^\s*(import|from)\s+estimator_dist\b", re.MULTILINE)
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
 
 
@@ -40,4 +41,14 @@ def program_file(command):
 def instrumented(command):
   """The main file of `command` when its tasks will instrument it; None otherwise."""
   path = program_file(list(command))
-  return path if path and not on_import.program_is_ours(path) else None
+  return path if path and not program_is_ours(path) else None
+
+
+def program_is_ours(path):
+  """Whether the program at `path` imports estimator_dist (and so starts what it needs);
+  one whose source cannot be read counts as ours: it is left alone."""
+  try:
+    with open(path, errors="replace") as f:
+      return bool(_IMPORTS_US.search(f.read()))
+  except (OSError, TypeError):
+    return True

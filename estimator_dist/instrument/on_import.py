@@ -4,7 +4,6 @@ job's strategy starts and the program's Estimator calls are routed through the t
 
 import importlib.util
 import os
-import re
 import sys
 
 from absl import logging
@@ -12,7 +11,6 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist.contract import env_vars
 
-_IMPORTS_US = re.compile(r"^\s*(import|from)\s+estimator_dist\b", re.MULTILINE)
 
 
 def install(env=os.environ):
@@ -29,16 +27,6 @@ def install(env=os.environ):
 def main_file():
   """The program's main file; None for `python -c` or a session without one."""
   return getattr(sys.modules.get("__main__"), "__file__", None)
-
-
-def program_is_ours(path):
-  """Whether the program at `path` imports estimator_dist (and so starts what it needs);
-  one whose source cannot be read counts as ours: it is left alone."""
-  try:
-    with open(path, errors="replace") as f:
-      return bool(_IMPORTS_US.search(f.read()))
-  except (OSError, TypeError):
-    return True
 
 
 def _on_tensorflow():
