@@ -13,6 +13,7 @@ import json
 import os
 
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import whole_file
 
 
 def write(task, *, strategy, env=os.environ):
@@ -22,11 +23,8 @@ def write(task, *, strategy, env=os.environ):
   if not job_dir or not os.path.isdir(job_dir):
     return
   os.makedirs(os.path.join(job_dir, "joined"), exist_ok=True)
-  path = os.path.join(job_dir, "joined", f"{task.role}:{task.index}")
-  partial = f"{path}.{os.getpid()}.partial"
-  with open(partial, "w") as f:
-    json.dump({"strategy": strategy, "size": task.size}, f)
-  os.replace(partial, path)
+  whole_file.write_json(os.path.join(job_dir, "joined", f"{task.role}:{task.index}"),
+                        {"strategy": strategy, "size": task.size})
 
 
 def not_joined(job_dir, expected, *, strategy):

@@ -12,6 +12,7 @@ import json
 import os
 
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import whole_file
 
 # The library writes it, in the chief: it starts as our lines in a task do
 # (command_line.line, which the contract cannot import; command_line_test holds them equal).
@@ -45,11 +46,8 @@ def write_record(fields, *, warn, env=os.environ):
   path = env.get(env_vars.SUMMARY_FILE)
   if not path:
     return
-  partial = f"{path}.{os.getpid()}.partial"
   try:
-    with open(partial, "w") as f:
-      json.dump(fields, f)
-    os.replace(partial, path)
+    whole_file.write_json(path, fields)
   except OSError as e:
     warn(f"the summary record {path} was not written ({e}): the launcher shows no summary "
          f"table; the summary line below has the same numbers")

@@ -18,13 +18,13 @@ import os
 import sys
 
 import numpy as np
-import tensorflow as tf
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.instrument import rounds
+from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
 from estimator_dist.training import entry_point
 from estimator_dist.training import evaluate_alone
@@ -132,11 +132,6 @@ def _train_and_evaluate(estimator, train_spec, eval_spec):
                                         strategy=_strategy)
 
 
-def _last_step(model_dir):
-  latest = tf.train.latest_checkpoint(model_dir)
-  return int(latest.rsplit("-", 1)[1]) if latest else 0
-
-
 def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
            saving_listeners=None):
   if (steps is None) == (max_steps is None):
@@ -148,7 +143,8 @@ def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
     return estimator
   # Where the job trains, and to which step from where it stands.
   agreed = _agree("train", estimator, lambda model_dir: {
-      "steps": max_steps if max_steps is not None else _last_step(model_dir) + steps})
+      "steps": (max_steps if max_steps is not None else
+                max(checkpoints.latest_step(model_dir), 0) + steps)})
   model_dir, target = agreed["model_dir"], agreed["steps"]
   options = options_lib.TrainOptions(strategy=_strategy, model_dir=model_dir,
                                      train_steps=max(int(target), 1))

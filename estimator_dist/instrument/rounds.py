@@ -14,6 +14,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import whole_file
 
 _counts = collections.Counter()
 
@@ -37,10 +38,7 @@ def publish(kind, number, value, env=os.environ):
   """The chief's `value` (JSON) of round `number` of `kind`, written whole."""
   path = _path(kind, number, env)
   os.makedirs(os.path.dirname(path), exist_ok=True)
-  partial = f"{path}.{os.getpid()}.partial"
-  with open(partial, "w") as f:
-    json.dump(value, f)
-  os.replace(partial, path)
+  whole_file.write_json(path, value)
 
 
 def wait_for(kind, number, *, poll_secs=0.2, env=os.environ):

@@ -102,7 +102,7 @@ def kept_complete(model_dir, log):
   incomplete checkpoints this run wrote) are deleted, which frees the space the index
   needs; older incomplete ones are moved aside as at every start.
   """
-  started_at = _latest_step(model_dir)
+  started_at = latest_step(model_dir)
   try:
     yield
   except Exception as e:
@@ -125,7 +125,8 @@ def kept_complete(model_dir, log):
         f"again: training resumes from it.") from e
 
 
-def _latest_step(model_dir):
+def latest_step(model_dir):
+  """The step of the newest checkpoint in `model_dir`; -1 if none (or a remote one)."""
   found = _checkpoints(model_dir) if "://" not in model_dir else []
   return found[0][0] if found else -1
 
