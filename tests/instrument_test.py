@@ -2,6 +2,7 @@
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -12,10 +13,12 @@ import pytest
 from estimator_dist import errors
 from estimator_dist.instrument import launching
 from estimator_dist.instrument import rounds
+from estimator_dist.outputs import event_files
 from tests import helpers
 
 PREMADE = "tests.programs.upstream.premade_estimator"
 OWN_HOROVOD = "tests.programs.own_horovod"
+TUTORIAL = "tests.programs.upstream.multi_worker_with_estimator"
 
 
 def test_a_program_is_ours_when_its_main_file_imports_estimator_dist(tmp_path):
@@ -126,3 +129,37 @@ def test_a_program_that_runs_horovod_itself_trains_under_horovod_alone(tmp_path)
   assert ("estimator-dist: error: the program starts Horovod itself (hvd.init()), which "
           "under --strategy=multi_worker gives every task hvd.size() 1 and rank 0: run it "
           "with --strategy=horovod." in output), output[-3000:]
+
+
+@pytest.fixture
+def tutorial_model_dir():
+  """The model_dir TensorFlow's multi-worker tutorial names, /tmp/multiworker: none there
+  before the test, and none left after it."""
+  path = "/tmp/multiworker"
+  shutil.rmtree(path, ignore_errors=True)
+  yield path
+  shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.processes
+def test_tensorflows_multi_worker_tutorial_trains_one_pass_under_another_strategy(
+    tutorial_model_dir):
+  """Its own MultiWorkerMirroredStrategy in RunConfig, its own sharding by input_context,
+  a TrainSpec without max_steps and its own model_dir, under --strategy=mirrored (two
+  replicas in one process, the cheapest synchronous job): the job's strategy stands in
+  for its own, one pass over the data is 1437 digits in batches of 64, 23 batches, 11 steps
+  of two, and the launcher follows the program to its model_dir."""
+  code, output = helpers.launch("mirrored", TUTORIAL, timeout=300)
+  assert code == 0, output[-3000:]
+  assert ("the RunConfig's train_distribute (CollectiveAllReduceStrategy) is replaced by "
+          "the mirrored strategy's" in output), output[-3000:]
+  assert "one pass over the input is 11 steps (the smallest worker's share; batches per " \
+         "worker [23])" in output, output[-3000:]
+  assert (f"the program trained in its own model_dir, {tutorial_model_dir} (the chief's)"
+          in output), output[-3000:]
+  summary, = helpers.summaries(output)
+  assert summary["steps"] == "11", summary
+  assert os.path.exists(os.path.join(tutorial_model_dir, "model.ckpt-11.index"))
+  losses = {step: metrics["loss"]
+            for step, metrics in event_files.eval_metrics(tutorial_model_dir).items()}
+  assert sorted(losses) == [0, 11] and losses[11] < losses[0], losses  # It learns, slowly.

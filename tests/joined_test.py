@@ -1,6 +1,8 @@
-"""The record by which a task tells the launcher it joined its job's strategy."""
+"""The records by which a task tells the launcher it joined its job's strategy, and where
+the chief trains."""
 
 import estimator_dist as ed
+from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import joined
 
@@ -24,3 +26,11 @@ def test_without_the_launchers_directory_nothing_is_written(tmp_path):
   gone = {env_vars.JOB_DIR: str(tmp_path / "gone")}
   joined.write(ed.TaskInfo("chief", 0, 0, 1), strategy="local", env=gone)
   assert not list(tmp_path.iterdir())
+
+
+def test_the_launcher_learns_the_chiefs_model_dir_from_the_jobs_directory(tmp_path):
+  assert chief_model_dir.read(str(tmp_path)) is None and chief_model_dir.read(None) is None
+  chief_model_dir.write("/their/own", env={env_vars.JOB_DIR: str(tmp_path)})
+  assert chief_model_dir.read(str(tmp_path)) == "/their/own"
+  chief_model_dir.write("/elsewhere", env={})  # Not under a launcher: nothing written.
+  assert chief_model_dir.read(str(tmp_path)) == "/their/own"

@@ -15,6 +15,7 @@ from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.outputs import event_files
 from estimator_dist.strategies import factory
 from estimator_dist.training import run as run_lib
+from estimator_dist.training import one_pass
 from estimator_dist.training import run_config_merge
 from estimator_dist.training import spec_form
 from tests import helpers
@@ -108,8 +109,6 @@ def test_the_model_dir_is_the_estimators_else_the_jobs(tmp_path):
 
 
 @pytest.mark.parametrize("train,evaluation,keywords,message", [
-    (tf.estimator.TrainSpec(input_fn), tf.estimator.EvalSpec(input_fn), {},
-     "the TrainSpec has no max_steps"),
     (tf.estimator.TrainSpec(input_fn, max_steps=5), input_fn, {},
      "takes a tf.estimator.TrainSpec and a tf.estimator.EvalSpec, got TrainSpec and function"),
     (tf.estimator.TrainSpec(input_fn, max_steps=5), tf.estimator.EvalSpec(input_fn),
@@ -206,6 +205,51 @@ def test_horovods_other_ranks_save_nothing_and_say_so(tmp_path, caplog):
           "checkpoints, summaries and step logs") in caplog.text
 
 
+def sharded_input_fn(input_context=None):
+  data = tf.data.Dataset.from_tensor_slices((X, Y))
+  if input_context:
+    data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  return data.batch(16)
+
+
+@pytest.mark.parametrize("strategy,task,function,steps,shares", [
+    ("local", CHIEF, input_fn, 4, [4]),
+    # Dealt by batch, 11 batches: 6 and 5, so 5 steps, none read twice.
+    ("horovod", ed.TaskInfo("worker", 1, 1, 2),
+     lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(6), 5, [6, 5]),
+    ("horovod", ed.TaskInfo("chief", 0, 0, 2), sharded_input_fn, 2, [2, 2]),  # Its own shards.
+    ("parameter_server", cluster_lib.task_in({"chief": ["h:1"], "worker": ["h:2"],
+                                              "ps": ["h:3"]}, "worker", 0, source="TF_CONFIG"),
+     input_fn, 4, [2, 2]),  # Asynchronous: every batch is a step.
+])
+def test_a_train_spec_without_max_steps_trains_one_pass_over_the_input(
+    strategy, task, function, steps, shares, caplog):
+  adapter = factory.adapter_class(strategy)(task=task)
+  with caplog.at_level(logging.INFO, logger="absl"):
+    assert one_pass.steps(function, adapter, params={}, config=None) == steps
+  assert f"one pass over the input is {steps} steps" in caplog.text
+  assert f"batches per worker {shares}" in caplog.text
+
+
+@pytest.mark.parametrize("function,message", [
+    (lambda: input_fn().repeat(), "endless .it repeats."),
+    (lambda: input_fn().filter(lambda x, y: True), "of a size tf.data cannot tell"),
+    (lambda: (X, Y), "returns tuple, whose end cannot be counted"),
+    (lambda: input_fn().take(0), "one pass over its input is no step"),
+])
+def test_an_input_without_a_countable_end_needs_max_steps(function, message):
+  with pytest.raises(ed.ConfigError, match=message):
+    one_pass.steps(function, factory.adapter_class("local")(task=CHIEF), params={},
+                   config=None)
+
+
+def test_tensorflows_form_without_max_steps_trains_until_the_input_ends(tmp_path):
+  metrics, _ = ed.train_and_evaluate(estimator(str(tmp_path)),
+                                     tf.estimator.TrainSpec(input_fn),
+                                     tf.estimator.EvalSpec(input_fn, throttle_secs=0))
+  assert metrics["global_step"] == 4  # 64 examples, batches of 16.
+
+
 @pytest.mark.parametrize("kind,strategy", [
     (tf.distribute.MirroredStrategy, "mirrored"),
     (tf.compat.v1.distribute.MirroredStrategy, "mirrored"),
@@ -214,7 +258,9 @@ def test_horovods_other_ranks_save_nothing_and_say_so(tmp_path, caplog):
     (tf.compat.v1.distribute.experimental.ParameterServerStrategy, "parameter_server"),
     (tf.distribute.OneDeviceStrategy, None),
 ])
-def test_a_programs_own_distribution_is_the_jobs_or_refused(tmp_path, caplog, kind, strategy):
+def test_a_programs_own_distribution_is_replaced_by_the_jobs_or_refused(tmp_path, kind,
+                                                                         strategy):
+  """Replaced when both update alike (synchronous or not); refused when they do not."""
   distribution = kind.__new__(kind)  # Its kind is all that counts; nothing starts.
   options = ed.TrainOptions(strategy=strategy or "local", model_dir=str(tmp_path),
                             train_steps=5)
@@ -225,11 +271,18 @@ def test_a_programs_own_distribution_is_the_jobs_or_refused(tmp_path, caplog, ki
       run_config_merge.checked(own, options)
     return
   assert run_config_merge.checked(own, options) is own
+  synchronous = strategy != "parameter_server"
+  for job in ("horovod", "mirrored", "multi_worker", "local"):
+    if synchronous:  # The same math: the job's strategy stands in for the program's.
+      assert run_config_merge.checked(own, options.replace(strategy=job)) is own
+  other = "horovod" if not synchronous else "parameter_server"
+  updates = ("asynchronous updates, the job's are synchronous" if not synchronous else
+             "synchronous updates, the job's are asynchronous")
   with pytest.raises(ed.ConfigError, match=(
-      f"train_distribute={kind.__name__} .a {strategy} strategy., but the job's strategy is "
-      f"horovod: drop train_distribute from the RunConfig .the job's strategy distributes. or "
-      f"run the job with --strategy={strategy}.")):
-    run_config_merge.checked(own, options.replace(strategy="horovod"))
+      f"train_distribute={kind.__name__} .a {strategy} strategy: {updates}., but the job's "
+      f"strategy is {other}: drop train_distribute from the RunConfig .the job's strategy "
+      f"distributes. or run the job with --strategy={strategy}.")):
+    run_config_merge.checked(own, options.replace(strategy=other))
 
 
 @pytest.mark.processes

@@ -28,6 +28,7 @@ from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
 from estimator_dist.training import entry_point
 from estimator_dist.training import evaluate_alone
+from estimator_dist.training import final_summary
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import program
 from estimator_dist.training import run as run_lib
@@ -48,8 +49,13 @@ def install(*, strategy):
   _original["train_and_evaluate"] = training_lib.train_and_evaluate
   for name in ("train", "evaluate", "export_saved_model"):
     _original[name] = getattr(_ESTIMATOR, name)
-  # Before TensorFlow's API modules bind the name: tf.estimator loads them lazily.
-  training_lib.train_and_evaluate = _routed(_train_and_evaluate, "train_and_evaluate")
+  routed = _routed(_train_and_evaluate, "train_and_evaluate")
+  # Where it is defined, and in the API modules (tf.estimator, tf.compat.v1.estimator) that
+  # bound the name already: starting a strategy loads them.
+  for module in list(sys.modules.values()):
+    if getattr(module, "__dict__", {}).get("train_and_evaluate") is _original["train_and_evaluate"]:
+      module.train_and_evaluate = routed
+  training_lib.train_and_evaluate = routed
   _ESTIMATOR.train = _routed(_train, "train")
   _ESTIMATOR.evaluate = _routed(_evaluate, "evaluate")
   _ESTIMATOR.export_saved_model = _routed(_export_saved_model, "export_saved_model")
@@ -174,8 +180,8 @@ def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None,
   values = {key: np.asarray(value) for key, value in metrics.items()}
   rounds.publish("evaluate", number,
                  {key: (value.tolist(), str(value.dtype)) for key, value in values.items()})
-  run_lib.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
-                        metrics)
+  final_summary.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
+                              metrics)
   return metrics
 
 

@@ -25,6 +25,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
+from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
@@ -165,10 +166,19 @@ def _run_attempts(starter, *, new_model_dir):
   group, model_dir = starter.group, starter.options.model_dir
   lines = live_progress.ProgressLines.of(group, model_dir=model_dir,
                                          every_secs=starter.options.progress_secs)
+
+  def on_tick():
+    lines.model_dir = chief_model_dir.read(starter.job_dir) or lines.model_dir
+    lines.tick()
   try:
-    code = _attempts(starter, on_tick=lines.tick)
+    code = _attempts(starter, on_tick=on_tick)
   finally:
     lines.close()
+  own = lines.model_dir
+  if os.path.normpath(own) != os.path.normpath(model_dir):
+    group.log(f"the program trained in its own model_dir, {own} (the chief's), not in "
+              f"{model_dir}: its checkpoints, evaluations and curves are there")
+    model_dir = own
   if code == errors.DIVERGED_EXIT_CODE:
     group.log("training diverged; a restart from the same checkpoint would diverge again")
   if code == errors.PORT_IN_USE_EXIT_CODE:
@@ -232,6 +242,8 @@ def _attempts(starter, *, on_tick):
       break
     else:
       attempt, port_retries = attempt + 1, 0
+    # A program that names its own model_dir resumes there.
+    model_dir = chief_model_dir.read(starter.job_dir) or model_dir
     group.forget_tasks()
   return code
 

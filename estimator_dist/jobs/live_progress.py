@@ -27,7 +27,7 @@ class ProgressLines:
   line through `log`, after `label` (none where all the lines are progress lines)."""
 
   def __init__(self, *, heartbeats, model_dir, every_secs, log, bar=None, label="progress: "):
-    self._heartbeats, self._model_dir, self._log = heartbeats, model_dir, log
+    self._heartbeats, self.model_dir, self._log = heartbeats, model_dir, log
     self._label = label
     self._every_secs, self._bar = every_secs, bar  # bar: a terminal_bar.TerminalBar
     self._next = time.monotonic() + every_secs
@@ -76,7 +76,7 @@ class ProgressLines:
     if now is None or (ended and self._end_said):
       return  # Nothing yet, or training ended and was said.
     parts = describe(tasks, previous=self._previous,
-                     evaluation=_latest_evaluation(self._model_dir))
+                     evaluation=_latest_evaluation(self.model_dir))
     self._log(self._label + ", ".join(parts))
     self._details = ", ".join(p for p in parts if p.startswith(("slowest", "eval")))
     self._previous, self._end_said = now, ended

@@ -10,7 +10,7 @@ from absl import logging
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.contract import summary
+from estimator_dist.contract import chief_model_dir
 from estimator_dist.outputs import checkpoints
 from estimator_dist.outputs import model_dir_lock
 from estimator_dist.strategies import factory
@@ -25,8 +25,10 @@ from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
 from estimator_dist.training import decorator
 from estimator_dist.training import evaluate_alone
+from estimator_dist.training import final_summary
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
+from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
 from estimator_dist.training import run_state
@@ -117,6 +119,8 @@ class TrainingRun:
     self.adapter = factory.start(
         self._given_adapter or factory.adapter_for(options.strategy, options.backend_options))
     task = self.adapter.task
+    self.options = options = one_pass.resolved(options, self._train_input_fn, self.adapter,
+                                               params=self.params, config=self._run_config)
     if task.role == "evaluator" and self.eval_spec is None:
       raise errors.ConfigError(
           "TF_CONFIG has an evaluator task but no eval_input_fn was given. Pass "
@@ -211,9 +215,9 @@ class TrainingRun:
           eval_steps=self.options.eval_steps, timeout_secs=self.options.eval_timeout_secs,
           hooks=self._eval_hooks)
     # The step training ended at (an early stop ends before train_steps).
-    self.summary = print_summary(adapter, int(metrics.get("global_step", train_steps)),
-                                  self._examples_per_step(adapter),
-                                  self._throughput.steps_per_sec, metrics)
+    self.summary = final_summary.print_summary(
+        adapter, int(metrics.get("global_step", train_steps)),
+        self._examples_per_step(adapter), self._throughput.steps_per_sec, metrics)
     return metrics
 
   def _end_preempted(self, adapter, step):
@@ -241,6 +245,7 @@ class TrainingRun:
     self._started = time.time()
     tracked = None
     if self.adapter.task.is_chief:
+      chief_model_dir.write(self.options.model_dir)  # The launcher learns where it trains.
       params = job_tracking.write_params(task=self.adapter.task, options=self.options,
                                          examples_per_step=self._examples_per_step(self.adapter))
       tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
@@ -275,23 +280,6 @@ class TrainingRun:
     adapter = self.adapter
     return evaluator.evaluate_until(self.estimator(adapter), self.eval_spec, task=adapter.task,
                                     max_steps=self.options.train_steps)
-
-
-def print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
-  """The chief's summary: its record for the launcher and its line; returns its fields."""
-  fields = {"strategy": adapter.name, "workers": adapter.task.size,
-            "replicas": adapter.num_replicas, "steps": steps,
-            **({"global_batch": examples_per_step} if examples_per_step else {})}
-  if steps_per_sec:
-    fields["steps/sec"] = f"{steps_per_sec:.2f}"
-    if examples_per_step:
-      fields["examples/sec"] = f"{steps_per_sec * examples_per_step:.1f}"
-  for key in ("accuracy", "loss"):
-    if key in metrics:
-      fields[f"eval_{key}"] = f"{float(metrics[key]):.4f}"
-  summary.write_record(fields, warn=_warn)  # The launcher's: no printed line forges it.
-  print(summary.format_line(fields), flush=True)
-  return fields
 
 
 def _warn(message):

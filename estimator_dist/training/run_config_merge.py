@@ -5,8 +5,10 @@ RunConfig gives checkpoints, summaries, step logs, the seed and session_config; 
 strategy then sets what it needs over them, each field it overrides logged once: its
 distribution, the device filters and threads of session_config, and under horovod no
 checkpoint, summary or step log on ranks other than 0. A RunConfig's own train_distribute
-or eval_distribute (also through experimental_distribute) of the job's strategy is
-replaced by the strategy's; of another strategy it is a ConfigError.
+or eval_distribute (also through experimental_distribute) is replaced by the job's
+strategy when both are synchronous (MultiWorkerMirrored or Mirrored under horovod, say) or
+both asynchronous; a synchronous one under an asynchronous job, or the other way round,
+is a ConfigError.
 """
 
 import dataclasses
@@ -20,6 +22,7 @@ from tensorflow_estimator.python.estimator import run_config as run_config_lib
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.strategies import traits
 from estimator_dist.training import options as options_lib
 
 _OPTION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(options_lib.TrainOptions)}
@@ -69,8 +72,9 @@ def checked(config, options):
   for field in ("train_distribute", "eval_distribute"):
     distribution = getattr(config, field)
     kind = strategy_of(distribution)
-    if distribution is not None and kind != strategy:
-      what = f"a {kind} strategy" if kind else "a strategy estimator_dist does not run"
+    if distribution is not None and not _replaceable(kind, strategy):
+      what = (f"a {kind} strategy: {_updates(kind)} updates, the job's are "
+              f"{_updates(strategy)}" if kind else "a strategy estimator_dist does not run")
       fix = f" or run the job with --strategy={kind}" if kind else ""
       raise errors.ConfigError(
           f"the Estimator's RunConfig has {field}={type(distribution).__name__} ({what}), "
@@ -84,6 +88,16 @@ def checked(config, options):
   if own and os.path.normpath(own) != os.path.normpath(options.model_dir):
     _say(f"the Estimator's model_dir {own} is replaced by the job's {options.model_dir}")
   return config
+
+
+def _replaceable(kind, strategy):
+  """Whether the job's `strategy` may stand in for a program's own of `kind`: both keep
+  their replicas in step (all-reduce: the same math), or both update asynchronously."""
+  return kind is not None and traits.of(kind).synchronous == traits.of(strategy).synchronous
+
+
+def _updates(strategy):
+  return "synchronous" if traits.of(strategy).synchronous else "asynchronous"
 
 
 def run_config(adapter, options, config=None):

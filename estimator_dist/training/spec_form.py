@@ -3,8 +3,9 @@ arguments of a `TrainingRun` that mean what TensorFlow means by the specs.
 
 The options start from `options=`, else from the training flags when the program defined
 and parsed them (`define_flags`), else from TrainOptions' defaults; keywords go over them.
-The specs give train_steps (max_steps), eval_steps, eval_throttle_secs, exporters and
-hooks; the Estimator's RunConfig gives the model_dir (see `run_config_merge` for the rest).
+The specs give train_steps (max_steps; without it, one pass over the input: `one_pass`),
+eval_steps, eval_throttle_secs, exporters and hooks; the Estimator's RunConfig gives the
+model_dir (see `run_config_merge` for the rest).
 """
 
 import os
@@ -16,6 +17,7 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.training import flags as flags_lib
+from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import run_config_merge
 
@@ -44,9 +46,6 @@ def run_arguments(model, train_spec, eval_spec, *, options=None, fields=None, ho
   if hooks:
     raise errors.ConfigError("with a TrainSpec, give the training hooks as "
                              "TrainSpec(hooks=...), not as hooks=.")
-  if train_spec.max_steps is None:
-    raise errors.ConfigError("the TrainSpec has no max_steps, and a job of many tasks needs "
-                             "an end: set TrainSpec(max_steps=...).")
   given = [f"{name} (the {spec})" for name, spec in _FROM_SPECS.items() if name in fields]
   if given:
     raise errors.ConfigError(f"{', '.join(given)} is the spec's to set here: set it there, "
@@ -59,7 +58,8 @@ def run_arguments(model, train_spec, eval_spec, *, options=None, fields=None, ho
     logging.info(command_line.line("EvalSpec start_delay_secs (%s) is not used: evaluation "
                                    "follows the checkpoints training writes"),
                  eval_spec.start_delay_secs)
-  fields.update(train_steps=train_spec.max_steps, eval_steps=eval_spec.steps,
+  fields.update(train_steps=train_spec.max_steps or one_pass.UNTIL_THE_INPUT_ENDS,
+                eval_steps=eval_spec.steps,
                 eval_throttle_secs=eval_spec.throttle_secs,
                 model_dir=_model_dir(model, options, fields))
   options = _options(options, fields)

@@ -1,0 +1,76 @@
+"""A TrainSpec without max_steps: TensorFlow trains until the input ends; a job trains the
+steps of one pass over its input, counted before training from the datasets' sizes.
+
+Every task counts every worker's share the same way, so all agree without talking: a
+synchronous step takes one batch from each replica's pipeline, so the job trains the
+batches of the smallest share (divided among a process's replicas); an asynchronous
+step takes one batch of one worker, so the job trains the batches of all shares. The
+count is the job's end from step 0: a job resumed from a checkpoint ends at the same
+step.
+"""
+
+import tensorflow as tf
+from absl import logging
+from tensorflow.python.eager import context as eager_context  # pylint: disable=g-direct-tensorflow-import
+
+from estimator_dist import command_line
+from estimator_dist import errors
+from estimator_dist.task import array_inputs
+from estimator_dist.task import inputs
+
+# The train_steps of a run whose TrainSpec has no max_steps, until `steps` counts them.
+UNTIL_THE_INPUT_ENDS = 2**62
+
+
+def resolved(options, input_fn, adapter, *, params, config):
+  """`options`, with the steps of one pass over `input_fn` where the TrainSpec had no
+  max_steps (train_steps UNTIL_THE_INPUT_ENDS)."""
+  if options.train_steps != UNTIL_THE_INPUT_ENDS:
+    return options
+  return options.replace(train_steps=steps(input_fn, adapter, params=params, config=config))
+
+
+def steps(input_fn, adapter, *, params, config):
+  """The global steps of one pass over `input_fn`'s training data under `adapter`."""
+  if array_inputs.made_by(input_fn):
+    input_fn = array_inputs.as_dataset_input_fn(input_fn)
+  args = inputs.check_input_fn(input_fn)
+  pipelines = max(adapter.task.size, 1) if not adapter.traits.one_process else 1
+  replicas = max(adapter.num_replicas // pipelines, 1) if adapter.synchronous else 1
+
+  def batches(context):
+    given = {"mode": tf.estimator.ModeKeys.TRAIN, "params": params, "config": config,
+             "input_context": context}
+    with eager_context.eager_mode():  # Its size, without a session.
+      dataset = input_fn(**{k: v for k, v in given.items() if k in args})
+      if not isinstance(dataset, tf.data.Dataset):
+        raise errors.ConfigError(
+            f"the TrainSpec has no max_steps and its input_fn returns "
+            f"{type(dataset).__name__}, whose end cannot be counted before training: return "
+            f"a tf.data.Dataset, or set TrainSpec(max_steps=...).")
+      count = int(dataset.cardinality())
+    if count < 0:
+      raise errors.ConfigError(
+          f"the TrainSpec has no max_steps and its input_fn's dataset is "
+          f"{'endless (it repeats)' if count == tf.data.INFINITE_CARDINALITY else 'of a size tf.data cannot tell before reading it (a filter, files)'}: "
+          f"a job needs its end before training, so set TrainSpec(max_steps=...).")
+    return count
+
+  if "input_context" in args:  # It shards itself: count each worker's share.
+    shares = [batches(tf.distribute.InputContext(pipelines, index, adapter.num_replicas))
+              for index in range(pipelines)]
+  else:  # The toolkit deals it by batch: worker i takes batches i, i + N, ...
+    total = batches(None)
+    shares = [total // pipelines + (index < total % pipelines) for index in range(pipelines)]
+  if adapter.synchronous:
+    count, how = min(shares) // replicas, "the smallest worker's share"
+  else:
+    count, how = sum(shares), "every worker's share, one batch a step"
+  if count < 1:
+    raise errors.ConfigError(
+        f"the TrainSpec has no max_steps and one pass over its input is no step "
+        f"({shares} batches for {pipelines} worker(s), {replicas} replica(s) each): give it "
+        f"more data or set TrainSpec(max_steps=...).")
+  logging.info(command_line.line("the TrainSpec has no max_steps: one pass over the input is "
+                                 "%d steps (%s; batches per worker %s)"), count, how, shares)
+  return count
