@@ -1,7 +1,10 @@
 """Programs that never import estimator_dist, trained through the launcher as written."""
 
+import ast
 import functools
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +20,7 @@ from estimator_dist.outputs import event_files
 from tests import helpers
 
 PREMADE = "tests.programs.upstream.premade_estimator"
+KERAS = "tests.programs.upstream.keras_model_to_estimator"
 OWN_HOROVOD = "tests.programs.own_horovod"
 TUTORIAL = "tests.programs.upstream.multi_worker_with_estimator"
 
@@ -105,6 +109,41 @@ def test_tensorflows_premade_estimator_tutorial_trains_unchanged_on_two_workers(
   assert all(line.endswith(f'expected "{line.split(chr(34))[1]}"')
              for line in predicted["chief:0"]), predicted  # Every flower right.
   assert (tmp_path / "checkpoint").exists()  # The job's model_dir, for want of its own.
+
+
+@pytest.mark.processes
+def test_tensorflows_keras_model_to_estimator_tutorial_trains_unchanged_under_parameter_server(
+    tmp_path):
+  """Its model_to_estimator(model_dir=tempfile.mkdtemp()) on every task, train(steps=500)
+  and evaluate(steps=10): one asynchronous training in the chief's model_dir (the job's),
+  one evaluation every task prints, and no task's own temporary directory left."""
+  code, output = helpers.launch("parameter_server", KERAS, timeout=300,
+                                launch_args=[f"--model_dir={tmp_path}"])
+  assert code == 0, output[-3000:]
+  assert f"instrumenting {launching.program_file([sys.executable, '-m', KERAS])}" in output
+  tasks = ("chief:0", "worker:0", "ps:0")
+  for task in tasks:
+    assert (f"[{task}] estimator-dist: instrumented keras_model_to_estimator.py: its "
+            f"Estimators train, evaluate and export under the job's parameter_server "
+            f"strategy") in output, output[-3000:]
+  summary, = helpers.summaries(output)
+  steps, loss = int(summary["steps"]), float(summary["eval_loss"])
+  # Asynchronous: the worker may land a step or two after the chief's last (see
+  # equivalence_test). Chance is ln(3) for three classes.
+  assert 500 <= steps <= 502 and math.isfinite(loss) and loss < math.log(3), summary
+  printed = {task: [ast.literal_eval(line.split("Eval result: ", 1)[1])
+                    for line in output.splitlines()
+                    if line.startswith(f"[{task}] Eval result: ")] for task in tasks}
+  evaluation, = printed["chief:0"]
+  assert printed["worker:0"] == printed["ps:0"] == [evaluation], printed
+  assert evaluation["global_step"] == steps, evaluation
+  assert f"{evaluation['loss']:.4f}" == summary["eval_loss"], (evaluation, summary)
+  assert list(event_files.eval_metrics(str(tmp_path))) == [steps]  # Evaluated once.
+  newest = f'model_checkpoint_path: "{tmp_path / f"model.ckpt-{steps}"}"'
+  assert newest in (tmp_path / "checkpoint").read_text()  # The job's model_dir, the chief's.
+  # Each task's Estimator first had its own mkdtemp(): the job's TMPDIR, gone with the job.
+  own = set(re.findall(r"'_model_dir': '([^']+)'", output)) - {str(tmp_path)}
+  assert len(own) == len(tasks) and not any(map(os.path.exists, own)), own
 
 
 @pytest.mark.processes
