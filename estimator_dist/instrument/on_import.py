@@ -46,10 +46,12 @@ def _on_tensorflow():
   # it (patches).
   if not traits.of(strategy).ranks_from_horovodrun:
     try:
-      factory.create_strategy(strategy)
+      adapter = factory.create_strategy(strategy)
     except Exception as e:  # pylint: disable=broad-except
       program.exit_if_ours(e)
       raise
+    if adapter.task.role == "ps":
+      _serve(adapter, os.path.basename(main))
   patches.install(strategy=strategy)
   # Our lines (the learning rate it scales, the evaluations) in a program that set up no
   # logging of its own, as under absl's app.run.
@@ -57,6 +59,16 @@ def _on_tensorflow():
   logging.set_verbosity(logging.INFO)
   command_line.write(sys.stderr, f"instrumented {os.path.basename(main)}: its Estimators "
                      f"train, evaluate and export under the job's {strategy} strategy")
+
+
+def _serve(adapter, main):
+  """A ps task serves the job's variables until training ends and exits: it runs nothing
+  of the program, whose own calls (its own strategy built for a ps task, its data) are
+  for the training tasks."""
+  command_line.write(sys.stderr, f"instrumented {main}: ps:{adapter.task.index} serves the "
+                     f"job's variables and runs nothing of the program")
+  adapter.train(None, None, None)
+  sys.exit(0)
 
 
 class _AfterImport:
