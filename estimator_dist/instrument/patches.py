@@ -53,7 +53,8 @@ def install(*, strategy):
   # Where it is defined, and in the API modules (tf.estimator, tf.compat.v1.estimator) that
   # bound the name already: starting a strategy loads them.
   for module in list(sys.modules.values()):
-    if getattr(module, "__dict__", {}).get("train_and_evaluate") is _original["train_and_evaluate"]:
+    bound = getattr(module, "__dict__", {}).get("train_and_evaluate")
+    if bound is _original["train_and_evaluate"]:
       module.train_and_evaluate = routed
   training_lib.train_and_evaluate = routed
   _ESTIMATOR.train = _routed(_train, "train")

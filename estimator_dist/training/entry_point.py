@@ -15,9 +15,10 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   Two forms. TensorFlow's, `train_and_evaluate(estimator, train_spec, eval_spec)` with a
   `tf.estimator.TrainSpec` and a `tf.estimator.EvalSpec`, means what TensorFlow means:
   max_steps is train_steps (without it, the steps of one pass over the input), the
-  specs' hooks, saving_listeners and exporters are used, EvalSpec.steps and throttle_secs are eval_steps and eval_throttle_secs (its
-  name and start_delay_secs are not: evaluation follows the checkpoints into
-  model_dir/eval). The model_dir is the Estimator's, else the job's (--model_dir, model_dir=).
+  specs' hooks, saving_listeners and exporters are used, EvalSpec.steps and throttle_secs
+  are eval_steps and eval_throttle_secs (its name and start_delay_secs are not:
+  evaluation follows the checkpoints into model_dir/eval). The model_dir is the
+  Estimator's, else the job's (--model_dir, model_dir=).
   The other options come from `options`, else from the training flags when the program
   defined them (`define_flags`), over which `fields` go. Otherwise, as documented below.
   Under either, the Estimator's RunConfig counts where the options keep their defaults

@@ -23,6 +23,5 @@ def print_summary(adapter, steps, examples_per_step, steps_per_sec, metrics):
   return fields
 
 
-
 def _warn(message):
   logging.warning(command_line.line("%s"), message)

@@ -50,10 +50,11 @@ def steps(input_fn, adapter, *, params, config):
             f"a tf.data.Dataset, or set TrainSpec(max_steps=...).")
       count = int(dataset.cardinality())
     if count < 0:
+      what = ("endless (it repeats)" if count == tf.data.INFINITE_CARDINALITY else
+              "of a size tf.data cannot tell before reading it (a filter, files)")
       raise errors.ConfigError(
-          f"the TrainSpec has no max_steps and its input_fn's dataset is "
-          f"{'endless (it repeats)' if count == tf.data.INFINITE_CARDINALITY else 'of a size tf.data cannot tell before reading it (a filter, files)'}: "
-          f"a job needs its end before training, so set TrainSpec(max_steps=...).")
+          f"the TrainSpec has no max_steps and its input_fn's dataset is {what}: a job "
+          f"needs its end before training, so set TrainSpec(max_steps=...).")
     return count
 
   if "input_context" in args:  # It shards itself: count each worker's share.
