@@ -26,7 +26,7 @@ PROGRAMS = ("premade_estimator", "keras_model_to_estimator", "multi_worker_with_
             "tensorflow_mnist_estimator")
 _OWN_MODEL_DIRS = {"multi_worker_with_estimator": "/tmp/multiworker"}
 # What each program prints of its evaluation, when it prints one.
-_PRINTED = re.compile(r"(Test set accuracy: [0-9.]+|Eval result: .*|eval results .*)")
+_PRINTED = re.compile(r"(Test set accuracy: [0-9.]+|Eval result: .*|\{'accuracy': .*\})")
 
 flags.DEFINE_list("programs", list(PROGRAMS), "Programs of tests/programs/upstream/.")
 flags.DEFINE_list("strategies", ["alone", "local", "multi_worker", "horovod", "mirrored",

@@ -21,7 +21,7 @@ from tests import helpers
 
 PREMADE = "tests.programs.upstream.premade_estimator"
 KERAS = "tests.programs.upstream.keras_model_to_estimator"
-OWN_HOROVOD = "tests.programs.own_horovod"
+HOROVOD_EXAMPLE = "tests.programs.upstream.tensorflow_mnist_estimator"
 TUTORIAL = "tests.programs.upstream.multi_worker_with_estimator"
 
 
@@ -151,22 +151,28 @@ def test_tensorflows_keras_model_to_estimator_tutorial_trains_unchanged_under_pa
 
 @pytest.mark.processes
 def test_a_program_that_runs_horovod_itself_trains_under_horovod_alone(tmp_path):
-  """Its own DistributedOptimizer and broadcast, a rate it scaled itself, steps divided by
-  hvd.size(), a model_dir on rank 0 alone (relative: the job runs where it was started)."""
+  """Horovod's Estimator example: its own DistributedOptimizer and broadcast, a rate it
+  scaled itself, steps divided by hvd.size(), a model_dir on rank 0 alone (relative: the
+  job runs where it was started), its evaluation printed by every rank."""
   run = functools.partial(helpers.run, cwd=str(tmp_path), timeout=300)
   code, output = run(helpers.launch_command("--strategy=horovod", "--num_workers=2",
-                                            program=(sys.executable, "-m", OWN_HOROVOD)))
+                                            program=(sys.executable, "-m", HOROVOD_EXAMPLE)))
   assert code == 0, output[-3000:]
   assert ("learning rate of the MomentumOptimizer in the model_fn's own Horovod "
           "DistributedOptimizer left as it is, not scaled again" in output), output[-3000:]
   summary, = helpers.summaries(output)
-  assert summary["steps"] == "200" and float(summary["eval_accuracy"]) >= 0.5, summary
-  results = {line.split("eval results ", 1)[1] for line in output.splitlines()
-             if "eval results " in line}
-  assert len(results) == 1, results  # The chief's evaluation, on both ranks.
+  # The program's STEPS // hvd.size(): 100 // 2.
+  assert summary["steps"] == "50" and float(summary["eval_accuracy"]) >= 0.5, summary
+  printed = {task: [ast.literal_eval(line.split("] ", 1)[1]) for line in output.splitlines()
+                    if line.startswith(f"[{task}] {{'accuracy': ")]
+             for task in ("worker:0", "worker:1")}  # Each rank's print(eval_results).
+  evaluation, = printed["worker:0"]
+  assert printed["worker:1"] == [evaluation], printed  # The chief's evaluation, on both.
+  assert evaluation["global_step"] == 50, evaluation
+  assert f"{evaluation['accuracy']:.4f}" == summary["eval_accuracy"], (evaluation, summary)
   assert (tmp_path / "mnist_convnet_model" / "checkpoint").exists()  # Rank 0's model_dir.
   code, output = run(helpers.launch_command("--strategy=multi_worker", "--num_workers=2",
-                                            program=(sys.executable, "-m", OWN_HOROVOD)))
+                                            program=(sys.executable, "-m", HOROVOD_EXAMPLE)))
   assert code == 2, output[-3000:]
   assert ("estimator-dist: error: the program starts Horovod itself (hvd.init()), which "
           "under --strategy=multi_worker gives every task hvd.size() 1 and rank 0: run it "
