@@ -8,6 +8,8 @@ Edits (this machine downloads nothing):
   scikit-learn ships (its 150 flowers: every fifth one is a test flower, 120 train and 30
   test, as upstream's files have), under the same column names;
 - `train.head()`, which shows the table in a notebook, is left out.
+Upstream's `input_evaluation_set` uses `np`, which it never imports; it is never called,
+and is kept as it is.
 """
 
 import os
