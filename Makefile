@@ -29,9 +29,11 @@ test: setup
 	$(MAKE) bazel-test
 
 # The documentation site, into site/: a broken link, a missing page or a page left out of
-# mkdocs.yml's nav fails it (strict).
+# mkdocs.yml's nav fails it (strict); then pages of it load in Chromium without an error.
 docs:
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+	@if command -v chromium >/dev/null 2>&1; then $(PY) scripts/check_site.py site; \
+	else echo "chromium is not installed (make setup installs it as root): the site is not loaded in a browser"; fi
 
 # The tests that start no process: under a minute.
 test-fast: setup

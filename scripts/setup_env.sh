@@ -111,6 +111,10 @@ if [ ! -f "$USER_TF_VENV/baseline.txt" ]; then
 fi
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
 
+# Chromium: `make docs` loads pages of the built site in it, headless (scripts/check_site.py).
+command -v chromium >/dev/null 2>&1 \
+  || apt_install "make docs does not load the site in a browser" chromium
+
 # Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships
 # the stand-in rule repositories it needs.
 if ! command -v bazel >/dev/null 2>&1 || [ ! -d /usr/src/bazel-bootstrap/mock_repos ]; then
