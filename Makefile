@@ -12,7 +12,7 @@ TEST_PROCESSES ?= 2
 
 BENCH_ARGS ?=
 
-.PHONY: setup demo test test-fast bazel-test bench clean
+.PHONY: setup demo test test-fast docs bazel-test bench clean
 
 setup:
 	bash scripts/setup_env.sh
@@ -21,10 +21,19 @@ demo: setup
 	$(PY) -m estimator_dist.launch --strategy=$(STRATEGY) --num_workers=$(WORKERS) \
 	    -- $(PY) -m model_zoo.mnist_cnn --train_steps=$(STEPS)
 
-# Every test through pytest, then the Bazel build and its unit test targets.
+# Every test through pytest, the documentation site, then the Bazel build and its unit
+# test targets.
 test: setup
 	$(PY) -m pytest tests -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
+	$(MAKE) docs
 	$(MAKE) bazel-test
+
+# The documentation site, into site/: a broken link, a missing page or a page left out of
+# mkdocs.yml's nav fails it (strict); then pages of it load in Chromium without an error.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+	@if command -v chromium >/dev/null 2>&1; then $(PY) scripts/check_site.py site; \
+	else echo "chromium is not installed (make setup installs it as root): the site is not loaded in a browser"; fi
 
 # The tests that start no process: under a minute.
 test-fast: setup
@@ -40,5 +49,5 @@ bench: setup
 	    --num_workers=1,2 --model=mnist_cnn --steps=200 --project $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
 	-command -v bazel >/dev/null 2>&1 && bazel clean --expunge

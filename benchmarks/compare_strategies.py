@@ -38,48 +38,64 @@ HOROVOD_VARIANTS = {
 }
 
 
-def define_flags():
-  flags.DEFINE_list("strategies", list(STRATEGIES), "Strategies to compare.")
-  flags.DEFINE_list("num_workers", ["1", "2"], "Worker counts to run each strategy with.")
-  flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.")
+def define_flags(flag_values=flags.FLAGS):
+  """Defines the benchmark's flags on `flag_values`."""
+  f = flag_values
+  flags.DEFINE_list("strategies", list(STRATEGIES), "Strategies to compare.", flag_values=f)
+  flags.DEFINE_list("num_workers", ["1", "2"], "Worker counts to run each strategy with.",
+                    flag_values=f)
+  flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.",
+                    flag_values=f)
   flags.DEFINE_enum("data", "synthetic", models.DATA,
-                    "synthetic (throughput) or digits (also time to --target_accuracy).")
-  flags.DEFINE_integer("batch_size", 64, "Batch size per worker.", lower_bound=1)
-  flags.DEFINE_integer("steps", 200, "Training steps of every job.", lower_bound=2)
-  flags.DEFINE_integer("warmup_steps", 30, "Steps left out of the measurement.", lower_bound=0)
-  flags.DEFINE_integer("window_steps", 10, "Steps per measurement window.", lower_bound=1)
+                    "synthetic (throughput) or digits (also time to --target_accuracy).",
+                    flag_values=f)
+  flags.DEFINE_integer("batch_size", 64, "Batch size per worker.", lower_bound=1,
+                       flag_values=f)
+  flags.DEFINE_integer("steps", 200, "Training steps of every job.", lower_bound=2,
+                       flag_values=f)
+  flags.DEFINE_integer("warmup_steps", 30, "Steps left out of the measurement.", lower_bound=0,
+                       flag_values=f)
+  flags.DEFINE_integer("window_steps", 10, "Steps per measurement window.", lower_bound=1,
+                       flag_values=f)
   flags.DEFINE_integer("threads_per_worker", 1,
                        "TensorFlow intra-op threads per worker (0: TensorFlow's default).",
-                       lower_bound=0)
-  flags.DEFINE_string("output_dir", "/tmp/estimator_dist_bench", "Where results go.")
-  flags.DEFINE_bool("baselines", True, "Also run the hand-written programs (overhead).")
+                       lower_bound=0, flag_values=f)
+  flags.DEFINE_string("output_dir", "/tmp/estimator_dist_bench", "Where results go.",
+                      flag_values=f)
+  flags.DEFINE_bool("baselines", True, "Also run the hand-written programs (overhead).",
+                    flag_values=f)
   flags.DEFINE_list("horovod_variants", list(HOROVOD_VARIANTS),
-                    f"Horovod options also reported at N > 1: {', '.join(HOROVOD_VARIANTS)}.")
-  flags.DEFINE_float("target_accuracy", 0.95, "--data=digits: the eval accuracy to reach.")
+                    f"Horovod options also reported at N > 1: {', '.join(HOROVOD_VARIANTS)}.",
+                    flag_values=f)
+  flags.DEFINE_float("target_accuracy", 0.95, "--data=digits: the eval accuracy to reach.",
+                     flag_values=f)
   flags.DEFINE_integer("checkpoint_every", 20, "--data=digits: steps between the checkpoints "
-                       "whose accuracy is measured.", lower_bound=1)
+                       "whose accuracy is measured.", lower_bound=1, flag_values=f)
   flags.DEFINE_bool("project", False, "Project examples/sec and efficiency to 8-256 workers "
-                    "with a cost model fitted to the measured jobs.")
+                    "with a cost model fitted to the measured jobs.", flag_values=f)
   flags.DEFINE_float("project_latency_us", 0.0, "--project: latency of one message between "
-                     "workers, in microseconds.", lower_bound=0.0)
+                     "workers, in microseconds.", lower_bound=0.0, flag_values=f)
   flags.DEFINE_float("project_bandwidth_gbps", None, "--project: the network's bandwidth in "
-                     "Gbit/s, instead of the one fitted to this machine's runs.", lower_bound=0.0)
+                     "Gbit/s, instead of the one fitted to this machine's runs.",
+                     lower_bound=0.0, flag_values=f)
 
   def _benchmarked(names):
     return names and all(s in traits.NAMES and traits.of(s).name in STRATEGIES for s in names)
   flags.register_validator(
       "strategies", _benchmarked,
-      f"--strategies takes a comma-separated list of {', '.join(STRATEGIES)}.")
+      f"--strategies takes a comma-separated list of {', '.join(STRATEGIES)}.", flag_values=f)
   flags.register_validator(
       "num_workers", lambda v: v and all(n.isdigit() and int(n) > 0 for n in v),
-      "--num_workers takes a comma-separated list of positive integers, e.g. 1,2.")
+      "--num_workers takes a comma-separated list of positive integers, e.g. 1,2.",
+      flag_values=f)
   flags.register_validator(
       "horovod_variants", lambda v: all(x in HOROVOD_VARIANTS for x in v),
-      f"--horovod_variants takes any of {', '.join(HOROVOD_VARIANTS)}.")
+      f"--horovod_variants takes any of {', '.join(HOROVOD_VARIANTS)}.", flag_values=f)
   flags.register_multi_flags_validator(
       ["warmup_steps", "window_steps", "steps"],
       lambda v: v["warmup_steps"] + 2 * v["window_steps"] <= v["steps"],
-      "--steps must leave at least two --window_steps windows after --warmup_steps.")
+      "--steps must leave at least two --window_steps windows after --warmup_steps.",
+      flag_values=f)
 
 
 def jobs(f):

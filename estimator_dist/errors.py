@@ -34,6 +34,26 @@ PORT_IN_USE_EXIT_CODE = 75  # EX_TEMPFAIL: the launcher starts the job again on 
 # any signal's number, so it never reads as a death by signal.
 PREEMPTED_EXIT_CODE = 200
 
+# Every code a command, a job or a task ends with, as users read them: (code, meaning,
+# what to do). docs/reference/exit-codes.md is made from it (scripts/reference_pages.py).
+EXIT_CODES = (
+    ("0", "the job (or command) ended as asked", ""),
+    ("1", "a failure: a task's uncaught error, a checkpoint that could not be written, "
+     "verify's FAIL, a failed sweep trial", "read the one line printed, then the task's log"),
+    (str(USAGE_EXIT_CODE), "a bad command line or configuration: an unknown flag, a value a "
+     "flag refuses, a bad TF_CONFIG or model_dir", "fix the flag the message names; nothing ran"),
+    (str(DIVERGED_EXIT_CODE), "training diverged (a NaN or infinite loss or weight)",
+     "lower the learning rate; the last finite checkpoint is kept"),
+    (str(PORT_IN_USE_EXIT_CODE), "a task's port was taken",
+     "the launcher starts the job again on new ports (up to 3 times)"),
+    (str(STALLED_EXIT_CODE), "no progress in time: a task's heartbeat stopped, an evaluation "
+     "or the start-up took too long", "the message names the task and the probable cause"),
+    ("128 + N (130, 143)", "stopped by signal N: Ctrl-C, or SIGTERM without a grace "
+     "(`--preemption_grace_secs=0`)", "run it again: it resumes from the last checkpoint"),
+    (str(PREEMPTED_EXIT_CODE), "preempted: every task saved at one agreed step",
+     "run the same command again: it resumes there"),
+)
+
 
 def check_args(fn, kind, allowed, fix):
   """The argument names Estimator passes to `fn`; ConfigError if it is not callable or

@@ -22,7 +22,7 @@ import importlib.metadata as m
 assert m.version("tensorflow-cpu") == "2.15.1"
 assert m.version("tensorflow-estimator") == "2.15.0"
 import pytest, pytest_timeout, xdist, psutil, sklearn, matplotlib, pandas, optuna, mlflow
-import optuna_dashboard, tensorboard_plugin_profile
+import optuna_dashboard, tensorboard_plugin_profile, mkdocs, material, mkdocstrings_handlers.python
 assert m.version("estimator_dist")
 PYEOF
 }
@@ -32,7 +32,7 @@ stamp="$VENV/.stack-$(cat pyproject.toml scripts/setup_env.sh | sha1sum | cut -c
 if [ ! -f "$stamp" ] || ! stack_ok; then
   echo "[setup] installing the pinned stack"
   "$PY" -m pip install --quiet --upgrade "pip<25" "setuptools>=64,<70" wheel
-  "$PY" -m pip install --quiet -e ".[cpu,sweep,spark,tracking,profile,test]"
+  "$PY" -m pip install --quiet -e ".[cpu,sweep,spark,tracking,profile,docs,test]"
   rm -f "$VENV"/.stack-*
   touch "$stamp"
 else
@@ -110,6 +110,10 @@ if [ ! -f "$USER_TF_VENV/baseline.txt" ]; then
   "$USER_TF_VENV/bin/python" -m pip freeze > "$USER_TF_VENV/baseline.txt"
 fi
 WANT_MPI=$(command -v mpicxx >/dev/null 2>&1 && echo 1 || echo 0)
+
+# Chromium: `make docs` loads pages of the built site in it, headless (scripts/check_site.py).
+command -v chromium >/dev/null 2>&1 \
+  || apt_install "make docs does not load the site in a browser" chromium
 
 # Bazel builds and tests the packages offline (WORKSPACE): Debian's bootstrap build ships
 # the stand-in rule repositories it needs.

@@ -70,7 +70,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   if not local and options.isolation == "private":
     raise errors.ConfigError(
         "--isolation=private keeps a job on this machine; a job with tasks on other hosts "
-        "runs on their network (keep it private; see the trust boundary in README).")
+        "runs on their network (keep it private; see the trust boundary in docs/security.md).")
   startup_checks.check_job(job, options.model_dir, local=local)
   # Heartbeats go through a directory of this machine: local jobs only. A remote
   # horovodrun gets a moment to stop the ranks it started over SSH.

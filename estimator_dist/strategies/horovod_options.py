@@ -10,7 +10,7 @@ from estimator_dist.strategies import base
 REDUCTIONS = ("average", "sum", "adasum")
 COMPRESSIONS = ("none", "fp16")
 # Environment defaults for ranks that train on CPUs (an environment value wins), measured
-# with benchmarks/compare_strategies.py; see benchmarks/RESULTS.md.
+# with benchmarks/compare_strategies.py; see docs/performance-results.md.
 CPU_DEFAULTS = {
     # Open MPI's shared-memory transport busy-polls while a rank waits for its peers;
     # on CPUs that poll takes the core from the rank's own computation.

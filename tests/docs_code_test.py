@@ -1,0 +1,80 @@
+"""The code a newcomer copies from README.md and the Quickstart runs, as the pages show it.
+
+Each ```python, ```bash and ```sh block is extracted: one that follows `<!-- file: NAME -->`
+is written to NAME, one that follows `<!-- not run -->` is left alone, and every other is a
+shell script run in the directory of those files, with `--train_steps=N` lowered to 20
+(docs/development.md, "The code a newcomer copies runs").
+"""
+
+import os
+import re
+
+import pytest
+
+from tests import helpers
+
+PAGES = ("README.md", os.path.join("docs", "quickstart.md"))
+RUN_STEPS = 20
+_BLOCK = re.compile(
+    r"(?:<!--\s*(?P<note>[^>]*?)\s*-->\s*\n)?```(?P<language>\w*)\n(?P<code>.*?)^```",
+    re.DOTALL | re.MULTILINE)
+_LANGUAGES = ("python", "bash", "sh")
+
+
+def blocks(page):
+  """[(language, note, code)] of the code blocks of `page` (a path under the repository)."""
+  with open(os.path.join(helpers.REPO, page)) as text:
+    return [(m["language"], m["note"] or "", m["code"]) for m in _BLOCK.finditer(text.read())]
+
+
+def runnable(pages=PAGES):
+  """({file name: text}, [shell scripts]) of `pages`, each script once; a file two pages
+  give must be the same in both."""
+  files, scripts = {}, []
+  for page in pages:
+    for language, note, code in blocks(page):
+      if language not in _LANGUAGES or note == "not run":
+        continue
+      if note.startswith("file:"):
+        name = note[len("file:"):].strip()
+        assert files.setdefault(name, code) == code, f"{page}'s {name} differs from another page's"
+      else:
+        assert not note, f"{page}: a code block after <!-- {note} -->, which the test does not know"
+        script = re.sub(r"--train_steps=\d+", f"--train_steps={RUN_STEPS}", code)
+        if script not in scripts:
+          scripts.append(script)
+  return files, scripts
+
+
+def test_every_block_of_the_pages_is_run_or_marked_not_run():
+  for page in PAGES:
+    kinds = [language for language, _, _ in blocks(page)]
+    assert kinds, f"no code block found in {page}"
+    assert all(k in _LANGUAGES + ("text",) for k in kinds), (
+        f"{page} has a code block of another language ({kinds}): use python, bash or sh for "
+        f"code and text for output")
+  files, scripts = runnable()
+  assert "quickstart.py" in files and scripts
+
+
+def test_the_readmes_program_is_the_quickstarts():
+  readme = [code for _, note, code in blocks("README.md") if note.startswith("file:")]
+  quickstart = [code for _, note, code in blocks(PAGES[1]) if note.startswith("file:")]
+  assert readme and readme == quickstart
+
+
+@pytest.mark.processes
+def test_the_pages_code_runs(tmp_path):
+  files, scripts = runnable()
+  for name, code in files.items():
+    (tmp_path / name).write_text(code)
+  bin_dir = os.path.dirname(helpers.PYTHON)
+  env = helpers.child_env(PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""),
+                          TMPDIR=str(tmp_path))
+  for script in scripts:
+    code, output = helpers.run(["bash", "-euo", "pipefail", "-c", script], timeout=240,
+                               env=env, cwd=str(tmp_path))
+    assert code == 0, f"{script}\nexited {code}:\n{output[-5000:]}"
+    if "estimator-dist launch" in script:
+      assert "estimator-dist launch: summary" in output, output[-3000:]
+      assert f"steps          {RUN_STEPS}" in output, output[-3000:]
