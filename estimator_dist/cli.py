@@ -1,5 +1,6 @@
 """The `estimator-dist` command: `estimator-dist launch ...` and friends."""
 
+import os
 import sys
 
 from estimator_dist import command_line
@@ -15,8 +16,11 @@ _COMMANDS = {
                "Check that a strategy does the math of one worker."),
     "sweep": ("estimator_dist.sweep_cli",
               "Search hyperparameters: many trials, each a job, one Optuna study."),
-    "bench": ("benchmarks.compare_strategies", "Compare strategies' speed on this machine."),
+    "bench": (None, "Compare strategies' speed on this machine (from a checkout)."),
 }
+# `bench` runs the benchmark of a checkout of the repository: benchmarks/ and model_zoo/
+# are not installed with the package.
+_BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
 
 
 def _usage():
@@ -30,6 +34,8 @@ def main(argv=None):
   if len(argv) < 2 or argv[1] not in _COMMANDS:
     sys.stderr.write(_usage())
     return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
+  if argv[1] == "bench":
+    return _bench(argv[2:])
   try:
     module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
   except ModuleNotFoundError as e:
@@ -38,8 +44,24 @@ def main(argv=None):
       raise
     command_line.write_error(str(missing), argv[1])
     return 2
-  sys.argv = [f"estimator-dist {argv[1]}"] + argv[2:]
+  sys.argv = [f"{command_line.PROGRAM} {argv[1]}"] + argv[2:]
   return module.run()
+
+
+def _bench(args):
+  """Runs the checkout's benchmark with `args`, in place of this process."""
+  roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.getcwd()]
+  script = next((os.path.join(root, _BENCH_SCRIPT) for root in roots
+                 if os.path.isfile(os.path.join(root, _BENCH_SCRIPT))
+                 and os.path.isfile(os.path.join(root, "pyproject.toml"))), None)
+  if script is None:
+    command_line.write_error(
+        f"bench runs the benchmark of a checkout of the repository ({_BENCH_SCRIPT} is not "
+        f"installed with the package): run it in the checkout's root directory, or run "
+        f"python {_BENCH_SCRIPT} there", "bench")
+    return 2
+  sys.stdout.flush()
+  os.execv(sys.executable, [sys.executable, script, *args])  # Does not return.
 
 
 if __name__ == "__main__":

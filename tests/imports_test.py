@@ -152,6 +152,16 @@ def test_only_programs_run_as_a_task_import_from_the_task_folder():
                      + "; ".join(found))
 
 
+def test_the_package_imports_no_model_zoo_or_benchmarks():
+  """They are not installed with it (they run from a checkout)."""
+  known = modules()
+  found = sorted(f"{name} imports {target}" for name, path in known.items()
+                 if name.split(".")[0] == "estimator_dist"
+                 for target in imports(path, known)
+                 if target.split(".")[0] in ("model_zoo", "benchmarks"))
+  assert not found, "; ".join(found)
+
+
 def test_the_task_importer_check_names_a_launcher_module_that_imports_a_task_one():
   graph = {"estimator_dist.jobs.launcher": {"estimator_dist.task.watchdog",
                                             "estimator_dist.contract.cluster"},

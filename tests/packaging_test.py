@@ -1,9 +1,12 @@
-"""The package installs beside a user's own TensorFlow and names what is missing."""
+"""The package installs beside a user's own TensorFlow and names what is missing; its
+wheel holds only estimator_dist."""
 
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
+import zipfile
 
 import pytest
 
@@ -65,23 +68,49 @@ def back_to_baseline():
     pip("uninstall", "-y", *[name.split(" @ ")[0] for name in added])
 
 
+def version():
+  """The version pyproject.toml gives, the one place it is written."""
+  with open(os.path.join(helpers.REPO, "pyproject.toml"), "rb") as f:
+    return tomllib.load(f)["project"]["version"]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+  """The wheel of this checkout, built once for this file's tests (which share a process
+  of the suite: xdist_group "wheel")."""
+  wheel_dir, source = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("source")
+  for name in ("pyproject.toml", "README.md", "estimator_dist"):
+    copy = shutil.copytree if os.path.isdir(os.path.join(helpers.REPO, name)) else shutil.copy
+    copy(os.path.join(helpers.REPO, name), source / name,
+         **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree
+            else {}))
+  # Built from a copy: setuptools leaves build/ and *.egg-info where it builds.
+  subprocess.run([helpers.PYTHON, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                  "--no-build-isolation", "-w", str(wheel_dir), str(source)], check=True)
+  built, = wheel_dir.glob("estimator_dist-*.whl")
+  return built
+
+
 @pytest.mark.processes
-def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(tmp_path):
+@pytest.mark.xdist_group("wheel")
+def test_the_wheel_installs_only_estimator_dist(wheel):
+  """No top-level model_zoo or benchmarks to shadow a user's own: they run from a
+  checkout."""
+  with zipfile.ZipFile(wheel) as built:
+    names = built.namelist()
+  assert {name.split("/")[0] for name in names} == {
+      "estimator_dist", f"estimator_dist-{version()}.dist-info"}, sorted(names)
+  for data in ("contract/native/bind_address.c", "instrument/site/sitecustomize.py"):
+    assert f"estimator_dist/{data}" in names, sorted(names)
+
+
+@pytest.mark.processes
+@pytest.mark.xdist_group("wheel")
+def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(wheel, tmp_path):
   assert os.path.exists(os.path.join(USER_VENV, "baseline.txt")), (
       f"{USER_VENV} is missing: `make setup` makes it")
   back_to_baseline()  # Also after a run of this test that failed half-way.
   try:
-    wheel_dir, source = tmp_path / "wheel", tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md", "estimator_dist", "model_zoo", "benchmarks"):
-      copy = shutil.copytree if os.path.isdir(os.path.join(helpers.REPO, name)) else shutil.copy
-      copy(os.path.join(helpers.REPO, name), source / name,
-           **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree
-              else {}))
-    # Built from a copy: setuptools leaves build/ and *.egg-info where it builds.
-    subprocess.run([helpers.PYTHON, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "-w", str(wheel_dir), str(source)], check=True)
-    wheel, = wheel_dir.glob("estimator_dist-*.whl")
     pip("install", "--quiet", str(wheel))
     installed = pip("list")
     assert "tensorflow-cpu" not in installed and "tensorflow " in installed, installed
