@@ -32,8 +32,9 @@ def _usage():
 def main(argv=None):
   argv = list(sys.argv if argv is None else argv)
   if len(argv) < 2 or argv[1] not in _COMMANDS:
-    sys.stderr.write(_usage())
-    return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
+    asked = len(argv) > 1 and argv[1] in ("-h", "--help")
+    (sys.stdout if asked else sys.stderr).write(_usage())
+    return 0 if asked else 2
   if argv[1] == "bench":
     return _bench(argv[2:])
   try:

@@ -118,7 +118,7 @@ def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(wheel, tmp_pa
     assert "No broken requirements found" in pip("check"), installed
     cli = subprocess.run(["estimator-dist", "--help"], capture_output=True, text=True,
                          env=user_env(), cwd=tmp_path, check=False)
-    assert cli.returncode == 0 and "launch" in cli.stderr, cli.stderr
+    assert cli.returncode == 0 and "launch" in cli.stdout, cli.stdout + cli.stderr
     sweep = subprocess.run(["estimator-dist", "sweep", "--help"], capture_output=True,
                            text=True, env=user_env(), cwd=tmp_path, check=False)
     assert sweep.returncode == 2, sweep.stdout + sweep.stderr
