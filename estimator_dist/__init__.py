@@ -21,6 +21,7 @@ a process that only starts jobs never imports TensorFlow.
 """
 from estimator_dist import extras
 from estimator_dist import lazy_names
+from estimator_dist.version import __version__
 
 extras.check_tensorflow()  # One line naming the extras, before any name is used.
 

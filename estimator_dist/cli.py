@@ -1,10 +1,15 @@
-"""The `estimator-dist` command: `estimator-dist launch ...` and friends."""
+"""The `estimator-dist` command: `estimator-dist launch ...` and friends.
+
+`estimator-dist COMMAND --help` lists the command's flags; `estimator-dist --version`
+prints the installed version.
+"""
 
 import os
 import sys
 
 from estimator_dist import command_line
 from estimator_dist import extras
+from estimator_dist import version
 
 _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
@@ -24,13 +29,18 @@ _BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
 
 
 def _usage():
-  lines = ["usage: estimator-dist COMMAND [flags] [-- program args]", "", "commands:"]
+  lines = ["usage: estimator-dist COMMAND [flags] [-- program args]",
+           "       estimator-dist COMMAND --help", "       estimator-dist --version", "",
+           "commands:"]
   lines += [f"  {name:10s} {text}" for name, (_, text) in _COMMANDS.items()]
   return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
   argv = list(sys.argv if argv is None else argv)
+  if len(argv) == 2 and argv[1] == "--version":
+    print(f"{command_line.PROGRAM} {version.__version__}")
+    return 0
   if len(argv) < 2 or argv[1] not in _COMMANDS:
     asked = len(argv) > 1 and argv[1] in ("-h", "--help")
     (sys.stdout if asked else sys.stderr).write(_usage())

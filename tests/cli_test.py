@@ -1,6 +1,7 @@
 """The `estimator-dist` command as a user meets it: each command's --help lists its flags,
-the top level lists the commands."""
+the top level lists the commands, --version says the installed version."""
 
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -8,6 +9,7 @@ import sys
 
 import pytest
 
+import estimator_dist as ed
 from estimator_dist import cli
 from tests import helpers
 
@@ -52,3 +54,9 @@ def test_without_a_command_the_usage_goes_to_stderr_and_exits_2(capsys):
   assert cli.main(["estimator-dist"]) == 2
   assert capsys.readouterr().err.startswith("usage: estimator-dist COMMAND")
 
+
+def test_the_version_is_the_installed_distributions(capsys):
+  installed = importlib.metadata.version("estimator_dist")
+  assert ed.__version__ == installed
+  assert cli.main(["estimator-dist", "--version"]) == 0
+  assert capsys.readouterr().out == f"estimator-dist {installed}\n"
