@@ -13,6 +13,7 @@ import optuna
 
 from estimator_dist import errors
 from estimator_dist.contract import stop_files
+from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.outputs import event_files
 
 
@@ -33,7 +34,7 @@ class Reporter:
     not this trial's."""
     self._trial, self._model_dir, self._metric = trial, model_dir, metric
     self._after_step = -1 if after_step is None else after_step
-    frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+    frozen = storage_lib.stored(trial.study, trial)
     self._reported = set(frozen.intermediate_values)  # A retried trial inherits them.
     self.prune_requested = False
     self._files, self._results = None, {}
