@@ -1,7 +1,9 @@
 """The `estimator-dist` command: `estimator-dist launch ...` and friends.
 
 `estimator-dist COMMAND --help` lists the command's flags; `estimator-dist --version`
-prints the installed version.
+prints the installed version. Only verify and bench run TensorFlow here: where it is not
+installed (a login node), slurm and k8s print their script and manifest and the others'
+--help lists their flags, and verify and bench say in one line what to install.
 """
 
 import os
@@ -23,6 +25,8 @@ _COMMANDS = {
               "Search hyperparameters: many trials, each a job, one Optuna study."),
     "bench": (None, "Compare strategies' speed on this machine (from a checkout)."),
 }
+# The commands that run TensorFlow here; the others start jobs and need none installed.
+_NEED_TENSORFLOW = ("verify", "bench")
 # `bench` runs the benchmark of a checkout of the repository: benchmarks/ and model_zoo/
 # are not installed with the package.
 _BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
@@ -47,6 +51,8 @@ def main(argv=None):
     return 0 if asked else 2
   if argv[1] == "bench":
     return _bench(argv[2:])
+  if _missing_tensorflow(argv[1]):
+    return 2
   try:
     module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
   except ModuleNotFoundError as e:
@@ -57,6 +63,18 @@ def main(argv=None):
     return 2
   sys.argv = [f"{command_line.PROGRAM} {argv[1]}"] + argv[2:]
   return module.run()
+
+
+def _missing_tensorflow(command):
+  """Whether `command` needs TensorFlow 2.15 and it is not installed (then says so)."""
+  if command not in _NEED_TENSORFLOW:
+    return False
+  try:
+    extras.check_tensorflow(purpose="this command")
+  except extras.MissingExtra as e:
+    command_line.write_error(str(e), command)
+    return True
+  return False
 
 
 def _bench(args):
@@ -70,6 +88,8 @@ def _bench(args):
         f"bench runs the benchmark of a checkout of the repository ({_BENCH_SCRIPT} is not "
         f"installed with the package): run it in the checkout's root directory, or run "
         f"python {_BENCH_SCRIPT} there", "bench")
+    return 2
+  if _missing_tensorflow("bench"):
     return 2
   sys.stdout.flush()
   os.execv(sys.executable, [sys.executable, script, *args])  # Does not return.

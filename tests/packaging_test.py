@@ -1,6 +1,7 @@
 """The package installs beside a user's own TensorFlow and names what is missing; its
-wheel holds only estimator_dist."""
+wheel holds only estimator_dist; slurm, k8s and --help need no TensorFlow."""
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -136,8 +137,63 @@ def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(wheel, tmp_pa
     back_to_baseline()
 
 
-def test_without_tensorflow_importing_the_package_names_the_extras():
-  done = subprocess.run([sys._base_executable, "-S", "-c", "import estimator_dist"],  # pylint: disable=protected-access
+# What `estimator-dist slurm` and `k8s` import beside the standard library and the package.
+SLURM_AND_K8S_NEED = ("absl-py", "pyyaml")
+
+
+@pytest.mark.processes
+@pytest.mark.xdist_group("wheel")
+def test_slurm_k8s_and_help_run_without_tensorflow(wheel, tmp_path):
+  """A login node: a fresh environment with the wheel (--no-deps: its core requires
+  tensorflow-estimator and numpy) and only what slurm and k8s import. The suite's pip
+  installs into it (--python), from pip's cache."""
+  venv = tmp_path / "venv"
+  subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)],  # pylint: disable=protected-access
+                 check=True)
+  python = str(venv / "bin" / "python")
+  pins = [f"{name}=={importlib.metadata.version(name)}" for name in SLURM_AND_K8S_NEED]
+  subprocess.run([helpers.PYTHON, "-m", "pip", "--python", python, "install", "--quiet",
+                  "--no-deps", str(wheel), *pins], check=True, capture_output=True)
+  env = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+
+  def run(*args):
+    done = subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=60, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+  assert run(python, "-c", "import tensorflow")[0] == 1
+  program = ["--", "python", "train.py", "--model_dir=/shared/run"]
+  code, script, err = run("estimator-dist", "slurm", "--strategy=multi_worker",
+                          "--num_workers=2", "--nodes=2", *program)
+  assert code == 0 and script.startswith("#!/bin/bash\n"), err
+  assert "#SBATCH --nodes=2" in script and "srun" in script and "train.py" in script, script
+  code, manifest, err = run("estimator-dist", "k8s", "--strategy=multi_worker",
+                            "--num_workers=2", "--image=registry/train:1", *program)
+  assert code == 0 and "kind: TFJob" in manifest and "registry/train:1" in manifest, err
+  for command in ("launch", "slurm", "k8s", "progress"):
+    code, out, err = run("estimator-dist", command, "--help")
+    flag = "--heartbeats" if command == "progress" else "--strategy"
+    assert code == 0 and f"\n  {flag}:" in out, (command, out, err)
+  code, out, err = run("estimator-dist", "verify", "--help")
+  assert code == 2 and err.startswith(
+      "estimator-dist verify: error: this command needs TensorFlow 2.15 and "
+      "tensorflow-estimator 2.15 (found TensorFlow missing, tensorflow-estimator missing): "
+      "pip install 'estimator_dist[cpu]'"), err
+  assert run("estimator-dist", "bench", "--help")[2].startswith(
+      "estimator-dist bench: error: bench runs the benchmark of a checkout")
+  assert run("estimator-dist", "--version")[1] == f"estimator-dist {version()}\n"
+  code, out, err = run(python, "-c", "import estimator_dist as ed; print(ed.__version__); "
+                       "ed.train_and_evaluate")
+  assert code == 1 and out == f"{version()}\n", err
+  assert err.splitlines()[-1].startswith(
+      "estimator_dist.extras.MissingExtra: estimator_dist needs TensorFlow 2.15"), err
+
+
+def test_without_tensorflow_a_name_of_the_package_names_the_extras():
+  """`import estimator_dist` works (the commands need no TensorFlow); its first name used
+  says what to install."""
+  done = subprocess.run([sys._base_executable, "-S", "-c",  # pylint: disable=protected-access
+                         "import estimator_dist as ed; ed.train_and_evaluate"],
                         capture_output=True, text=True, cwd=helpers.REPO, check=False,
                         env={"PATH": os.environ["PATH"], "PYTHONPATH": helpers.REPO})
   assert done.returncode == 1

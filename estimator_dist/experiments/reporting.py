@@ -14,7 +14,6 @@ import optuna
 from estimator_dist import errors
 from estimator_dist.contract import stop_files
 from estimator_dist.experiments import storage as storage_lib
-from estimator_dist.outputs import event_files
 
 
 def check_metric(metric, results):
@@ -44,6 +43,8 @@ class Reporter:
     """Reports new evaluations; on a prune, asks the job to stop. Returns the results."""
     files = _files(os.path.join(self._model_dir, "eval"))
     if files != self._files:  # Read the event files again only when they changed.
+      # TensorBoard's protos once there are evaluations: not in a sweep's --help.
+      from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top
       self._files, self._results = files, event_files.eval_metrics(self._model_dir)
     results = {step: m for step, m in self._results.items() if step > self._after_step}
     check_metric(self._metric, self._results)
