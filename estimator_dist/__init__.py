@@ -17,12 +17,13 @@ module per backend), `training/` (what runs the training), `jobs/` (starting job
 the engines), `experiments/` (sweeps).
 
 Each name below is imported when first used, so `import estimator_dist` is cheap and
-a process that only starts jobs never imports TensorFlow.
+a process that only starts jobs never imports TensorFlow, nor needs it installed: the
+first name used checks that TensorFlow 2.15 is, and says in one line which extra
+installs it.
 """
 from estimator_dist import extras
 from estimator_dist import lazy_names
-
-extras.check_tensorflow()  # One line naming the extras, before any name is used.
+from estimator_dist.version import __version__
 
 # name -> the module that defines it.
 _EXPORTS = {
@@ -46,4 +47,4 @@ _EXPORTS = {
     "sweep": "estimator_dist.experiments.runner",
 }
 __all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_names.exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_names.exports(__name__, _EXPORTS, check=extras.check_tensorflow)

@@ -1,9 +1,17 @@
-"""The `estimator-dist` command: `estimator-dist launch ...` and friends."""
+"""The `estimator-dist` command: `estimator-dist launch ...` and friends.
 
+`estimator-dist COMMAND --help` lists the command's flags; `estimator-dist --version`
+prints the installed version. Only verify and bench run TensorFlow here: where it is not
+installed (a login node), slurm and k8s print their script and manifest and the others'
+--help lists their flags, and verify and bench say in one line what to install.
+"""
+
+import os
 import sys
 
 from estimator_dist import command_line
 from estimator_dist import extras
+from estimator_dist import version
 
 _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
@@ -15,21 +23,36 @@ _COMMANDS = {
                "Check that a strategy does the math of one worker."),
     "sweep": ("estimator_dist.sweep_cli",
               "Search hyperparameters: many trials, each a job, one Optuna study."),
-    "bench": ("benchmarks.compare_strategies", "Compare strategies' speed on this machine."),
+    "bench": (None, "Compare strategies' speed on this machine (from a checkout)."),
 }
+# The commands that run TensorFlow here; the others start jobs and need none installed.
+_NEED_TENSORFLOW = ("verify", "bench")
+# `bench` runs the benchmark of a checkout of the repository: benchmarks/ and model_zoo/
+# are not installed with the package.
+_BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
 
 
 def _usage():
-  lines = ["usage: estimator-dist COMMAND [flags] [-- program args]", "", "commands:"]
+  lines = ["usage: estimator-dist COMMAND [flags] [-- program args]",
+           "       estimator-dist COMMAND --help", "       estimator-dist --version", "",
+           "commands:"]
   lines += [f"  {name:10s} {text}" for name, (_, text) in _COMMANDS.items()]
   return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
   argv = list(sys.argv if argv is None else argv)
+  if len(argv) == 2 and argv[1] == "--version":
+    print(f"{command_line.PROGRAM} {version.__version__}")
+    return 0
   if len(argv) < 2 or argv[1] not in _COMMANDS:
-    sys.stderr.write(_usage())
-    return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
+    asked = len(argv) > 1 and argv[1] in ("-h", "--help")
+    (sys.stdout if asked else sys.stderr).write(_usage())
+    return 0 if asked else 2
+  if argv[1] == "bench":
+    return _bench(argv[2:])
+  if _missing_tensorflow(argv[1]):
+    return 2
   try:
     module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
   except ModuleNotFoundError as e:
@@ -38,8 +61,38 @@ def main(argv=None):
       raise
     command_line.write_error(str(missing), argv[1])
     return 2
-  sys.argv = [f"estimator-dist {argv[1]}"] + argv[2:]
+  sys.argv = [f"{command_line.PROGRAM} {argv[1]}"] + argv[2:]
   return module.run()
+
+
+def _missing_tensorflow(command):
+  """Whether `command` needs TensorFlow 2.15 and it is not installed (then says so)."""
+  if command not in _NEED_TENSORFLOW:
+    return False
+  try:
+    extras.check_tensorflow(purpose="this command")
+  except extras.MissingExtra as e:
+    command_line.write_error(str(e), command)
+    return True
+  return False
+
+
+def _bench(args):
+  """Runs the checkout's benchmark with `args`, in place of this process."""
+  roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.getcwd()]
+  script = next((os.path.join(root, _BENCH_SCRIPT) for root in roots
+                 if os.path.isfile(os.path.join(root, _BENCH_SCRIPT))
+                 and os.path.isfile(os.path.join(root, "pyproject.toml"))), None)
+  if script is None:
+    command_line.write_error(
+        f"bench runs the benchmark of a checkout of the repository ({_BENCH_SCRIPT} is not "
+        f"installed with the package): run it in the checkout's root directory, or run "
+        f"python {_BENCH_SCRIPT} there", "bench")
+    return 2
+  if _missing_tensorflow("bench"):
+    return 2
+  sys.stdout.flush()
+  os.execv(sys.executable, [sys.executable, script, *args])  # Does not return.
 
 
 if __name__ == "__main__":

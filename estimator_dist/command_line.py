@@ -9,6 +9,8 @@ command `estimator-dist launch` writes it (each command its own name: launch, sw
 slurm, k8s, progress, verify, bench), `estimator-dist: ` where the library writes it
 inside a training task, a user's program. An error says so after it
 (`estimator-dist launch: error: ...`), as argparse's `prog: error: ...` does.
+
+A command's --help lists its flags and exits 0, as argparse's does.
 """
 
 import sys
@@ -54,8 +56,29 @@ def run(main, *, command=None):
 
 
 def _parse(argv, command):
+  if command is not None:
+    _list_in_help(flags.FLAGS)
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
     write_error(f"{e}\nPass --helpshort or --helpfull to see help on flags.", command)
     sys.exit(errors.USAGE_EXIT_CODE)
+  except SystemExit:
+    # Only absl's help flags (--help, --helpshort, --helpfull, --helpxml) end the parse:
+    # they printed the help asked for, and exit 1, which here means a failed run.
+    sys.exit(0)
+
+
+def _list_in_help(flag_values):
+  """Makes every flag estimator_dist defined a key flag of the main module, which --help
+  lists.
+
+  absl's --help lists the key flags of the module named sys.argv[0] (`estimator-dist
+  launch` under the console script); a command's flags are defined by the modules that
+  make them (option_flags, jobs.spec, ...), and absl keys each by its defining module.
+  Other modules' flags (absl's, TensorFlow's) stay in --helpfull.
+  """
+  for module, defined in flag_values.flags_by_module_dict().items():
+    if module.split(".")[0] == __name__.split(".")[0]:  # estimator_dist
+      for flag in defined:
+        flag_values.register_key_flag_for_module(sys.argv[0], flag)

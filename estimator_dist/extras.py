@@ -23,9 +23,9 @@ class MissingExtra(ImportError):
   """What the toolkit needs is not installed; the message names the extra to install."""
 
 
-def check_tensorflow():
-  """MissingExtra, in one line naming the extras, unless TensorFlow 2.15 and
-  tensorflow-estimator 2.15 are installed."""
+def check_tensorflow(*, purpose="estimator_dist"):
+  """MissingExtra, in one line naming the extras and saying that `purpose` needs them,
+  unless TensorFlow 2.15 and tensorflow-estimator 2.15 are installed."""
   installed = _version("tensorflow", _TENSORFLOW_DISTRIBUTIONS)
   estimator = _version("tensorflow_estimator", ("tensorflow-estimator",))
   found = [f"{name} {version or 'missing'}" for name, version in
@@ -33,7 +33,7 @@ def check_tensorflow():
            if not (version or "").startswith(TENSORFLOW)]
   if found:
     raise MissingExtra(
-        f"estimator_dist needs TensorFlow {TENSORFLOW} and tensorflow-estimator "
+        f"{purpose} needs TensorFlow {TENSORFLOW} and tensorflow-estimator "
         f"{TENSORFLOW} (found {', '.join(found)}): pip install 'estimator_dist[cpu]' "
         f"(tensorflow-cpu) or 'estimator_dist[gpu]' (tensorflow[and-cuda]), or install "
         f"TensorFlow {TENSORFLOW} your own way.")

@@ -10,12 +10,16 @@ import importlib
 from estimator_dist import extras
 
 
-def exports(package, names):
-  """(__getattr__, __dir__) for `package`, re-exporting `names` ({name: module})."""
+def exports(package, names, *, check=None):
+  """(__getattr__, __dir__) for `package`, re-exporting `names` ({name: module});
+  `check()`, if given, runs before a name's module is imported (and raises what is
+  missing)."""
 
   def getattr_(name):
     if name not in names:
       raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    if check is not None:
+      check()
     try:
       module = importlib.import_module(names[name])
     except ModuleNotFoundError as e:  # Optuna for `sweep`: name the extra that has it.

@@ -108,19 +108,20 @@ def _sweep_here(program, f):
   during the sweep and after it (after its error, if it failed)."""
   dashboards, code = [], 0
 
-  def start_dashboard(study):
+  def start_dashboard(_):  # Once the study exists.
     if f.dashboard.value:
-      dashboards.append(dashboard.start(study, port=f.dashboard_port.value))
+      dashboards.append(dashboard.start(options.storage_url, port=f.dashboard_port.value))
   try:
+    options = f.options()
     if f.engine.value == "spark":
       spark_context = spark_engine.context(f.spark_master.value)
       try:
-        spark_engine.sweep(program, options=f.options(), spark_context=spark_context,
+        spark_engine.sweep(program, options=options, spark_context=spark_context,
                            on_study=start_dashboard)
       finally:
         spark_context.stop()
     else:
-      runner.sweep(program, options=f.options(), on_study=start_dashboard)
+      runner.sweep(program, options=options, on_study=start_dashboard)
   except (errors.ConfigError, trial_job.TrialFailed) as e:
     code = _failed(e)
   except BaseException:  # Ctrl-C, or an error of its own: no serving after it.

@@ -16,6 +16,7 @@ import threading
 from wsgiref import simple_server
 
 from estimator_dist import command_line
+from estimator_dist.experiments import storage as storage_lib
 
 HOST = "127.0.0.1"
 
@@ -68,9 +69,10 @@ class Dashboard:
     self._server.server_close()
 
 
-def start(study, *, port, out=sys.stdout):
-  """The Dashboard of `study`, its address printed."""
-  dashboard = Dashboard(study._storage, port=port)  # pylint: disable=protected-access
+def start(storage_url, *, port, out=sys.stdout):
+  """The Dashboard of the study in `storage_url` (SweepOptions.storage_url), its address
+  printed."""
+  dashboard = Dashboard(storage_lib.open_storage(storage_url), port=port)
   command_line.write(out, f"dashboard at {dashboard.url} (optuna-dashboard)",
                      command="sweep")
   return dashboard

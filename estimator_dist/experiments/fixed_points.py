@@ -9,6 +9,7 @@ sweep was interrupted, failed or resumed; `--noretry_failed` leaves those failed
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.experiments import storage as storage_lib
 
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 ACTIVE = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
@@ -60,7 +61,7 @@ def repeats_a_point(study, trial) -> bool:
   """Whether `trial` is not needed: the sampler made its values (another runner took the
   last queued point first), or another trial of its point finished, or runs or waits
   ahead of it (runners that queued a failed point again at the same moment)."""
-  frozen = study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+  frozen = storage_lib.stored(study, trial)
   if "fixed_params" not in frozen.system_attrs:
     return True
   others = point_trials(study).get(_point(frozen.system_attrs["fixed_params"]), [])

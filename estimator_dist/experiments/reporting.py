@@ -13,7 +13,7 @@ import optuna
 
 from estimator_dist import errors
 from estimator_dist.contract import stop_files
-from estimator_dist.outputs import event_files
+from estimator_dist.experiments import storage as storage_lib
 
 
 def check_metric(metric, results):
@@ -33,7 +33,7 @@ class Reporter:
     not this trial's."""
     self._trial, self._model_dir, self._metric = trial, model_dir, metric
     self._after_step = -1 if after_step is None else after_step
-    frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+    frozen = storage_lib.stored(trial.study, trial)
     self._reported = set(frozen.intermediate_values)  # A retried trial inherits them.
     self.prune_requested = False
     self._files, self._results = None, {}
@@ -43,6 +43,8 @@ class Reporter:
     """Reports new evaluations; on a prune, asks the job to stop. Returns the results."""
     files = _files(os.path.join(self._model_dir, "eval"))
     if files != self._files:  # Read the event files again only when they changed.
+      # TensorBoard's protos once there are evaluations: not in a sweep's --help.
+      from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top
       self._files, self._results = files, event_files.eval_metrics(self._model_dir)
     results = {step: m for step, m in self._results.items() if step > self._after_step}
     check_metric(self._metric, self._results)

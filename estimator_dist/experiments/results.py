@@ -3,22 +3,14 @@
 In the sweep dir: `report.md` (every trial's values, metric, state, steps and seconds,
 then the best values, then the points of a grid or --zip that no trial finished),
 `sweep.json` (the same as data), `history.png` (optimisation history) and
-`parallel_coordinates.png`, and TensorBoard HParams summaries, so that
-`tensorboard --logdir=SWEEP_DIR` shows every trial in the HParams dashboard beside its
-training curves.
+`parallel_coordinates.png`, and TensorBoard HParams summaries (`hparams_summary`).
 """
 
-import glob
 import json
 import os
-import socket
-import time
 import warnings
 
 import optuna
-from tensorboard.compat.proto import event_pb2
-from tensorboard.plugins.hparams import summary_v2 as hp
-from tensorboard.summary.writer import record_writer
 
 from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt_report
@@ -27,7 +19,6 @@ from estimator_dist.outputs import best_checkpoints
 REPORT, DATA = "report.md", "sweep.json"
 CHARTS = {"history.png": "plot_optimization_history",
           "parallel_coordinates.png": "plot_parallel_coordinate"}
-_HPARAMS_SUFFIX = ".hparams"
 
 
 def summarize(study, *, options, out=None):
@@ -51,7 +42,9 @@ def summarize(study, *, options, out=None):
     f.write(table)
   if complete:
     _charts(study, options, population)
-  _hparams(trials, options)
+  # TensorBoard only when a report is written: not in a sweep's --help.
+  from estimator_dist.experiments import hparams_summary  # pylint: disable=g-import-not-at-top
+  hparams_summary.write(trials, options)
   if out is not None:
     out.write(table)
     out.flush()
@@ -138,41 +131,3 @@ def _charts(study, options, population):
       axes.figure.set_size_inches(9, 5)
       axes.figure.savefig(os.path.join(sweep_dir, name), dpi=100, bbox_inches="tight")
       pyplot.close(axes.figure)
-
-
-def _domain(distribution):
-  if isinstance(distribution, optuna.distributions.CategoricalDistribution):
-    return hp.Discrete(list(distribution.choices))
-  if isinstance(distribution, optuna.distributions.IntDistribution):
-    return hp.IntInterval(distribution.low, distribution.high)
-  return hp.RealInterval(float(distribution.low), float(distribution.high))
-
-
-def _write(logdir, summary):
-  """Writes `summary` as the one HParams event file of `logdir`, with TensorBoard's own
-  record writer on a local file: the sweep runner imports no TensorFlow."""
-  for old in glob.glob(os.path.join(logdir, f"events.out.tfevents.*{_HPARAMS_SUFFIX}")):
-    os.remove(old)  # One summary a run, however often the report is made.
-  now = time.time()
-  name = f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}{_HPARAMS_SUFFIX}"
-  with open(os.path.join(logdir, name), "wb") as f:
-    writer = record_writer.RecordWriter(f)
-    for event in (event_pb2.Event(wall_time=now, file_version="brain.Event:2"),
-                  event_pb2.Event(wall_time=now, summary=summary)):
-      writer.write(event.SerializeToString())
-
-
-def _hparams(trials, options):
-  """The HParams dashboard: the space at the sweep dir, each trial's values at its
-  model_dir, whose eval/ holds the metric."""
-  space = options.search_space
-  metric = hp.Metric(options.metric, group="eval", display_name=f"eval {options.metric}")
-  _write(options.sweep_dir, hp.hparams_config_pb(
-      hparams=[hp.HParam(name, _domain(d)) for name, d in sorted(space.items())],
-      metrics=[metric]))
-  for trial in trials:
-    model_dir = trial.user_attrs.get("model_dir")
-    if model_dir and os.path.isdir(model_dir) and trial.state.is_finished():
-      _write(model_dir, hp.hparams_pb(
-          {name: value for name, value in trial.params.items() if name in space},
-          trial_id=os.path.relpath(model_dir, options.sweep_dir)))

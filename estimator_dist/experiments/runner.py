@@ -15,6 +15,7 @@ find the trials whose runner died. A trial that fails stops the sweep; a grid's 
 whose trials failed is queued again when the sweep is run again (`fixed_points`).
 """
 
+import functools
 import os
 import shutil
 import subprocess
@@ -140,19 +141,22 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   tracked = sweep_tracking.SweepRun.start(
       study, options, warn=lambda message: command_line.write(out, message, command="sweep"))
   report = None
+  # One storage for the heartbeats of every trial this runner runs.
+  run_here = functools.partial(run_trials, heartbeats=storage_lib.heartbeats(
+      options.storage_url))
   try:
     # It waits for its trials; a signal is said in its own lines.
     with preemption.watched(ends_after_grace=False, command="sweep"):
       if options.scheduler == "pbt":
         try:
           pbt.run(study, program=program, options=options, slots=slots, out=out,
-                  tracked=tracked, run_trials=run_trials)
+                  tracked=tracked, run_trials=run_here)
         except trial_job.TrialFailed:
           report = results.summarize(study, options=options, out=out)  # What it reached.
           raise
       else:
-        run_trials(study, program=program, options=options, slots=slots, out=out,
-                   tracked=tracked)
+        run_here(study, program=program, options=options, slots=slots, out=out,
+                 tracked=tracked)
     report = results.summarize(study, options=options, out=out)
     check_no_failed_points(report, options=options)
   except BaseException as e:
@@ -187,23 +191,23 @@ def check_no_failed_points(report, *, options):
       f"report lists them; {again} to retry them.")
 
 
-def run_trials(study, *, program, options, slots, out, tracked=None):
+def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
   queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
   SweepRun, which gets a run for each trial. Told to stop (SIGTERM, SIGUSR1: `preemption`),
   it passes the request to every running trial, whose job saves where it is, and ends
   with Preempted once they have: each trial then goes stale and is retried, from its
-  checkpoint, by the sweep run again."""
+  checkpoint, by the sweep run again. `heartbeats`: the storage (storage.heartbeats') the
+  running trials beat in; None: they do not."""
   running = {}  # slot index: TrialJob
   waiting_told = preempting = False
   progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
-  storage = study._storage  # pylint: disable=protected-access
   try:
     while True:
       study_lib.fail_stale(study)
       for index, job in list(running.items()):
-        job.beat(storage, storage_lib.HEARTBEAT_SECS)
+        job.beat(heartbeats, storage_lib.HEARTBEAT_SECS)
         ended = job.process.poll() is not None
         try:
           state = (job.finish(study, preempting=preempting) if ended else
@@ -241,7 +245,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None):
         running[free[0]] = job = trial_job.TrialJob(
             trial, options=options, program=program, slot=slot,
             env=tracked.trial_env(trial) if tracked else {})
-        job.beat(storage, 0)
+        job.beat(heartbeats, 0)
         command_line.write(out, f"trial {trial.number} started on {slot}: "
                            f"{' '.join(_flags(trial))} (model_dir {job.model_dir})",
                            command="sweep")
@@ -266,7 +270,7 @@ def _flags(trial):
 
 
 def _described(trial, study):
-  frozen = study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+  frozen = storage_lib.stored(study, trial)
   value = "" if frozen.value is None else f" -> {frozen.value:g}"
   return f"{' '.join(_flags(trial))}{value}"
 

@@ -3,6 +3,11 @@
 The relational storages keep heartbeats: a trial whose runner stopped beating for
 GRACE_SECS is failed and queued again with its values, its user attributes and its
 intermediate values (at most 3 times).
+
+A running trial is read through the study's public API (`stored`). Optuna records
+heartbeats only for `Study.optimize`; a sweep asks and tells, so `beat` records them
+through the storage's own interface (`BaseStorage`, which optuna<6 has;
+tests/storage_test.py fails on a release that changes it).
 """
 
 import warnings
@@ -14,6 +19,25 @@ from estimator_dist import errors
 # Heartbeats tell a running trial from one whose runner died.
 HEARTBEAT_SECS = 5
 GRACE_SECS = 20
+
+
+def stored(study, trial) -> optuna.trial.FrozenTrial:
+  """What `study` holds of its trial `trial` (running or not): values, attributes,
+  intermediate values, state."""
+  return next(t for t in study.get_trials(deepcopy=False) if t.number == trial.number)
+
+
+def heartbeats(url):
+  """A storage of `url` to record trials' heartbeats in (`beat`); None for a journal,
+  which keeps none."""
+  return None if url.startswith("journal:") else open_storage(url)
+
+
+def beat(storage, trial):
+  """Records in `storage` (of `heartbeats`) that `trial`, a running trial, is alive."""
+  study_id = storage.get_study_id_from_name(trial.study.study_name)
+  storage.record_heartbeat(storage.get_trial_id_from_study_id_trial_number(study_id,
+                                                                           trial.number))
 
 
 def open_storage(url):

@@ -115,8 +115,7 @@ def surplus(study, trial, options):
   """Whether `trial` is one more than the sweep needs: runners sharing the study (SLURM
   array tasks) may ask at the same moment. Such a trial is failed at once."""
   if options.scheduler == "pbt":  # Only the segments one runner queued: not the sampler's.
-    extra = pbt_values.MEMBER not in study._storage.get_trial(  # pylint: disable=protected-access
-        trial._trial_id).user_attrs  # pylint: disable=protected-access
+    extra = pbt_values.MEMBER not in storage_lib.stored(study, trial).user_attrs
   elif options.fixed_points:
     extra = fixed_points.repeats_a_point(study, trial)
   else:

@@ -21,6 +21,7 @@ from estimator_dist.contract import task_env
 from estimator_dist.jobs import failure_cause
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
+from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.jobs import process_tree
 
 LOG_NAME = "launch.log"
@@ -76,7 +77,7 @@ class TrialJob:
 
   def __init__(self, trial, *, options, program, slot, env=None):
     self.trial, self.started = trial, time.monotonic()
-    frozen = trial.study._storage.get_trial(trial._trial_id)  # pylint: disable=protected-access
+    frozen = storage_lib.stored(trial.study, trial)
     queued = frozen.user_attrs  # What it was queued with: PBT's segment.
     self.model_dir = model_dir_of(options.sweep_dir, frozen)
     os.makedirs(self.model_dir, exist_ok=True)
@@ -97,9 +98,10 @@ class TrialJob:
     self._last_beat, self._asked_to_save = 0.0, False
 
   def beat(self, storage, every_secs):
-    if hasattr(storage, "record_heartbeat") and (
-        time.monotonic() - self._last_beat >= every_secs):
-      storage.record_heartbeat(self.trial._trial_id)  # pylint: disable=protected-access
+    """Records the trial's heartbeat in `storage` (storage.heartbeats'; None: keeps
+    none), at most every `every_secs`."""
+    if storage is not None and time.monotonic() - self._last_beat >= every_secs:
+      storage_lib.beat(storage, self.trial)
       self._last_beat = time.monotonic()
 
   def stop(self):
@@ -124,8 +126,7 @@ class TrialJob:
   def fail(self, study):
     """Ends the job and records the trial failed (the sweep stops on its error)."""
     self.stop()
-    frozen = study._storage.get_trial(self.trial._trial_id)  # pylint: disable=protected-access
-    if not frozen.state.is_finished():
+    if not storage_lib.stored(study, self.trial).state.is_finished():
       study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
 
   def finish(self, study, *, preempting=False) -> str:

@@ -1,8 +1,8 @@
 """The scalars in a model_dir's event files, read without TensorFlow.
 
 The launcher's progress lines and the sweep runner read a job's evaluations while it
-runs, in processes that never import TensorFlow: TensorBoard's own record reader and
-Event proto read them. The model_dir is on this machine.
+runs, in processes that never import TensorFlow: `tfrecords` reads the records and
+TensorBoard's Event proto parses them. The model_dir is on this machine.
 """
 
 import collections
@@ -10,8 +10,8 @@ import glob
 import os
 
 from tensorboard.compat.proto import event_pb2
-from tensorboard.compat.tensorflow_stub import errors as record_errors
-from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
+
+from estimator_dist.outputs import tfrecords
 
 _EVENT_FILES = "events.out.tfevents.*"
 
@@ -37,10 +37,5 @@ def scalars(directory):
 
 def _events(path):
   """The Events of one event file; a record still being written ends the file for now."""
-  reader = pywrap_tensorflow.PyRecordReader_New(path)
-  while True:
-    try:
-      reader.GetNext()
-    except (record_errors.OutOfRangeError, record_errors.DataLossError):
-      return
-    yield event_pb2.Event.FromString(reader.record())
+  for data in tfrecords.records(path):
+    yield event_pb2.Event.FromString(data)

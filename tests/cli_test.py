@@ -1,0 +1,62 @@
+"""The `estimator-dist` command as a user meets it: each command's --help lists its flags,
+the top level lists the commands, --version says the installed version."""
+
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import estimator_dist as ed
+from estimator_dist import cli
+from tests import helpers
+
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "estimator-dist")
+# The main flags of each command, which its --help must list.
+MAIN_FLAGS = {
+    "launch": ("strategy", "num_workers", "model_dir", "instrument", "evaluator", "hosts"),
+    "slurm": ("strategy", "num_workers", "nodes", "time", "partition", "requeue"),
+    "k8s": ("strategy", "num_workers", "image", "namespace", "gpus"),
+    "progress": ("model_dir", "heartbeats", "progress_secs"),
+    "sweep": ("space", "trials", "parallel", "sampler", "pruner", "metric", "sweep_dir"),
+    "verify": ("module", "strategy", "num_workers", "tolerance", "train_steps"),
+    "bench": ("strategies", "num_workers", "model", "steps", "output_dir"),
+}
+
+
+def test_every_command_has_its_main_flags_here():
+  assert set(MAIN_FLAGS) == set(cli._COMMANDS)  # pylint: disable=protected-access
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("command", sorted(MAIN_FLAGS))
+def test_a_commands_help_lists_its_flags_and_exits_0(command, tmp_path):
+  """Through the console script, away from the checkout (bench finds it all the same)."""
+  done = subprocess.run([SCRIPT, command, "--help"], capture_output=True, text=True,
+                        env=helpers.child_env(), cwd=tmp_path, timeout=120, check=False)
+  assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+  listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", done.stdout, re.MULTILINE))
+  assert set(MAIN_FLAGS[command]) <= listed, (sorted(listed), done.stdout[-2000:])
+  assert "verbosity" not in listed  # absl's own flags stay in --helpfull.
+
+
+def test_the_top_level_help_lists_every_command_and_exits_0(capsys):
+  assert cli.main(["estimator-dist", "--help"]) == 0
+  out = capsys.readouterr().out
+  assert out.startswith("usage: estimator-dist COMMAND")
+  for command in cli._COMMANDS:  # pylint: disable=protected-access
+    assert re.search(rf"^  {command} +\w", out, re.MULTILINE), out
+
+
+def test_without_a_command_the_usage_goes_to_stderr_and_exits_2(capsys):
+  assert cli.main(["estimator-dist"]) == 2
+  assert capsys.readouterr().err.startswith("usage: estimator-dist COMMAND")
+
+
+def test_the_version_is_the_installed_distributions(capsys):
+  installed = importlib.metadata.version("estimator_dist")
+  assert ed.__version__ == installed
+  assert cli.main(["estimator-dist", "--version"]) == 0
+  assert capsys.readouterr().out == f"estimator-dist {installed}\n"
