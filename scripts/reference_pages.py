@@ -100,10 +100,15 @@ def _defined(define):
   return values
 
 
+# Commands that run a checkout's program rather than a module of the package.
+_CHECKOUT_COMMANDS = {"bench": "benchmarks.compare_strategies"}
+
+
 def commands():
   """{command: (module, summary)} of `estimator-dist`."""
   from estimator_dist import cli  # pylint: disable=g-import-not-at-top
-  return dict(cli._COMMANDS)  # pylint: disable=protected-access
+  return {command: (module or _CHECKOUT_COMMANDS[command], summary)
+          for command, (module, summary) in cli._COMMANDS.items()}  # pylint: disable=protected-access
 
 
 def _program_flag_values():
