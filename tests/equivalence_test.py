@@ -57,7 +57,8 @@ def _train(module, model_dir, strategy, workers, batch, rate, scaling, *extra):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
   """reference(batch, rate, module=DNN): the model_dir of the one-worker run at that batch
-  and rate, trained on first use from the module's first run's initial checkpoint."""
+  and rate, trained on first use from the module's first run's initial checkpoint, unless
+  reference.verify made it."""
   root, made = tmp_path_factory.mktemp("references"), {}
 
   def trained(batch, rate, module=_DNN):
@@ -69,15 +70,26 @@ def reference(tmp_path_factory):
       _train(module, model_dir, "local", 1, batch, rate, "none")
       made[module, batch, rate] = model_dir
     return made[module, batch, rate]
+
+  def verified(*args, batch, rate, module=_DNN):
+    """`estimator-dist verify ARGS --module=MODULE` with its runs kept: run_verify's
+    result. Its one-worker run (at `batch` and `rate`) becomes that reference, unless
+    there is one already."""
+    work = root / f"verify_{len(list(root.iterdir()))}"
+    result = run_verify(*args, f"--module={module}", f"--work_dir={work}")
+    made.setdefault((module, batch, rate), work / "single")
+    return result
+
+  trained.verify = verified
   return trained
 
 
 def _distributed(reference_dir, model_dir, strategy, workers, batch, *extra, scaling="none",
-                 module=_DNN):
+                 module=_DNN, rate=0.01):
   """verify's distributed run, from `reference_dir`'s initial checkpoint: (the largest
   relative weight difference against it, the rate the chief scaled to or None, the output)."""
   verify.start_from(str(reference_dir), str(model_dir))
-  output = _train(module, model_dir, strategy, workers, batch, 0.01, scaling, *extra)
+  output = _train(module, model_dir, strategy, workers, batch, rate, scaling, *extra)
   rows = verify.compare(str(reference_dir), str(model_dir))
   assert rows, output[-3000:]
   record = rate_record.read(str(model_dir))
@@ -93,23 +105,39 @@ def test_synchronous_strategies_match_one_worker_at_the_same_global_batch(
   assert worst <= 1e-5 and f"{rate:g}" == "0.01", (worst, rate)
 
 
-@pytest.mark.parametrize("strategy", ["horovod", "multi_worker"])
-@pytest.mark.parametrize("module", ["tests.programs.canned_model", "tests.programs.keras_model"])
-def test_estimators_match_one_worker(strategy, module):
-  """A canned DNNClassifier and a model_to_estimator conv net, each with its own
-  optimizer and rate, given to verify as an Estimator."""
-  code, worst, verdict, output = run_verify(f"--strategy={strategy}", "--num_workers=2",
-                                            f"--module={module}")
+@reference_group
+def test_a_keras_estimator_matches_one_worker_under_horovod_and_multi_worker(reference,
+                                                                            tmp_path):
+  """A model_to_estimator conv net with its own optimizer and rate, given to verify as an
+  Estimator: verify names the rate the model's own. The multi_worker run is compared
+  with verify's one-worker run."""
+  module = "tests.programs.keras_model"
+  code, worst, verdict, output = reference.verify("--strategy=horovod", "--num_workers=2",
+                                                  batch=64, rate=0.01, module=module)
   assert (code, verdict) == (0, "PASS"), output[-3000:]
   assert worst <= 1e-5
-  assert re.search(rf"{strategy}\s+2\s+32\s+the model's own\n", output)
+  assert re.search(r"horovod\s+2\s+32\s+the model's own\n", output)
+  worst, rate, _ = _distributed(reference(64, 0.01, module), tmp_path / "multi_worker",
+                                "multi_worker", 2, 32, module=module)
+  assert worst <= 1e-5 and rate is None, (worst, rate)
 
 
-def test_parameter_server_with_one_worker_is_the_single_worker_run():
-  code, worst, verdict, output = run_verify("--strategy=parameter_server", "--num_workers=1",
-                                            "--module=model_zoo.mnist_dnn")
-  assert (code, verdict) == (0, "PASS"), output[-3000:]
-  assert worst <= 1e-6
+@reference_group
+@pytest.mark.parametrize("strategy", ["horovod", "multi_worker"])
+def test_a_canned_estimator_matches_one_worker(strategy, reference, tmp_path):
+  """A canned DNNClassifier with its own optimizer and rate, as verify trains it: the
+  rate stays the model's own (no record of a scaled one)."""
+  module = "tests.programs.canned_model"
+  worst, rate, _ = _distributed(reference(64, 0.01, module), tmp_path / "distributed",
+                                strategy, 2, 32, module=module)
+  assert worst <= 1e-5 and rate is None, (worst, rate)
+
+
+@reference_group
+def test_parameter_server_with_one_worker_is_the_single_worker_run(reference, tmp_path):
+  worst, _, _ = _distributed(reference(32, 0.04), tmp_path / "distributed",
+                             "parameter_server", 1, 32, rate=0.04)
+  assert worst <= 1e-6, worst
 
 
 @reference_group
