@@ -1,9 +1,11 @@
 """Real multi-process training on 127.0.0.1 through the launcher, for every strategy."""
 
+import contextlib
 import json
 import re
 
 import numpy as np
+import psutil
 import pytest
 import tensorflow as tf
 
@@ -42,18 +44,48 @@ def _eval_data():
   return x_eval.reshape(len(x_eval), -1), y_eval
 
 
+# The jobs whose tasks serve run on the host network: TensorFlow, horovodrun and MPI listen
+# on every interface there unless the launcher stops them (by default a job has a network
+# of its own: trust_test). mirrored's one process serves nothing. (horovod's Gloo
+# controller: launch_test.)
+ON_HOST_NETWORK = {"multi_worker", "parameter_server", "horovod"}
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+class ListeningSockets(helpers.Sampler):
+  """{(process name, address)} of every socket a process the test started listens on,
+  while the `with` block runs: `seen`."""
+
+  def __init__(self):
+    super().__init__()
+    self.seen = set()
+
+  def sample(self):
+    for p in helpers.our_processes():
+      with contextlib.suppress(psutil.Error):
+        self.seen |= {(p.name(), ip) for ip, _ in helpers.listening(p)}
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimator(
     strategy, tmp_path):
   """One job asserts what it shows: the accuracy and topology, each worker's shard, the
-  scaled rate, metrics a single process recomputes, and a checkpoint a plain Estimator
-  serves."""
+  scaled rate, metrics a single process recomputes, a checkpoint a plain Estimator
+  serves, and, on the host network, servers that listen on loopback only."""
   # multi_worker also says its progress, 600 steps of at least 10 ms each.
   progress = strategy == "multi_worker"
-  result, output = train(strategy, "tests.programs.plain_model", f"--model_dir={tmp_path}",
-                         "--profile_steps=100:110",
-                         *(["--train_steps=600", "--step_secs=0.01"] if progress else []),
-                         launch_args=["--curves", *(["--progress_secs=0.5"] if progress else [])])
+  host = strategy in ON_HOST_NETWORK
+  with ListeningSockets() as sockets:
+    result, output = train(
+        strategy, "tests.programs.plain_model", f"--model_dir={tmp_path}",
+        "--profile_steps=100:110",
+        *(["--train_steps=600", "--step_secs=0.01"] if progress else []),
+        launch_args=["--curves", *(["--progress_secs=0.5"] if progress else []),
+                     *(["--isolation=host"] if host else [])])
+  if host:
+    assert "estimator-dist launch: isolation: host network" in output, output[:2000]
+    assert sockets.seen, "no listening socket was seen"
+    assert {ip for _, ip in sockets.seen} <= LOOPBACK, sockets.seen
   assert float(result["eval_accuracy"]) >= 0.90
   assert (result["workers"], result["replicas"]) == (
       ("1", "2") if strategy == "mirrored" else ("2", "2"))
