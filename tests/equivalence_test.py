@@ -160,19 +160,8 @@ def test_verify_catches_workers_that_read_the_same_data(tmp_path):
   assert f"the two runs and their logs are in {tmp_path}" in output
 
 
-def test_every_parameter_server_worker_updates_the_variables(tmp_path):
-  code, output = helpers.launch("parameter_server", "tests.programs.plain_model",
-                                 f"--model_dir={tmp_path}", "--train_steps=300")
-  assert code == 0, output[-3000:]
-  steps = [int(line.rsplit("=", 1)[1]) for line in output.splitlines()
-           if "steps_run=" in line]
-  assert len(steps) == 2 and min(steps) > 0, steps
-  # Asynchronous updates: each worker step adds one to the shared global step. The
-  # other worker may land steps after the chief saved the last checkpoint: one in
-  # flight, or, when it joins as the chief ends, its first run and the run in which
-  # it reads that the end is reached (seen: [300, 2] with 300 saved).
-  final = tf.train.load_checkpoint(str(tmp_path)).get_tensor("global_step")
-  assert final >= 300 and final <= sum(steps) <= final + 2, (steps, final)
+# Every parameter_server worker's update reaches the shared variables: integration_test's
+# parameter_server job.
 
 
 CHAIN = [("local", 1, 64), ("horovod", 2, 32), ("multi_worker", 2, 32),
