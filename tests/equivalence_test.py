@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import estimator_dist as ed
 from estimator_dist.jobs import verify
+from estimator_dist.training import rate_record
 from model_zoo import mnist_dnn
 from tests import helpers
 
@@ -23,48 +24,132 @@ def run_verify(*args, timeout=300):
   return code, float(found.group(1)), found.group(4), output
 
 
-@pytest.mark.parametrize("strategy,module", [
-    ("horovod", "model_zoo.mnist_cnn"),
-    ("multi_worker", "model_zoo.mnist_dnn"),
-    ("mirrored", "model_zoo.mnist_dnn"),
-])
-def test_synchronous_strategies_match_one_worker_at_the_same_global_batch(strategy, module):
-  code, worst, verdict, output = run_verify(f"--strategy={strategy}", "--num_workers=2",
-                                            f"--module={module}")
+def test_horovod_matches_one_worker_on_the_cnn():
+  code, worst, verdict, output = run_verify("--strategy=horovod", "--num_workers=2",
+                                            "--module=model_zoo.mnist_cnn")
   assert (code, verdict) == (0, "PASS"), output[-3000:]
   assert worst <= 1e-5
-  assert re.search(rf"{strategy}\s+2\s+32\s+0.01\n", output)
+  assert re.search(r"horovod\s+2\s+32\s+0.01\n", output)
 
 
+# The one-worker runs that distributed runs are compared with, each trained once for the
+# tests below (in one process of the suite), as `estimator-dist verify` trains its own: the
+# same program, flags and environment; the runs of one module start from one initial
+# checkpoint.
+_DNN = "model_zoo.mnist_dnn"
+_VERIFY_ENV = {"TF_ENABLE_ONEDNN_OPTS": "0"}  # As verify runs both of its runs.
+reference_group = pytest.mark.xdist_group("verify_references")
+
+
+def _train(module, model_dir, strategy, workers, batch, rate, scaling, *extra):
+  """A run of `module` as verify starts it (`verify --train_only` through the launcher);
+  its output."""
+  code, output = helpers.run(helpers.launch_command(
+      f"--strategy={strategy}", f"--num_workers={workers}",
+      program=(helpers.PYTHON, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
+               f"--module={module}", f"--model_dir={model_dir}", "--train_steps=10",
+               f"--batch_size={batch}", f"--learning_rate={rate}", f"--lr_scaling={scaling}")),
+      env=helpers.child_env(**_VERIFY_ENV))
+  assert code == 0, output[-3000:]
+  return output
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+  """reference(batch, rate, module=DNN): the model_dir of the one-worker run at that batch
+  and rate, trained on first use from the module's first run's initial checkpoint, unless
+  reference.verify made it."""
+  root, made = tmp_path_factory.mktemp("references"), {}
+
+  def trained(batch, rate, module=_DNN):
+    if (module, batch, rate) not in made:
+      model_dir = root / f"{module}_{batch}_{rate}"
+      first = next((d for (m, _, _), d in made.items() if m == module), None)
+      if first:
+        verify.start_from(str(first), str(model_dir))
+      _train(module, model_dir, "local", 1, batch, rate, "none")
+      made[module, batch, rate] = model_dir
+    return made[module, batch, rate]
+
+  def verified(*args, batch, rate, module=_DNN):
+    """`estimator-dist verify ARGS --module=MODULE` with its runs kept: run_verify's
+    result. Its one-worker run (at `batch` and `rate`) becomes that reference, unless
+    there is one already."""
+    work = root / f"verify_{len(list(root.iterdir()))}"
+    result = run_verify(*args, f"--module={module}", f"--work_dir={work}")
+    made.setdefault((module, batch, rate), work / "single")
+    return result
+
+  trained.verify = verified
+  return trained
+
+
+def _distributed(reference_dir, model_dir, strategy, workers, batch, *extra, scaling="none",
+                 module=_DNN, rate=0.01):
+  """verify's distributed run, from `reference_dir`'s initial checkpoint: (the largest
+  relative weight difference against it, the rate the chief scaled to or None, the output)."""
+  verify.start_from(str(reference_dir), str(model_dir))
+  output = _train(module, model_dir, strategy, workers, batch, rate, scaling, *extra)
+  rows = verify.compare(str(reference_dir), str(model_dir))
+  assert rows, output[-3000:]
+  record = rate_record.read(str(model_dir))
+  return max(r[3] for r in rows), record and record.scaled, output
+
+
+@reference_group
+@pytest.mark.parametrize("strategy", ["multi_worker", "mirrored"])
+def test_synchronous_strategies_match_one_worker_at_the_same_global_batch(
+    strategy, reference, tmp_path):
+  worst, rate, _ = _distributed(reference(64, 0.01), tmp_path / "distributed", strategy, 2,
+                                32)
+  assert worst <= 1e-5 and f"{rate:g}" == "0.01", (worst, rate)
+
+
+@reference_group
+def test_a_keras_estimator_matches_one_worker_under_horovod_and_multi_worker(reference,
+                                                                            tmp_path):
+  """A model_to_estimator conv net with its own optimizer and rate, given to verify as an
+  Estimator: verify names the rate the model's own. The multi_worker run is compared
+  with verify's one-worker run."""
+  module = "tests.programs.keras_model"
+  code, worst, verdict, output = reference.verify("--strategy=horovod", "--num_workers=2",
+                                                  batch=64, rate=0.01, module=module)
+  assert (code, verdict) == (0, "PASS"), output[-3000:]
+  assert worst <= 1e-5
+  assert re.search(r"horovod\s+2\s+32\s+the model's own\n", output)
+  worst, rate, _ = _distributed(reference(64, 0.01, module), tmp_path / "multi_worker",
+                                "multi_worker", 2, 32, module=module)
+  assert worst <= 1e-5 and rate is None, (worst, rate)
+
+
+@reference_group
 @pytest.mark.parametrize("strategy", ["horovod", "multi_worker"])
-@pytest.mark.parametrize("module", ["tests.programs.canned_model", "tests.programs.keras_model"])
-def test_estimators_match_one_worker(strategy, module):
-  """A canned DNNClassifier and a model_to_estimator conv net, each with its own
-  optimizer and rate, given to verify as an Estimator."""
-  code, worst, verdict, output = run_verify(f"--strategy={strategy}", "--num_workers=2",
-                                            f"--module={module}")
-  assert (code, verdict) == (0, "PASS"), output[-3000:]
-  assert worst <= 1e-5
-  assert re.search(rf"{strategy}\s+2\s+32\s+the model's own\n", output)
+def test_a_canned_estimator_matches_one_worker(strategy, reference, tmp_path):
+  """A canned DNNClassifier with its own optimizer and rate, as verify trains it: the
+  rate stays the model's own (no record of a scaled one)."""
+  module = "tests.programs.canned_model"
+  worst, rate, _ = _distributed(reference(64, 0.01, module), tmp_path / "distributed",
+                                strategy, 2, 32, module=module)
+  assert worst <= 1e-5 and rate is None, (worst, rate)
 
 
-def test_parameter_server_with_one_worker_is_the_single_worker_run():
-  code, worst, verdict, output = run_verify("--strategy=parameter_server", "--num_workers=1",
-                                            "--module=model_zoo.mnist_dnn")
-  assert (code, verdict) == (0, "PASS"), output[-3000:]
-  assert worst <= 1e-6
+@reference_group
+def test_parameter_server_with_one_worker_is_the_single_worker_run(reference, tmp_path):
+  worst, _, _ = _distributed(reference(32, 0.04), tmp_path / "distributed",
+                             "parameter_server", 1, 32, rate=0.04)
+  assert worst <= 1e-6, worst
 
 
-def test_linear_scaling_changes_exactly_the_learning_rate():
+@reference_group
+def test_linear_scaling_changes_exactly_the_learning_rate(reference, tmp_path):
+  worst_at_base, rate, _ = _distributed(reference(64, 0.01), tmp_path / "distributed",
+                                        "horovod", 2, 32, scaling="linear")
+  assert f"{rate:g}" == "0.02", rate
   # Same global batch, rate doubled: no longer the single-worker run at 0.01 ...
-  code, worst, verdict, output = run_verify("--strategy=horovod", "--module=model_zoo.mnist_dnn",
-                                            "--lr_scaling=linear")
-  assert (code, verdict) == (1, "FAIL") and worst > 1e-2
-  assert re.search(r"horovod\s+2\s+32\s+0.02\n", output)
-  # ... but exactly the single-worker run at 0.02.
-  code, worst, verdict, _ = run_verify("--strategy=horovod", "--module=model_zoo.mnist_dnn",
-                                       "--lr_scaling=linear", "--reference_learning_rate=0.02")
-  assert (code, verdict) == (0, "PASS") and worst <= 1e-5
+  assert worst_at_base > 1e-2, worst_at_base
+  # ... but exactly the single-worker run at 0.02 (from the same initial checkpoint).
+  rows = verify.compare(str(reference(64, 0.02)), str(tmp_path / "distributed"))
+  assert rows and max(r[3] for r in rows) <= 1e-5, rows
 
 
 def test_verify_catches_workers_that_read_the_same_data(tmp_path):
@@ -75,19 +160,8 @@ def test_verify_catches_workers_that_read_the_same_data(tmp_path):
   assert f"the two runs and their logs are in {tmp_path}" in output
 
 
-def test_every_parameter_server_worker_updates_the_variables(tmp_path):
-  code, output = helpers.launch("parameter_server", "tests.programs.plain_model",
-                                 f"--model_dir={tmp_path}", "--train_steps=300")
-  assert code == 0, output[-3000:]
-  steps = [int(line.rsplit("=", 1)[1]) for line in output.splitlines()
-           if "steps_run=" in line]
-  assert len(steps) == 2 and min(steps) > 0, steps
-  # Asynchronous updates: each worker step adds one to the shared global step. The
-  # other worker may land steps after the chief saved the last checkpoint: one in
-  # flight, or, when it joins as the chief ends, its first run and the run in which
-  # it reads that the end is reached (seen: [300, 2] with 300 saved).
-  final = tf.train.load_checkpoint(str(tmp_path)).get_tensor("global_step")
-  assert final >= 300 and final <= sum(steps) <= final + 2, (steps, final)
+# Every parameter_server worker's update reaches the shared variables: integration_test's
+# parameter_server job.
 
 
 CHAIN = [("local", 1, 64), ("horovod", 2, 32), ("multi_worker", 2, 32),
@@ -121,20 +195,19 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
   assert rows and max(r[3] for r in rows) <= 1e-5, rows
 
 
+@reference_group
 @pytest.mark.parametrize("workers", [1, 2, 4])
-def test_a_fixed_global_batch_is_one_update_on_any_number_of_workers(workers, tmp_path):
+def test_a_fixed_global_batch_is_one_update_on_any_number_of_workers(workers, reference,
+                                                                       tmp_path):
   """Global batch 32 in micro-batches of 8: 1 worker x 4 passes, 2 x 2 and 4 x 1.
 
   Each is 10 applied updates (global_step counts updates, not micro-batches) that match
   one worker at batch 32; the learning rate follows the global batch (x4), not the
   number of workers.
   """
-  code, worst, verdict, output = run_verify(
-      "--strategy=horovod", f"--num_workers={workers}", "--module=model_zoo.mnist_dnn",
-      "--batch_size=8", "--global_batch_size=32", "--lr_scaling=linear",
-      "--reference_learning_rate=0.04", f"--work_dir={tmp_path}")
-  assert (code, verdict) == (0, "PASS"), output[-3000:]
-  assert worst <= 1e-5
-  assert re.search(rf"horovod\s+{workers}\s+8\s+0.04\n", output)
-  log = (tmp_path / "distributed.log").read_text()
-  assert f"global batch 32: {4 // workers} micro-batch(es) of 8 on this rank per update" in log
+  worst, rate, output = _distributed(reference(32, 0.04), tmp_path / "distributed",
+                                     "horovod", workers, 8, "--global_batch_size=32",
+                                     scaling="linear")
+  assert worst <= 1e-5 and f"{rate:g}" == "0.04", (worst, rate)
+  assert f"global batch 32: {4 // workers} micro-batch(es) of 8 on this rank per update" in (
+      output), output[-3000:]

@@ -79,8 +79,9 @@ def signal_a_worker(model_dir, strategy, sig, *launch_args):
   return job, code, sent_at, saved
 
 
+# multi_worker's killed worker: in the heartbeat test below, one job for both faults.
 @pytest.mark.parametrize("strategy,args", [
-    ("multi_worker", []), ("horovod", []), ("parameter_server", ["--evaluator"])])
+    ("horovod", []), ("parameter_server", ["--evaluator"])])
 def test_a_killed_worker_restarts_the_job_from_the_last_checkpoint(strategy, args, tmp_path):
   model_dir = str(tmp_path)
   job, code, killed_at, saved = signal_a_worker(model_dir, strategy, signal.SIGKILL, *args)
@@ -145,23 +146,63 @@ def test_a_nan_loss_stops_training_naming_the_step_and_keeps_the_good_checkpoint
   assert restorable(model_dir) == 10
 
 
-def test_a_stopped_worker_is_noticed_by_its_heartbeat_and_the_job_restarts(tmp_path):
-  """SIGSTOP: the worker is alive but makes no progress, and neither does its peer.
+def first_after(job, text, moment):
+  """(time, line) of the job's first line containing `text` after `moment`."""
+  return next(((t, line) for t, line in job.lines if t > moment and text in line),
+              (None, None))
 
-  The timeout also bounds the restarted tasks' start to their first beat: 30 s leaves
-  room for a start on a machine that the suite's other tests keep busy."""
+
+def test_a_killed_worker_and_then_a_stopped_one_each_restart_the_job(tmp_path):
+  """multi_worker, one job, two faults, each followed by a restart from the last checkpoint.
+
+  SIGKILL of a worker once checkpoint 200 exists: the launcher notices its exit. Then,
+  once the restarted job wrote a checkpoint of its own, SIGSTOP of its worker: alive but
+  making no progress, and neither does its peer; the heartbeat notices. The timeout also
+  bounds the restarted tasks' start to their first beat: 30 s leaves room for a start on a
+  machine that the suite's other tests keep busy."""
   model_dir = str(tmp_path)
-  job, code, stopped_at, _ = signal_a_worker(model_dir, "multi_worker", signal.SIGSTOP,
-                                             "--hang_timeout_secs=30")
+  job = helpers.Job("--strategy=multi_worker", "--num_workers=2", "--max_restarts=2",
+                    "--hang_timeout_secs=30",
+                    program_args=[f"--model_dir={model_dir}", f"--train_steps={STEPS}",
+                                  f"--save_checkpoints_steps={INTERVAL}",
+                                  "--eval_throttle_secs=1"])
+  try:
+    wait_for_checkpoint(model_dir, 2 * INTERVAL, job)
+    victim = training_process(job, "multi_worker")
+    killed_at, saved = time.monotonic(), checkpoint_step(model_dir)
+    victim.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 180
+    while not (restart := re.search(r"restart 1 of 2: starting every task again; training "
+                                    r"resumes from \S+model\.ckpt-(\d+)", job.output)):
+      assert job.process.poll() is None and time.monotonic() < deadline, job.output[-5000:]
+      time.sleep(0.05)
+    resumed = int(restart.group(1))
+    wait_for_checkpoint(model_dir, resumed + INTERVAL, job)
+    victim = training_process(job, "multi_worker")
+    stopped_at = time.monotonic()
+    victim.send_signal(signal.SIGSTOP)
+    code = job.wait(timeout=400)
+  finally:
+    job.kill()
   output = job.output
   assert code == 0, output[-5000:]
-  # By its heartbeat, or as a stopped process: whichever look comes first.
-  noticed, line = job.first("; stopping the job")
+  # The kill: the launcher noticed the death and stopped the rest, within a bounded time,
+  # and restarted from the latest checkpoint, which is at most one interval old.
+  noticed, line = first_after(job, "exited with code", killed_at)
+  assert noticed is not None and noticed < stopped_at, output[-5000:]
+  assert noticed - killed_at < 60, line
+  assert saved <= resumed < saved + 2 * INTERVAL
+  assert f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in output
+  # The stop: by its heartbeat, or as a stopped process, whichever look comes first.
+  noticed, line = first_after(job, "; stopping the job", stopped_at)
   assert noticed is not None and "worker:0" in line and "for 30s (" in line, output[-5000:]
   # The last beat came up to a second before the stop.
   assert 29 <= noticed - stopped_at < 75, line
-  assert "restart 1 of 1: starting every task again" in output
+  assert "restart 2 of 2: starting every task again" in output
+  # The job reached the step it asked for, and its final checkpoint reads back.
   assert STEPS <= restorable(model_dir) <= STEPS + 1
+  summary = helpers.summaries(output)
+  assert len(summary) == 1 and float(summary[0]["eval_accuracy"]) >= 0.85
 
 
 def test_elastic_horovod_loses_a_worker_gains_one_and_finishes_the_run(tmp_path):

@@ -1,9 +1,11 @@
 """Real multi-process training on 127.0.0.1 through the launcher, for every strategy."""
 
+import contextlib
 import json
 import re
 
 import numpy as np
+import psutil
 import pytest
 import tensorflow as tf
 
@@ -16,9 +18,10 @@ from tests.programs import plain_model
 pytestmark = pytest.mark.processes
 
 STRATEGIES = ["mirrored", "multi_worker", "parameter_server", "horovod"]
-# parameter_server runs chief + worker + ps + evaluator.
+# parameter_server runs chief + worker + ps + evaluator. The evaluator's throttle would
+# keep it waiting 600 s after an evaluation: it ends right after the final checkpoint.
 LAUNCH_ARGS = {"parameter_server": ["--evaluator"]}
-PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=2"]}
+PROGRAM_ARGS = {"parameter_server": ["--train_steps=300", "--eval_throttle_secs=600"]}
 
 
 def train(strategy, program, *args, launch_args=()):
@@ -42,19 +45,52 @@ def _eval_data():
   return x_eval.reshape(len(x_eval), -1), y_eval
 
 
+# The jobs whose tasks serve run on the host network: TensorFlow, horovodrun and MPI listen
+# on every interface there unless the launcher stops them (by default a job has a network
+# of its own: trust_test). mirrored's one process serves nothing. (horovod's Gloo
+# controller: launch_test.)
+ON_HOST_NETWORK = {"multi_worker", "parameter_server", "horovod"}
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+class ListeningSockets(helpers.Sampler):
+  """{(process name, address)} of every socket a process the test started listens on,
+  while the `with` block runs: `seen`."""
+
+  def __init__(self):
+    super().__init__()
+    self.seen = set()
+
+  def sample(self):
+    for p in helpers.our_processes():
+      with contextlib.suppress(psutil.Error):
+        self.seen |= {(p.name(), ip) for ip, _ in helpers.listening(p)}
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimator(
     strategy, tmp_path):
   """One job asserts what it shows: the accuracy and topology, each worker's shard, the
-  scaled rate, metrics a single process recomputes, and a checkpoint a plain Estimator
-  serves."""
+  scaled rate, metrics a single process recomputes, a checkpoint a plain Estimator
+  serves, and, on the host network, servers that listen on loopback only."""
   # multi_worker also says its progress, 600 steps of at least 10 ms each.
   progress = strategy == "multi_worker"
-  result, output = train(strategy, "tests.programs.plain_model", f"--model_dir={tmp_path}",
-                         "--profile_steps=100:110",
-                         *(["--train_steps=600", "--step_secs=0.01"] if progress else []),
-                         launch_args=["--curves", *(["--progress_secs=0.5"] if progress else [])])
+  host = strategy in ON_HOST_NETWORK
+  with ListeningSockets() as sockets:
+    result, output = train(
+        strategy, "tests.programs.plain_model", f"--model_dir={tmp_path}",
+        "--profile_steps=100:110",
+        *(["--train_steps=600", "--step_secs=0.01"] if progress else []),
+        launch_args=["--curves", *(["--progress_secs=0.5"] if progress else []),
+                     *(["--isolation=host"] if host else [])])
+  if host:
+    assert "estimator-dist launch: isolation: host network" in output, output[:2000]
+    assert sockets.seen, "no listening socket was seen"
+    assert {ip for _, ip in sockets.seen} <= LOOPBACK, sockets.seen
   assert float(result["eval_accuracy"]) >= 0.90
+  if strategy == "parameter_server":
+    assert "[evaluator:0]" in output and "the evaluator ends" in output, output[-3000:]
+    _check_every_worker_updated_the_variables(output, tmp_path)
   assert (result["workers"], result["replicas"]) == (
       ("1", "2") if strategy == "mirrored" else ("2", "2"))
   logged = sorted(int(line.split("training input is shard ")[1].split()[0])
@@ -90,6 +126,18 @@ def test_single_machine_model_fn_trains_unchanged_and_loads_into_a_plain_estimat
   predicted = list(estimator.predict(
       tf.compat.v1.estimator.inputs.numpy_input_fn(x_eval, shuffle=False)))
   assert np.mean(np.array(predicted) == y_eval) >= 0.90
+
+
+def _check_every_worker_updated_the_variables(output, model_dir):
+  """parameter_server: each worker step adds one to the shared global step."""
+  steps = [int(line.rsplit("=", 1)[1]) for line in output.splitlines()
+           if "steps_run=" in line]
+  assert len(steps) == 2 and min(steps) > 0, steps
+  # Asynchronous updates. The other worker may land steps after the chief saved the last
+  # checkpoint: one in flight, or, when it joins as the chief ends, its first run and the
+  # run in which it reads that the end is reached (seen: [300, 2] with 300 saved).
+  final = tf.train.load_checkpoint(str(model_dir)).get_tensor("global_step")
+  assert final >= 300 and final <= sum(steps) <= final + 2, (steps, final)
 
 
 # The training tasks, each with its profile (Horovod's ranks: chief:0, worker:1). An

@@ -295,9 +295,9 @@ def test_a_horovod_job_across_hosts_listens_on_its_interface_only():
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 
 
-@pytest.mark.parametrize("strategy,args", [
-    ("multi_worker", []), ("parameter_server", []), ("horovod", []),
-    ("horovod", ["--horovod_controller=gloo"])])
+# multi_worker, parameter_server and horovod under MPI: integration_test's jobs, which run
+# on the host network and look at every socket too.
+@pytest.mark.parametrize("strategy,args", [("horovod", ["--horovod_controller=gloo"])])
 @pytest.mark.processes
 def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
   """TensorFlow, horovodrun and MPI listen on every interface unless the launcher stops them.
