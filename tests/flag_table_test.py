@@ -309,8 +309,10 @@ TABLE = {
          'The i-th trial takes the i-th value of every choice list.'),
     ],
     'verify': [
+        ('join_batches', 'int', 1, {'lower_bound': 1},
+         "Internal: train on this many of the program's batches joined into one."),
         ('module', 'string', None, {},
-         'Module with model_fn and input_fn(params).'),
+         'Module with model_fn and input_fn(params) (or give a program after --).'),
         ('num_workers', 'int', 2, {'lower_bound': 1},
          'Workers of the distributed run.'),
         ('reference_learning_rate', 'float', None, {},

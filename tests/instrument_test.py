@@ -211,3 +211,18 @@ def test_tensorflows_multi_worker_tutorial_trains_one_pass_under_another_strateg
   losses = {step: metrics["loss"]
             for step, metrics in event_files.eval_metrics(tutorial_model_dir).items()}
   assert sorted(losses) == [0, 11] and losses[11] < losses[0], losses  # It learns, slowly.
+
+
+@pytest.mark.processes
+def test_verify_finds_horovod_on_tensorflows_premade_tutorial_equal_to_one_worker():
+  """The program as written, up to its classifier.train(): its DNNClassifier and its
+  input_fn, 10 steps on two Horovod ranks against one worker on their batches joined."""
+  code, output = helpers.run([sys.executable, "-m", "estimator_dist.cli", "verify",
+                              "--strategy=horovod", "--num_workers=2", "--lr_scaling=none",
+                              "--", sys.executable, "-m", PREMADE], timeout=300)
+  assert code == 0, output[-3000:]
+  assert (f"-m {PREMADE}, 10 steps at global batch 2 x its, horovod on 2 worker(s) against "
+          f"one worker") in output, output[-3000:]
+  weights = re.findall(r"^  (dnn/\S+) ", output, re.MULTILINE)
+  assert len(weights) == 6, output[-3000:]  # Two hidden layers and the logits.
+  assert re.search(r"max relative difference \S+ <= tolerance 1e-05: PASS", output)

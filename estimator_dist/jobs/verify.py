@@ -1,6 +1,7 @@
 """`estimator-dist verify`: does the distributed run do the math of one worker?
 
   estimator-dist verify --module=model_zoo.mnist_cnn --strategy=horovod --num_workers=2
+  estimator-dist verify --strategy=horovod --lr_scaling=none -- python their_program.py
 
 Trains the module's model on its `input_fn(params)` for --train_steps steps twice,
 from one initial checkpoint, with deterministic ops and without oneDNN's batch-size-
@@ -17,6 +18,11 @@ depends on how a batch is split (dropout). Keep steps x global batch within one 
 unless the data divides evenly into batches. Keep the steps few (default 10): rounding
 differs between batch splits, and given enough steps one max-pool near-tie flips and
 shows as a jump in one layer.
+
+A program that never imports estimator_dist is verified as it is: it runs until its first
+training call, whose Estimator and training input_fn are trained (`program_capture`), its
+batches as they are under --strategy, and the one worker takes them --num_workers at a
+time, joined. Its optimizer keeps its own rate: --lr_scaling=none compares the same math.
 """
 
 import dataclasses
@@ -34,6 +40,7 @@ from absl import flags
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import launcher
+from estimator_dist.jobs import program_capture
 from estimator_dist.jobs import spec
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
@@ -54,6 +61,7 @@ class VerifyFlags:
   reference_learning_rate: flags.FlagHolder
   work_dir: flags.FlagHolder
   train_only: flags.FlagHolder
+  join_batches: flags.FlagHolder
 
 
 def define_flags(flag_values=flags.FLAGS) -> VerifyFlags:
@@ -62,8 +70,8 @@ def define_flags(flag_values=flags.FLAGS) -> VerifyFlags:
   defined = VerifyFlags(
       training=task_flags.define_flags(f, strategy="horovod", batch_size=32,
                                        learning_rate=0.01, train_steps=10),
-      module=flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params).",
-                                 flag_values=f),
+      module=flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params) "
+                                 "(or give a program after --).", flag_values=f),
       num_workers=flags.DEFINE_integer("num_workers", 2, "Workers of the distributed run.",
                                        lower_bound=1, flag_values=f),
       tolerance=flags.DEFINE_float("tolerance", 1e-5, "Largest relative weight difference "
@@ -74,13 +82,16 @@ def define_flags(flag_values=flags.FLAGS) -> VerifyFlags:
       work_dir=flags.DEFINE_string("work_dir", None, "Where the two runs write (default: a "
                                    "new temp dir).", flag_values=f),
       train_only=flags.DEFINE_bool("train_only", False, "Internal: train --module as one "
-                                   "task of a run.", flag_values=f))
-  flags.mark_flag_as_required("module", flag_values=f)
+                                   "task of a run.", flag_values=f),
+      join_batches=flags.DEFINE_integer("join_batches", 1, "Internal: train on this many "
+                                        "of the program's batches joined into one.",
+                                        lower_bound=1, flag_values=f))
   return defined
 
 
-def _train(verify_flags):
-  """One task of a verification run: train the module deterministically."""
+def _train(verify_flags, program):
+  """One task of a verification run: train the module (or the program's model)
+  deterministically."""
   tf.config.experimental.enable_op_determinism()
   # Keras seeds unseeded initializers from Python's random: one seed, one reference.
   seed = verify_flags.training.value("random_seed")
@@ -89,10 +100,16 @@ def _train(verify_flags):
   options = verify_flags.training.options()
   # A collective strategy must exist before a Keras model or canned Estimator is built.
   adapter = factory.create_strategy(options.strategy, **options.strategy_options)
-  module = importlib.import_module(verify_flags.module.value)
-  params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
-  entry_point.train_and_evaluate(_model(module), module.input_fn, None, params=params,
-                                 options=options, strategy=adapter)
+  if program:
+    model, input_fn = program_capture.captured(program)
+    input_fn, params = program_capture.joined_batches(
+        input_fn, verify_flags.join_batches.value), None
+  else:
+    module = importlib.import_module(verify_flags.module.value)
+    model, input_fn = _model(module), module.input_fn
+    params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
+  entry_point.train_and_evaluate(model, input_fn, None, params=params, options=options,
+                                 strategy=adapter)
 
 
 def _model(module):
@@ -107,13 +124,15 @@ def _model(module):
 
 
 def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, lr_scaling,
-         model_dir, extra=()):
+         model_dir, extra=(), program=()):
   training = verify_flags.training
+  module = [] if program else [f"--module={verify_flags.module.value}"]
   command = [sys.executable, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
-             f"--module={verify_flags.module.value}", f"--model_dir={model_dir}",
+             *module, f"--model_dir={model_dir}",
              f"--train_steps={training.value('train_steps')}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
-             f"--random_seed={training.value('random_seed')}"]
+             f"--random_seed={training.value('random_seed')}", *(["--", *program] if program
+                                                                 else [])]
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
     job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
@@ -168,9 +187,12 @@ def compare(reference_dir, candidate_dir):
 
 
 def main(argv, verify_flags):
-  del argv  # The module to verify is a flag.
+  program = argv[1:]  # A program's command after --, or the module flag.
+  if bool(program) == bool(verify_flags.module.value):
+    raise errors.ConfigError("give --module=MODULE or a program after -- (`estimator-dist "
+                             "verify --strategy=horovod -- python train.py`), one of them.")
   if verify_flags.train_only.value:
-    return _train(verify_flags)
+    return _train(verify_flags, program)
   # oneDNN picks kernels by batch size, which changes rounding between batch splits.
   os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
   training = verify_flags.training
@@ -181,25 +203,33 @@ def main(argv, verify_flags):
   # With --global_batch_size, each worker accumulates micro-batches of --batch_size.
   reference_batch = global_batch or batch * replicas
   extra = [f"--global_batch_size={global_batch}"] if global_batch else []
+  if program and global_batch:
+    raise errors.ConfigError("verify of a program joins the program's batches for the one "
+                             "worker: drop --global_batch_size.")
+  # A program batches its own input: the one worker takes its batches `replicas` at a time.
+  single_extra = [f"--join_batches={replicas}"] if program else []
+  batches = ((f"{replicas} x its", "its own") if program else
+             (str(reference_batch), str(batch)))
   work = verify_flags.work_dir.value or tempfile.mkdtemp(prefix="estimator_dist_verify_")
   os.makedirs(work, exist_ok=True)
   single_dir, dist_dir = os.path.join(work, "single"), os.path.join(work, "distributed")
   learning_rate, tolerance = training.value("learning_rate"), verify_flags.tolerance.value
   reference_rate = verify_flags.reference_learning_rate.value or learning_rate
   single_rate = _run(verify_flags, "single", "local", 1, reference_batch, reference_rate,
-                     "none", single_dir)
+                     "none", single_dir, single_extra, program)
   start_from(single_dir, dist_dir)
   dist_rate = _run(verify_flags, "distributed", strategy, n, batch, learning_rate,
-                   training.value("lr_scaling") or "none", dist_dir, extra)
+                   training.value("lr_scaling") or "none", dist_dir, extra, program)
   rows = compare(single_dir, dist_dir)
   worst = max((r[3] for r in rows), default=np.inf)
   passed = worst <= tolerance
-  print(command_line.line(f"{verify_flags.module.value}, {training.value('train_steps')} "
-                          f"steps at global batch {reference_batch}, {strategy} on {n} "
-                          f"worker(s) against one worker", "verify"))
+  what = " ".join(program) if program else verify_flags.module.value
+  print(command_line.line(f"{what}, {training.value('train_steps')} steps at global batch "
+                          f"{batches[0]}, {strategy} on {n} worker(s) against one worker",
+                          "verify"))
   print(f"  {'run':22s} {'workers':>7s} {'batch/worker':>12s} {'learning rate':>14s}")
-  print(f"  {'single worker':22s} {1:7d} {reference_batch:12d} {single_rate:>14s}")
-  print(f"  {strategy:22s} {n:7d} {batch:12d} {dist_rate:>14s}")
+  print(f"  {'single worker':22s} {1:7d} {batches[0]:>12s} {single_rate:>14s}")
+  print(f"  {strategy:22s} {n:7d} {batches[1]:>12s} {dist_rate:>14s}")
   print(f"  {'weight':40s} {'max |diff|':>11s} {'max |ref|':>11s} {'relative':>11s}")
   for name, diff, scale, rel in rows:
     print(f"  {name:40s} {diff:11.3g} {scale:11.3g} {rel:11.3g}")
