@@ -87,28 +87,28 @@ def test_a_round_waits_for_the_chiefs_value_in_the_jobs_directory(tmp_path):
 
 
 @pytest.mark.processes
-def test_tensorflows_premade_estimator_tutorial_trains_unchanged_on_two_workers(tmp_path):
-  """Its train(steps=5000), evaluate() and predict() on every task, no model_dir of its
-  own: one synchronous training, one evaluation every task prints, the job's summary."""
-  code, output = helpers.launch("multi_worker", PREMADE, timeout=600,
-                                launch_args=[f"--model_dir={tmp_path}"])
+def test_a_program_of_train_and_evaluate_rounds_then_an_export_trains_unchanged(tmp_path):
+  """tests/programs/train_rounds.py under parameter_server: its own --job-dir and model_dir,
+  three rounds of train(steps=40) and evaluate(), then export_saved_model(), which it loads
+  and predicts with. Every round trains on every task to the chief's step (the ps serves
+  until the program ends), every task returns the chief's metrics and export path."""
+  job_dir = tmp_path / "job"
+  code, output = helpers.launch("parameter_server", "tests.programs.train_rounds",
+                                f"--job-dir={job_dir}", timeout=300)
   assert code == 0, output[-3000:]
-  assert f"instrumenting {launching.program_file([sys.executable, '-m', PREMADE])}" in output
-  for task in ("chief:0", "worker:0"):
-    assert (f"[{task}] estimator-dist: instrumented premade_estimator.py: its Estimators "
-            f"train, evaluate and export under the job's multi_worker strategy") in output
-  assert "x 2 (linear scaling, 2 replicas)" in output, output[-3000:]  # Adagrad's 0.05.
-  summary, = helpers.summaries(output)
-  assert summary["steps"] == "5000" and float(summary["eval_accuracy"]) >= 0.9, summary
-  accuracy = f"Test set accuracy: {float(summary['eval_accuracy']):.3f}"
-  assert f"[chief:0] {accuracy}" in output and f"[worker:0] {accuracy}" in output, output[-3000:]
-  predicted = {task: [line.split("] ", 1)[1] for line in output.splitlines()
-                      if line.startswith(f"[{task}] Prediction is")]
-               for task in ("chief:0", "worker:0")}
-  assert predicted["chief:0"] == predicted["worker:0"] and len(predicted["chief:0"]) == 3
-  assert all(line.endswith(f'expected "{line.split(chr(34))[1]}"')
-             for line in predicted["chief:0"]), predicted  # Every flower right.
-  assert (tmp_path / "checkpoint").exists()  # The job's model_dir, for want of its own.
+  assert "[ps:0] estimator-dist: instrumented train_rounds.py: ps:0 serves" in output
+  printed = {task: [line.split("] ", 1)[1] for line in output.splitlines()
+                    if line.startswith(f"[{task}] round ") or
+                    line.startswith(f"[{task}] exported ")]
+             for task in ("chief:0", "worker:0")}
+  assert printed["chief:0"] == printed["worker:0"] and len(printed["chief:0"]) == 4, printed
+  steps = [int(re.search(r"step (\d+)", line).group(1)) for line in printed["chief:0"][:3]]
+  # Asynchronous: a round may end a step or two past its target, the next starts there.
+  assert all(40 <= b - a <= 42 for a, b in zip([0, *steps], steps)), steps
+  export = re.search(r"exported (\S+) predicts \[", printed["chief:0"][3]).group(1)
+  assert os.path.dirname(export) == str(job_dir / "export") and os.path.isdir(export)
+  assert (f"the program trained in its own model_dir, {job_dir / 'model'} (the chief's)"
+          in output), output[-3000:]
 
 
 @pytest.mark.processes

@@ -1,0 +1,48 @@
+"""A trainer in the shape of Cloud ML Engine's samples, which never imports estimator_dist:
+its own argparse flags (--job-dir), rounds of `train()` and `evaluate()` on a
+LinearClassifier in a model_dir of its own, then `export_saved_model()`, which it loads
+and predicts with. Each task prints what its calls returned."""
+
+import argparse
+import os
+
+import numpy as np
+import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--job-dir", required=True)
+parser.add_argument("--rounds", type=int, default=3)
+parser.add_argument("--steps-per-round", type=int, default=40)
+args = parser.parse_args()
+
+x = np.random.RandomState(0).rand(512, 4).astype(np.float32)
+y = (x.sum(axis=1) > 2).astype(np.int32)
+columns = [tf.feature_column.numeric_column("x", shape=[4])]
+
+
+def train_input_fn():
+  return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).shuffle(512).repeat().batch(32)
+
+
+def eval_input_fn():
+  return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(128)
+
+
+estimator = tf.estimator.LinearClassifier(columns, model_dir=os.path.join(args.job_dir, "model"))
+for number in range(args.rounds):
+  estimator.train(train_input_fn, steps=args.steps_per_round)
+  metrics = estimator.evaluate(eval_input_fn)
+  print(f"round {number}: step {metrics['global_step']} accuracy {metrics['accuracy']:.4f}",
+        flush=True)
+
+
+
+def serving_input_fn():
+  inputs = {"x": tf.compat.v1.placeholder(tf.float32, [None, 4])}
+  return tf.estimator.export.ServingInputReceiver(inputs, inputs)
+
+
+path = estimator.export_saved_model(os.path.join(args.job_dir, "export"), serving_input_fn)
+predict = tf.saved_model.load(path).signatures["predict"]
+classes = predict(x=tf.constant(x[:8]))["class_ids"].numpy().ravel().tolist()
+print(f"exported {path.decode()} predicts {classes} for {y[:8].tolist()}", flush=True)
