@@ -23,6 +23,7 @@ from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
+from estimator_dist.instrument import bound_names
 from estimator_dist.instrument import rounds
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
@@ -50,13 +51,10 @@ def install(*, strategy):
   for name in ("train", "evaluate", "export_saved_model"):
     _original[name] = getattr(_ESTIMATOR, name)
   routed = _routed(_train_and_evaluate, "train_and_evaluate")
-  # Where it is defined, and in the API modules (tf.estimator, tf.compat.v1.estimator) that
-  # bound the name already: starting a strategy loads them.
-  for module in list(sys.modules.values()):
-    bound = getattr(module, "__dict__", {}).get("train_and_evaluate")
-    if bound is _original["train_and_evaluate"]:
-      module.train_and_evaluate = routed
-  training_lib.train_and_evaluate = routed
+  # Also in the API modules that bound it already: starting a strategy loads them.
+  for module in bound_names.modules_binding("train_and_evaluate",
+                                            _original["train_and_evaluate"]):
+    module.train_and_evaluate = routed
   _ESTIMATOR.train = _routed(_train, "train")
   _ESTIMATOR.evaluate = _routed(_evaluate, "evaluate")
   _ESTIMATOR.export_saved_model = _routed(_export_saved_model, "export_saved_model")

@@ -16,6 +16,7 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import errors
+from estimator_dist.instrument import bound_names
 
 
 class _Captured(BaseException):  # Not an Exception: a program's `except Exception` passes it.
@@ -39,12 +40,11 @@ def captured(command):
   command line (its interpreter first)."""
   script, args, run = _runner(command)
   original = training_lib.train_and_evaluate, estimator_lib.Estimator.train
-  bound = [m for m in list(sys.modules.values())  # tf.estimator's API modules, say.
-           if getattr(m, "__dict__", {}).get("train_and_evaluate") is original[0]]
+  bound = bound_names.modules_binding("train_and_evaluate", original[0])
   argv = sys.argv
   sys.argv = [script, *args]
   estimator_lib.Estimator.train = _train
-  for module in (training_lib, *bound):
+  for module in bound:
     module.train_and_evaluate = _train_and_evaluate
   try:
     run()
@@ -53,7 +53,7 @@ def captured(command):
   finally:
     sys.argv = argv
     estimator_lib.Estimator.train = original[1]
-    for module in (training_lib, *bound):
+    for module in bound:
       module.train_and_evaluate = original[0]
   raise errors.ConfigError(f"{' '.join(command)} ended without training: verify takes the "
                            f"Estimator and the input_fn of its first Estimator.train() or "
