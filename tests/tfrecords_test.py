@@ -1,4 +1,4 @@
-"""Event files read as TensorFlow frames them, with the standard library alone."""
+"""Event files read as TensorFlow frames them, without TensorFlow."""
 
 import subprocess
 import sys

@@ -1,40 +1,25 @@
-"""The records of a TFRecord file (an event file), read with the standard library.
+"""The records of a TFRecord file (an event file), read without TensorFlow.
 
 TensorFlow's documented format: each record is its length (uint64, little-endian), the
-masked CRC-32C of the length, the data, the masked CRC-32C of the data. A record not yet
-whole (one being written) or one whose CRC does not match ends the file for now, as
-TensorFlow's reader and TensorBoard's end it. TensorBoard's public EventFileLoader would
+masked CRC-32C of the length, the data, the masked CRC-32C of the data (computed by
+google-crc32c, in C). A record not yet whole (one being written) or one whose CRC does not
+match ends the file for now, as TensorFlow's reader and TensorBoard's end it. TensorBoard's public EventFileLoader would
 do the same but imports TensorFlow where it is installed (seconds, and TensorFlow's log
 lines), which the launcher and the sweep runner never do.
 """
 
 import struct
 
+import google_crc32c
+
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 
 
-def _table():
-  """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), one entry per byte."""
-  table = []
-  for byte in range(256):
-    crc = byte
-    for _ in range(8):
-      crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    table.append(crc)
-  return tuple(table)
-
-
-_TABLE = _table()
-
-
 def crc32c(data: bytes) -> int:
-  crc = 0xFFFFFFFF
-  table = _TABLE
-  for byte in data:
-    crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-  return crc ^ 0xFFFFFFFF
+  """CRC-32C (Castagnoli), in C with the CPU's instruction where it has one."""
+  return google_crc32c.value(data)
 
 
 def masked_crc32c(data: bytes) -> int:

@@ -27,6 +27,7 @@ from estimator_dist.task import inputs
 from estimator_dist.task import own_address
 from estimator_dist.task import own_port
 from estimator_dist.task import placement
+from estimator_dist.task import quick_exit
 from estimator_dist.task import watchdog
 
 
@@ -112,6 +113,7 @@ class StrategyAdapter:
     own_port.check_free(self.task)  # Before this task serves or contacts a peer.
     if from_environment:
       watchdog.start(self.task)  # Before the backend, which may wait for its peers.
+      quick_exit.install()
     self.cpus = placement.apply(self.options.cpu_affinity, self.task)
     if self.traits.uses_tf_config:  # Horovod's ranks take theirs in session_config.
       placement.apply_gpus(self.task)
@@ -172,10 +174,20 @@ class StrategyAdapter:
       return tf.estimator.RunConfig(model_dir=model_dir, **kwargs)
 
   def wrap_model_fn(self, model_fn):
-    """The model_fn Estimator calls: `model_fn` (decorated) built with this adapter active."""
-    def model_fn_for_estimator(features, labels, mode, params, config):
+    """The model_fn Estimator calls: `model_fn` (decorated) built with this adapter active.
+
+    Not converted by AutoGraph: TensorFlow converts what a strategy's
+    call_for_each_replica runs, and so the model_fn and the toolkit's code below it
+    (about a second of a task's start), where the single-worker Estimator runs the
+    model_fn as written. The model_fn builds the same graph under every strategy.
+    """
+    @tf.autograph.experimental.do_not_convert
+    def build(features, labels, mode, params, config):
       with context.active(self):
         return model_fn(features, labels, mode, params, config)
+
+    def model_fn_for_estimator(features, labels, mode, params, config):  # Its signature.
+      return build(features, labels, mode, params, config)
     return model_fn_for_estimator
 
   def wrap_input_fn(self, input_fn):
