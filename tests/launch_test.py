@@ -15,6 +15,7 @@ from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import horovodrun_entry
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import live_progress
 from estimator_dist.jobs import local_cluster
@@ -268,8 +269,28 @@ def test_horovodrun_command_on_two_hosts():
   command = horovodrun.command(["python", "t.py"], num_workers=4, run=horovodrun.HorovodRun(
       hosts="h1:2,h2:2", network_interface="eth1", controller="mpi",
       extra_args="--cycle-time-ms=2"))
-  assert command[1:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",
+  assert command[3:] == ["--mpi", "-np", "4", "-H", "h1:2,h2:2", "--network-interface", "eth1",
                          "--cycle-time-ms=2", "python", "t.py"]
+
+
+def test_horovodrun_asks_about_horovods_build_once_per_install(tmp_path, monkeypatch):
+  """Horovod's own answers, recorded with its extensions' sizes and times; a record of
+  another build is asked again."""
+  from horovod.common import util  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(env_vars.CACHE, str(tmp_path))
+  answers = {"mpi": util.mpi_built(), "gloo": util.gloo_built()}
+  assert horovodrun_entry.built() == answers and answers["gloo"]
+  record_path = tmp_path / horovodrun_entry.RECORD
+  record = json.loads(record_path.read_text())
+  assert [os.path.basename(os.path.dirname(path)) for path, _, _ in record["extensions"]] == [
+      "tensorflow"], record  # Horovod's TensorFlow extension, this build's.
+  monkeypatch.setattr(util, "mpi_built", lambda verbose=False: 1 / 0)  # Not asked again.
+  assert horovodrun_entry.built() == answers
+  record["extensions"][0][1] += 1  # Another build of the same file.
+  record["built"] = {"mpi": "stale", "gloo": "stale"}
+  record_path.write_text(json.dumps(record))
+  monkeypatch.setattr(util, "mpi_built", lambda verbose=False: answers["mpi"])
+  assert horovodrun_entry.built() == answers
 
 
 def test_a_horovod_job_across_hosts_listens_on_its_interface_only():

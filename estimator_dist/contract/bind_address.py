@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import user_cache
 
 # The standard library's logger, not absl's: the contract imports only the standard
 # library. A program that runs absl's app shows its lines in absl's format.
@@ -26,11 +27,6 @@ _logger = logging.getLogger(__name__)
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native",
                        "bind_address.c")
-
-
-def _cache_dir():
-  return os.environ.get(env_vars.CACHE) or os.path.join(
-      os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "estimator_dist")
 
 
 def library():
@@ -51,7 +47,7 @@ def build():
   """
   with open(_SOURCE, "rb") as f:
     digest = hashlib.sha256(f.read()).hexdigest()[:16]
-  path = os.path.join(_cache_dir(), f"bind_address-{platform.machine()}-{digest}.so")
+  path = os.path.join(user_cache.directory(), f"bind_address-{platform.machine()}-{digest}.so")
   if os.path.exists(path):
     return path, None
   compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")

@@ -14,8 +14,9 @@ BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
 # Set by the launcher for a Horovod job across hosts (its --network_interface); read by
 # the preload library (that interface's address, on each host) and rank_address.
 BIND_INTERFACE = "ESTIMATOR_DIST_BIND_INTERFACE"
-# Set by the user or a test (default ~/.cache/estimator_dist); read by bind_address, which
-# builds the preload library there (`make setup` does, once).
+# Set by the user or a test (default ~/.cache/estimator_dist); read by user_cache: where
+# bind_address builds the preload library (`make setup` does, once) and horovodrun_entry
+# records Horovod's answers about its build.
 CACHE = "ESTIMATOR_DIST_CACHE"
 # Set by the user or the test suite (for its own process); read by own_address: this
 # process must not start itself again (execve), so its servers keep TensorFlow's binds.

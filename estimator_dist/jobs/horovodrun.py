@@ -169,7 +169,7 @@ def command(program, *, num_workers, run=None):
           "anyone who can reach their ports.")
     network_interface = "lo"
   controller = run.controller
-  return [_horovodrun(), *([f"--{controller}"] if controller != "auto" else []),
+  return [*_horovodrun(), *([f"--{controller}"] if controller != "auto" else []),
           "-np", str(num_workers), "-H", ",".join(f"{h}:{n}" for h, n in machines_),
           "--network-interface", network_interface, *_passed(run.extra_args), *program]
 
@@ -196,7 +196,8 @@ def shielded(command, env, *, directory):
 
 
 def _horovodrun():
-  return os.path.join(os.path.dirname(sys.executable), "horovodrun")
+  """horovodrun, asked about Horovod's build once per install (horovodrun_entry)."""
+  return [sys.executable, "-m", "estimator_dist.jobs.horovodrun_entry"]
 
 
 def _passed(extra_args):
@@ -223,7 +224,7 @@ def _elastic_command(program, num_workers, run):
     raise errors.ConfigError(
         f"--host_discovery_script {elastic.discovery_script!r} is not an executable file; "
         f"it must print one 'host:slots' line per host.")
-  return [_horovodrun(), "--gloo", "-np", str(num_workers), "--min-np",
+  return [*_horovodrun(), "--gloo", "-np", str(num_workers), "--min-np",
           str(elastic.min_workers), "--max-np", str(elastic.max_workers),
           "--host-discovery-script", elastic.discovery_script, "--network-interface",
           run.network_interface or "lo", *_passed(run.extra_args), *program]
