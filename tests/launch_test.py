@@ -274,23 +274,23 @@ def test_horovodrun_command_on_two_hosts():
 
 
 def test_horovodrun_asks_about_horovods_build_once_per_install(tmp_path, monkeypatch):
-  """Horovod's own answers, recorded with its extensions' sizes and times; a record of
-  another build is asked again."""
+  """Horovod's own answers, each asked when horovodrun needs it and recorded with its
+  extensions' sizes and times; a record of another build is asked again."""
   from horovod.common import util  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv(env_vars.CACHE, str(tmp_path))
-  answers = {"mpi": util.mpi_built(), "gloo": util.gloo_built()}
-  assert horovodrun_entry.built() == answers and answers["gloo"]
+  gloo = util.gloo_built()
+  assert gloo and horovodrun_entry.built("gloo") == gloo
   record_path = tmp_path / horovodrun_entry.RECORD
   record = json.loads(record_path.read_text())
+  assert record["built"] == {"gloo": gloo}, record  # MPI's was not asked.
   assert [os.path.basename(os.path.dirname(path)) for path, _, _ in record["extensions"]] == [
       "tensorflow"], record  # Horovod's TensorFlow extension, this build's.
-  monkeypatch.setattr(util, "mpi_built", lambda verbose=False: 1 / 0)  # Not asked again.
-  assert horovodrun_entry.built() == answers
+  monkeypatch.setattr(util, "gloo_built", lambda verbose=False: 1 / 0)  # Not asked again.
+  assert horovodrun_entry.built("gloo") == gloo
   record["extensions"][0][1] += 1  # Another build of the same file.
-  record["built"] = {"mpi": "stale", "gloo": "stale"}
   record_path.write_text(json.dumps(record))
-  monkeypatch.setattr(util, "mpi_built", lambda verbose=False: answers["mpi"])
-  assert horovodrun_entry.built() == answers
+  monkeypatch.setattr(util, "gloo_built", lambda verbose=False: "asked")
+  assert horovodrun_entry.built("gloo") == "asked"
 
 
 def test_a_horovod_job_across_hosts_listens_on_its_interface_only():

@@ -7,7 +7,8 @@ and answers by importing Horovod's TensorFlow extension in a process of its own:
 of TensorFlow's import before any rank of any job starts. The answers change only when
 Horovod is installed again. Horovod's own check gives them once per build of its
 extensions (their paths, sizes and times), the user's cache keeps them (`user_cache`),
-and every later job reads them back.
+and every later job reads them back. Each is asked when horovodrun needs it, as Horovod
+asks it.
 """
 
 import contextlib
@@ -30,28 +31,29 @@ def _extensions():
           for path in sorted(glob.glob(os.path.join(root, "*", "mpi_lib*.so")))]
 
 
-def built():
-  """{"mpi": ..., "gloo": ...}: Horovod's answers, from the record of this build if any."""
+def built(controller):
+  """Whether Horovod was built with `controller` ("mpi" or "gloo"): Horovod's answer, from
+  the record of this build when it has one."""
   path = os.path.join(user_cache.directory(), RECORD)
-  extensions = _extensions()
+  record = {"extensions": _extensions(), "built": {}}
   with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
     with open(path) as f:
-      record = json.load(f)
-    if record["extensions"] == extensions:
-      return record["built"]
-  from horovod.common import util  # pylint: disable=g-import-not-at-top
-  answers = {"mpi": util.mpi_built(), "gloo": util.gloo_built()}
-  with contextlib.suppress(OSError):  # A cache it cannot write: asked again next time.
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    whole_file.write_json(path, {"extensions": extensions, "built": answers})
-  return answers
+      recorded = json.load(f)
+    if recorded["extensions"] == record["extensions"]:
+      record["built"] = dict(recorded["built"])
+  if controller not in record["built"]:
+    from horovod.common import util  # pylint: disable=g-import-not-at-top
+    record["built"][controller] = getattr(util, f"{controller}_built")()
+    with contextlib.suppress(OSError):  # A cache it cannot write: asked again next time.
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      whole_file.write_json(path, record)
+  return record["built"][controller]
 
 
 def main():
   from horovod.runner import launch  # pylint: disable=g-import-not-at-top
-  answers = built()
-  launch.mpi_built = lambda verbose=False: answers["mpi"]
-  launch.gloo_built = lambda verbose=False: answers["gloo"]
+  launch.mpi_built = lambda verbose=False: built("mpi")
+  launch.gloo_built = lambda verbose=False: built("gloo")
   sys.argv[0] = "horovodrun"
   return launch.run_commandline()
 
