@@ -12,6 +12,9 @@ also reports the time to a target eval accuracy. Writes a markdown table to stdo
 results.json and results.png to --output_dir; --project adds a cost-model projection
 to more workers.
 """
+# Here are the benchmark's flags and its entry, without TensorFlow: --help (its docstring
+# above, then the flags) lists them where it is not installed. The jobs, their measurement
+# and the report are `comparison`, imported once the flags are parsed.
 
 import os
 import sys
@@ -21,21 +24,11 @@ if __package__ in (None, ""):  # Run as a script: make the repository importable
 
 from absl import flags  # pylint: disable=g-import-not-at-top
 
-from benchmarks import models
-from benchmarks import projection
-from benchmarks import report
-from benchmarks import runner
-from benchmarks import stats
+from benchmarks import choices
 from estimator_dist import command_line
 from estimator_dist.strategies import traits
 
-STRATEGIES = ("horovod", "multi_worker", "parameter_server", "mirrored")
-# Options the benchmark also reports for Horovod; none is a default (they change the math
-# or its precision).
-HOROVOD_VARIANTS = {
-    "fp16": ("--hvd_compression=fp16",),
-    "accumulate2": ("--backward_passes_per_step=2",),
-}
+STRATEGIES, HOROVOD_VARIANTS = choices.STRATEGIES, choices.HOROVOD_VARIANTS
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -44,9 +37,8 @@ def define_flags(flag_values=flags.FLAGS):
   flags.DEFINE_list("strategies", list(STRATEGIES), "Strategies to compare.", flag_values=f)
   flags.DEFINE_list("num_workers", ["1", "2"], "Worker counts to run each strategy with.",
                     flag_values=f)
-  flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.",
-                    flag_values=f)
-  flags.DEFINE_enum("data", "synthetic", models.DATA,
+  flags.DEFINE_enum("model", "mnist_cnn", choices.MODELS, "Model to train.", flag_values=f)
+  flags.DEFINE_enum("data", "synthetic", choices.DATA,
                     "synthetic (throughput) or digits (also time to --target_accuracy).",
                     flag_values=f)
   flags.DEFINE_integer("batch_size", 64, "Batch size per worker.", lower_bound=1,
@@ -98,77 +90,14 @@ def define_flags(flag_values=flags.FLAGS):
       flag_values=f)
 
 
-def jobs(f):
-  """Every job of one benchmark, in the order they run."""
-  strategies = [traits.of(s).name for s in f.strategies]
-  counts = sorted({int(n) for n in f.num_workers})
-  planned = []
-  for n in counts:
-    planned.append(runner.Job("independent", "local", n))
-    for strategy in strategies:
-      planned.append(runner.Job("toolkit", strategy, n))
-      if f.baselines:
-        planned.append(runner.Job("baseline", strategy, n))
-      if strategy == "horovod" and n > 1:
-        planned += [runner.Job("toolkit", strategy, n, v, HOROVOD_VARIANTS[v])
-                    for v in f.horovod_variants]
-  return planned
-
-
-def _project(f, rows):
-  """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
-  fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
-  if not fitted:
-    print("\n" + command_line.line("--project needs an independent 1-worker job and a "
-                                  "toolkit job with more than one worker", "bench"),
-          file=sys.stderr)
-    return None
-  if f.project_bandwidth_gbps:
-    fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
-    fitted["bandwidth_source"] = f"given as {f.project_bandwidth_gbps:g} Gbit/s"
-  projected = projection.project(fitted, f.project_latency_us * 1e-6)
-  print("\n" + projection.markdown(fitted, projected))
-  return {"parameters": fitted, "rows": projected}
-
-
-def main(_):
-  f = flags.FLAGS
-  settings = runner.Settings(
-      model=f.model, data=f.data, batch_size=f.batch_size, steps=f.steps,
-      threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
-      checkpoint_every=f.checkpoint_every if f.data == "digits" else 0)
-  results = []
-  for job in jobs(f):
-    print(command_line.line(f"{job.name} ...", "bench"), flush=True)
-    result = runner.run(job, settings)
-    result["throughput"] = stats.throughput(result["timings"], f.warmup_steps, f.window_steps)
-    print(command_line.line(f"{job.name}: exit code {result['code']}, "
-                            f"{result['seconds']:.0f}s, {report.rate_text(result)}", "bench"),
-          flush=True)
-    results.append(result)
-  rows = report.rows(results)
-  if f.data == "digits":
-    report.add_time_to_accuracy(rows, results, settings, f.target_accuracy)
-  print(report.markdown(rows, settings, f.target_accuracy if f.data == "digits" else None))
-  extra = {"projection": _project(f, rows)} if f.project else {}
-  report.write(rows, settings, f.output_dir, extra)
-  runs = os.path.join(f.output_dir, "runs")
-  unmeasured = [r["job"].name for r in results if r["code"] == 0 and not r["throughput"]]
-  if unmeasured:
-    print(command_line.line(f"no span where all tasks ran past warm-up, so no measurement: "
-                            f"{', '.join(unmeasured)}; logs in {runs}", "bench"),
-          file=sys.stderr)
-  failed = [r["job"].name for r in results if r["code"] != 0]
-  if failed:
-    print(command_line.line(f"failed: {', '.join(failed)}; logs in {runs}", "bench"),
-          file=sys.stderr)
-    return 1
-  return 0
-
-
 def run():
   define_flags()
-  command_line.run(main, command="bench")
+  command_line.run(_main, command="bench")
+
+
+def _main(argv):
+  from benchmarks import comparison  # pylint: disable=g-import-not-at-top
+  return comparison.main(argv)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""The models the benchmark trains, and their data."""
+"""The models the benchmark trains, and their data (`choices` names them)."""
 
 import collections
 
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import choices
 from model_zoo import data
 from model_zoo import mnist_cnn
 from model_zoo import mnist_dnn
@@ -12,12 +13,13 @@ from model_zoo import resnet
 
 Model = collections.namedtuple("Model", "module image_size learning_rate")
 
+# By choices.MODELS' names, in their order.
 MODELS = {
     "mnist_cnn": Model(mnist_cnn, 28, 0.01),
     "mnist_dnn": Model(mnist_dnn, None, 0.05),
     "resnet20": Model(resnet, resnet.IMAGE_SIZE, 0.05),
 }
-DATA = ("synthetic", "digits")
+DATA = choices.DATA
 SYNTHETIC_EXAMPLES = 4096
 
 

@@ -35,7 +35,7 @@ _EXPORTS = {
     "ClusterConfigError": "estimator_dist.contract.cluster",
     "TaskInfo": "estimator_dist.contract.cluster",
     "BestCheckpoints": "estimator_dist.outputs.best_checkpoints",
-    "EarlyStopping": "estimator_dist.task.early_stopping",
+    "EarlyStopping": "estimator_dist.task.early_stopping_options",
     "distributed": "estimator_dist.training.decorator",
     "define_flags": "estimator_dist.training.flags",
     "options_from_flags": "estimator_dist.training.flags",

@@ -2,8 +2,9 @@
 
 `estimator-dist COMMAND --help` lists the command's flags; `estimator-dist --version`
 prints the installed version. Only verify and bench run TensorFlow here: where it is not
-installed (a login node), slurm and k8s print their script and manifest and the others'
---help lists their flags, and verify and bench say in one line what to install.
+installed (a login node), slurm and k8s print their script and manifest, every command's
+--help lists its flags (bench's in a checkout, sweep's with Optuna installed), and verify
+and bench, asked to run, say in one line what to install.
 """
 
 import os
@@ -26,7 +27,10 @@ _COMMANDS = {
     "bench": (None, "Compare strategies' speed on this machine (from a checkout)."),
 }
 # The commands that run TensorFlow here; the others start jobs and need none installed.
+# Their --help needs none either.
 _NEED_TENSORFLOW = ("verify", "bench")
+# absl's flags that print a program's flags and exit: --help (-?), --helpshort, ...
+_HELP_FLAGS = ("help", "?", "helpshort", "helpfull", "helpxml")
 # `bench` runs the benchmark of a checkout of the repository: benchmarks/ and model_zoo/
 # are not installed with the package.
 _BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
@@ -51,7 +55,7 @@ def main(argv=None):
     return 0 if asked else 2
   if argv[1] == "bench":
     return _bench(argv[2:])
-  if _missing_tensorflow(argv[1]):
+  if _missing_tensorflow(argv[1], argv[2:]):
     return 2
   try:
     module = __import__(_COMMANDS[argv[1]][0], fromlist=["run"])
@@ -65,9 +69,10 @@ def main(argv=None):
   return module.run()
 
 
-def _missing_tensorflow(command):
-  """Whether `command` needs TensorFlow 2.15 and it is not installed (then says so)."""
-  if command not in _NEED_TENSORFLOW:
+def _missing_tensorflow(command, args):
+  """Whether `command` run with `args` needs TensorFlow 2.15 and it is not installed (then
+  says so). Its --help lists its flags without TensorFlow."""
+  if command not in _NEED_TENSORFLOW or _asks_help(args):
     return False
   try:
     extras.check_tensorflow(purpose="this command")
@@ -75,6 +80,13 @@ def _missing_tensorflow(command):
     command_line.write_error(str(e), command)
     return True
   return False
+
+
+def _asks_help(args):
+  """Whether `args` ask for the command's flags (a help flag before any `--`, after which
+  come a program's own arguments)."""
+  own = args[:args.index("--")] if "--" in args else args
+  return any(a.startswith("-") and a.lstrip("-").split("=")[0] in _HELP_FLAGS for a in own)
 
 
 def _bench(args):
@@ -89,7 +101,7 @@ def _bench(args):
         f"installed with the package): run it in the checkout's root directory, or run "
         f"python {_BENCH_SCRIPT} there", "bench")
     return 2
-  if _missing_tensorflow("bench"):
+  if _missing_tensorflow("bench", args):
     return 2
   sys.stdout.flush()
   os.execv(sys.executable, [sys.executable, script, *args])  # Does not return.

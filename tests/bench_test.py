@@ -7,6 +7,8 @@ import os
 import pytest
 from absl.testing import absltest
 
+from benchmarks import choices
+from benchmarks import models
 from benchmarks import projection
 from benchmarks import stats
 from tests import helpers
@@ -67,6 +69,11 @@ class ProjectionTest(absltest.TestCase):
 
   def test_fit_needs_a_distributed_job(self):
     self.assertIsNone(projection.fit(self.rows()[:2], 64, 10e6))
+
+
+def test_the_flags_offer_the_models_the_benchmark_has():
+  """The flags take the names from `choices`, without TensorFlow."""
+  assert tuple(models.MODELS) == choices.MODELS and models.DATA == choices.DATA
 
 
 @pytest.mark.processes

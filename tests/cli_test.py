@@ -60,3 +60,58 @@ def test_the_version_is_the_installed_distributions(capsys):
   assert ed.__version__ == installed
   assert cli.main(["estimator-dist", "--version"]) == 0
   assert capsys.readouterr().out == f"estimator-dist {installed}\n"
+
+
+# A login node: TensorFlow, its Estimator, Horovod and NumPy are not installed (the
+# wheel's environment of packaging_test has none of them). A None in sys.modules makes
+# their import fail and find_spec (extras' check) say they are missing; set by a
+# sitecustomize, it holds in every Python a command starts, also the benchmark that bench
+# runs in its place.
+NOT_INSTALLED = ("tensorflow", "tensorflow_estimator", "horovod", "numpy")
+
+
+def run_without_tensorflow(tmp_path, *args, cwd=helpers.REPO):
+  (tmp_path / "sitecustomize.py").write_text(
+      f"import sys\nsys.modules.update(dict.fromkeys({NOT_INSTALLED!r}))\n")
+  env = helpers.child_env(PYTHONPATH=os.pathsep.join([str(tmp_path), helpers.REPO]))
+  return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                        cwd=cwd, timeout=120, check=False)
+
+
+def listed_flags(help_text):
+  return set(re.findall(r"^  --(?:\[no\])?(\w+):", help_text, re.MULTILINE))
+
+
+def test_verify_lists_its_flags_without_tensorflow_and_a_run_says_what_to_install(tmp_path):
+  done = run_without_tensorflow(tmp_path, "-c", "\n".join([
+      "import sys",
+      "from absl import flags",
+      "from estimator_dist import cli",
+      "from estimator_dist.jobs import verify",
+      "from estimator_dist.training import flags as training_flags",
+      "training_flags.define_flags(flags.FlagValues())",
+      "verify.define_flags(flags.FlagValues())",
+      "sys.exit(cli.main(['estimator-dist', 'verify', '--help']))"]))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert set(MAIN_FLAGS["verify"]) <= listed_flags(done.stdout), done.stdout[-2000:]
+  done = run_without_tensorflow(tmp_path, "-m", "estimator_dist.cli", "verify",
+                                "--module=model_zoo.mnist_dnn")
+  assert done.returncode == 2 and done.stderr.startswith(
+      "estimator-dist verify: error: this command needs TensorFlow 2.15"), done.stderr[-3000:]
+
+
+def test_bench_lists_its_flags_without_tensorflow_and_a_run_says_what_to_install(tmp_path):
+  done = run_without_tensorflow(tmp_path, "-m", "estimator_dist.cli", "bench", "--help")
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert set(MAIN_FLAGS["bench"]) <= listed_flags(done.stdout), done.stdout[-2000:]
+  done = run_without_tensorflow(tmp_path, "-m", "estimator_dist.cli", "bench", "--steps=50")
+  assert done.returncode == 2 and done.stderr.startswith(
+      "estimator-dist bench: error: this command needs TensorFlow 2.15"), done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("args,asked", [
+    (["--help"], True), (["-?"], True), (["--helpfull"], True), (["-helpshort"], True),
+    (["--strategy=horovod", "--", "python", "train.py", "--help"], False),
+    (["--module=model_zoo.mnist_dnn"], False)])
+def test_only_a_help_flag_before_the_programs_arguments_asks_for_the_flags(args, asked):
+  assert cli._asks_help(args) is asked  # pylint: disable=protected-access

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist.jobs import verify
+from estimator_dist.jobs import verify_runs
 from estimator_dist.training import rate_record
 from model_zoo import mnist_dnn
 from tests import helpers
@@ -66,7 +66,7 @@ def reference(tmp_path_factory):
       model_dir = root / f"{module}_{batch}_{rate}"
       first = next((d for (m, _, _), d in made.items() if m == module), None)
       if first:
-        verify.start_from(str(first), str(model_dir))
+        verify_runs.start_from(str(first), str(model_dir))
       _train(module, model_dir, "local", 1, batch, rate, "none")
       made[module, batch, rate] = model_dir
     return made[module, batch, rate]
@@ -88,9 +88,9 @@ def _distributed(reference_dir, model_dir, strategy, workers, batch, *extra, sca
                  module=_DNN, rate=0.01):
   """verify's distributed run, from `reference_dir`'s initial checkpoint: (the largest
   relative weight difference against it, the rate the chief scaled to or None, the output)."""
-  verify.start_from(str(reference_dir), str(model_dir))
+  verify_runs.start_from(str(reference_dir), str(model_dir))
   output = _train(module, model_dir, strategy, workers, batch, rate, scaling, *extra)
-  rows = verify.compare(str(reference_dir), str(model_dir))
+  rows = verify_runs.compare(str(reference_dir), str(model_dir))
   assert rows, output[-3000:]
   record = rate_record.read(str(model_dir))
   return max(r[3] for r in rows), record and record.scaled, output
@@ -148,7 +148,7 @@ def test_linear_scaling_changes_exactly_the_learning_rate(reference, tmp_path):
   # Same global batch, rate doubled: no longer the single-worker run at 0.01 ...
   assert worst_at_base > 1e-2, worst_at_base
   # ... but exactly the single-worker run at 0.02 (from the same initial checkpoint).
-  rows = verify.compare(str(reference(64, 0.02)), str(tmp_path / "distributed"))
+  rows = verify_runs.compare(str(reference(64, 0.02)), str(tmp_path / "distributed"))
   assert rows and max(r[3] for r in rows) <= 1e-5, rows
 
 
@@ -186,12 +186,12 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
 
   # The reference: four local segments in this process, from the chain's first checkpoint.
   local = tmp_path / "local"
-  verify.start_from(str(chain), str(local))
+  verify_runs.start_from(str(chain), str(local))
   for steps in (5, 10, 15, 20):
     ed.train_and_evaluate(mnist_dnn.model_fn, mnist_dnn.input_fn, model_dir=str(local),
                           train_steps=steps, params={"batch_size": 64}, learning_rate=0.01,
                           lr_scaling="none")
-  rows = verify.compare(str(local), str(chain))
+  rows = verify_runs.compare(str(local), str(chain))
   assert rows and max(r[3] for r in rows) <= 1e-5, rows
 
 

@@ -36,6 +36,13 @@ def test_each_adapter_reads_its_facts_from_the_one_table(name):
   assert cls.name == name and cls(task=task).traits is traits.TABLE[name]
 
 
+@pytest.mark.parametrize("name", traits.NAMES)
+def test_each_strategys_options_are_found_without_its_adapter(name):
+  """The training flags are made from them where TensorFlow is not installed."""
+  assert factory.options_class(name) is factory.adapter_class(name).Options
+  assert factory.options_for(name) == factory.options_class(name)()
+
+
 def test_construction_has_no_side_effects(tf_config, monkeypatch):
   """Validating a task starts nothing and publishes nothing; start() does both."""
   tf_config(dict(CHIEF_WORKER, ps=["127.0.0.1:3"]))

@@ -3,7 +3,8 @@
   adapter = create_strategy("multi_worker", communication="ring")
   STRATEGIES            # the names, in traits.TABLE order
 
-The names are imported when first used: the job path reads `traits` without TensorFlow.
+The names are imported when first used: the job path reads `traits` without TensorFlow,
+and the training flags each backend's options (`options`, `horovod_options`).
 """
 from estimator_dist import lazy_names
 

@@ -11,17 +11,16 @@ An adapter's life has two steps:
 """
 
 import contextlib
-import dataclasses
 import functools
 import os
 
 import tensorflow as tf
 
 from estimator_dist import errors
-from estimator_dist import option_flags
 from estimator_dist.contract import environment
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import context
+from estimator_dist.strategies import options as options_lib
 from estimator_dist.strategies import traits as traits_lib
 from estimator_dist.task import inputs
 from estimator_dist.task import own_address
@@ -35,29 +34,10 @@ from estimator_dist.task import watchdog
 # the program's own Horovod DistributedOptimizer): the decorator leaves that rate alone.
 RATE_SCALED_BY_PROGRAM = "_estimator_dist_rate_scaled_by_program"
 
-# An option's flag is declared beside it, in its field (option_flags); kept here as the
-# backends' options name them.
-OptionFlag = option_flags.OptionFlag
-FLAG = option_flags.FLAG
-option = option_flags.option
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Options:
-  """Options every adapter takes; each field's flag says what it does."""
-  intra_op_threads: int = option(0, kind="integer", lower_bound=0,
-                                 help="TensorFlow intra-op threads (0: TF default).")
-  inter_op_threads: int = option(0, kind="integer", lower_bound=0,
-                                 help="TensorFlow inter-op threads (0: TF default).")
-  cpu_affinity: str = option(
-      "auto", kind="enum", values=placement.CPU_AFFINITIES,
-      help="auto: pin each training process that shares a host with others to its own "
-      "share of the CPUs; none: leave placement to the OS.")
-
-  def __post_init__(self):
-    for name in ("intra_op_threads", "inter_op_threads"):
-      errors.check_non_negative(name, getattr(self, name))
-    errors.check_choice("cpu_affinity", self.cpu_affinity, placement.CPU_AFFINITIES)
+# The options every adapter takes, and the names a backend's options declare their flags
+# with, are in `options`, which imports no TensorFlow; kept here by their names.
+Options = options_lib.Options
+OptionFlag, FLAG, option = options_lib.OptionFlag, options_lib.FLAG, options_lib.option
 
 
 @contextlib.contextmanager

@@ -20,19 +20,29 @@ _started = None  # The adapter started from this process's environment.
 
 def adapter_class(name):
   """The adapter class of strategy `name` (or an alias of it), its module loaded now."""
-  module, cls = traits_lib.of(name).adapter
-  return getattr(importlib.import_module(module), cls)
+  return _loaded(traits_lib.of(name).adapter)
+
+
+def options_class(name):
+  """The options dataclass of strategy `name` (or an alias of it), its adapter's
+  `Options`; its module imports no TensorFlow, nor the adapter."""
+  return _loaded(traits_lib.of(name).options)
+
+
+def _loaded(where):
+  module, name = where
+  return getattr(importlib.import_module(module), name)
 
 
 def options_for(name, **options):
   """The checked options dataclass of strategy `name`, built from keyword options."""
-  cls = adapter_class(name)
-  known = sorted(f.name for f in dataclasses.fields(cls.Options))
+  cls = options_class(name)
+  known = sorted(f.name for f in dataclasses.fields(cls))
   unknown = sorted(set(options) - set(known))
   if unknown:
     raise errors.ConfigError(f"strategy {name!r} does not take option(s) {unknown}; it "
                              f"takes {known}.")
-  return cls.Options(**options)
+  return cls(**options)
 
 
 def adapter_for(name, options):

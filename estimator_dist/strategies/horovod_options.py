@@ -5,7 +5,7 @@ import os
 from typing import Optional
 
 from estimator_dist import errors
-from estimator_dist.strategies import base
+from estimator_dist.strategies import options as options_lib
 
 REDUCTIONS = ("average", "sum", "adasum")
 COMPRESSIONS = ("none", "fp16")
@@ -23,28 +23,28 @@ CPU_DEFAULTS = {
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HorovodOptions(base.Options):
+class HorovodOptions(options_lib.Options):
   """Horovod's options, each told by its flag's help (and strategies.accumulation)."""
-  compression: str = base.option("none", name="hvd_compression", kind="enum",
-                                 values=COMPRESSIONS, help="gradient compression.")
-  reduction: str = base.option("average", name="hvd_reduction", kind="enum",
-                               values=REDUCTIONS, help="how gradients are combined.")
-  backward_passes_per_step: int = base.option(
+  compression: str = options_lib.option("none", name="hvd_compression", kind="enum",
+                                        values=COMPRESSIONS, help="gradient compression.")
+  reduction: str = options_lib.option("average", name="hvd_reduction", kind="enum",
+                                      values=REDUCTIONS, help="how gradients are combined.")
+  backward_passes_per_step: int = options_lib.option(
       1, kind="integer", lower_bound=1,
       help="micro-batches accumulated per all-reduce.")
-  gradient_predivide_factor: float = base.option(
+  gradient_predivide_factor: float = options_lib.option(
       1.0, kind="float",
       help="divide gradients by this before the sum, the rest after.")
-  global_batch_size: Optional[int] = base.option(
+  global_batch_size: Optional[int] = options_lib.option(
       None, kind="integer", lower_bound=1,
       help="examples per update, whatever the number of ranks; each rank accumulates "
       "micro-batches of --batch_size.")
   batch_size: Optional[int] = None  # global_batch_size's micro-batch (from --batch_size).
-  timeline: Optional[str] = base.option(
+  timeline: Optional[str] = options_lib.option(
       None, name="hvd_timeline", kind="string",
       help="write Horovod's timeline (a Chrome trace, JSON) to this file; rank 0 writes it, "
       "under any engine.")
-  autotune: bool = base.option(
+  autotune: bool = options_lib.option(
       False, name="hvd_autotune", kind="bool",
       help="let Horovod tune its fusion buffer and cycle time while it trains.")
 

@@ -1,14 +1,13 @@
 """`mirrored`: tf.distribute.MirroredStrategy over the devices of one machine."""
 
-import dataclasses
 import os
-from typing import Optional
 
 import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.strategies import base
+from estimator_dist.strategies import options as options_lib
 
 
 def _cpu_devices(count):
@@ -24,21 +23,13 @@ def _cpu_devices(count):
   return [f"/cpu:{i}" for i in range(count)]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class MirroredOptions(base.Options):
-  """num_devices: replicas on this machine (default: the GPUs, or the launcher's count)."""
-  num_devices: Optional[int] = base.option(None, kind="integer",
-                                           lower_bound=1, help="replicas on this machine.")
-
-  def __post_init__(self):
-    super().__post_init__()
-    errors.check_positive("num_devices", self.num_devices, allow_none=True)
+MirroredOptions = options_lib.MirroredOptions  # Kept here by its name.
 
 
 class MirroredAdapter(base.StrategyAdapter):
   """Synchronous replicas on the local GPUs, or on logical CPU devices without GPUs."""
   name = "mirrored"
-  Options = MirroredOptions
+  Options = options_lib.MirroredOptions
 
   def start_backend(self):
     num_devices = self.options.num_devices

@@ -1,46 +1,23 @@
 """`multi_worker`: MultiWorkerMirroredStrategy (CollectiveAllReduce) from TF_CONFIG."""
 
-import dataclasses
-from typing import Optional
-
 import tensorflow as tf
 from absl import logging
 
 from estimator_dist import command_line
-from estimator_dist import errors
 from estimator_dist.strategies import base
+from estimator_dist.strategies import options as options_lib
 
+# Each of options_lib.COMMUNICATIONS as tf.distribute names it.
 COMMUNICATIONS = {
-    "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
-    "ring": tf.distribute.experimental.CommunicationImplementation.RING,
-    "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
-}
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class MultiWorkerOptions(base.Options):
-  """communication: the collective implementation (auto, ring, nccl).
-  collective_timeout_secs: seconds before a collective op fails (None: never).
-  """
-  communication: str = base.option("auto", kind="enum",
-                                   values=tuple(COMMUNICATIONS),
-                                   help="collective implementation.")
-  collective_timeout_secs: Optional[float] = base.option(
-      None, kind="float",
-      help="seconds before a collective op fails.")
-
-  def __post_init__(self):
-    super().__post_init__()
-    errors.check_choice("communication", self.communication, tuple(COMMUNICATIONS))
-    if self.collective_timeout_secs is not None and self.collective_timeout_secs <= 0:
-      raise errors.ConfigError(
-          f"collective_timeout_secs ({self.collective_timeout_secs}) must be positive.")
+    name: getattr(tf.distribute.experimental.CommunicationImplementation, name.upper())
+    for name in options_lib.COMMUNICATIONS}
+MultiWorkerOptions = options_lib.MultiWorkerOptions  # Kept here by its name.
 
 
 class MultiWorkerAdapter(base.StrategyAdapter):
   """Synchronous all-reduce across worker processes; worker 0 (or the chief) leads."""
   name = "multi_worker"
-  Options = MultiWorkerOptions
+  Options = options_lib.MultiWorkerOptions
   _strategy = None
 
   def start_backend(self):

@@ -8,18 +8,16 @@ and a ps exits once it has dequeued one token per training task.
 
 import concurrent.futures
 import contextlib
-import dataclasses
 import os
-from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 from tensorflow.python.distribute import distribute_config  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import command_line
-from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.strategies import base
+from estimator_dist.strategies import options as options_lib
 from estimator_dist.task import early_stopping
 from estimator_dist.task import preemption
 
@@ -64,29 +62,13 @@ def _only(device, timeout_secs=None):
                                   operation_timeout_in_ms=int((timeout_secs or 0) * 1000))
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ParameterServerOptions(base.Options):
-  """ps_done_timeout_secs: how long a ps waits for the training tasks' end (None: ever).
-  remote_cluster: train as a standalone client of these standard servers (a dict or its
-    JSON: {"worker": [...], "ps": [...]}); TF_CONFIG must then be unset.
-  """
-  ps_done_timeout_secs: Optional[float] = None
-  remote_cluster: Optional[object] = base.option(
-      None, kind="string",
-      help="train as a standalone client of standard TensorFlow servers, given as JSON: "
-      "'{\"worker\": [...], \"ps\": [...]}'.")
-
-  def __post_init__(self):
-    super().__post_init__()
-    if self.ps_done_timeout_secs is not None and self.ps_done_timeout_secs <= 0:
-      raise errors.ConfigError(
-          f"ps_done_timeout_secs ({self.ps_done_timeout_secs}) must be positive.")
+ParameterServerOptions = options_lib.ParameterServerOptions  # Kept here by its name.
 
 
 class ParameterServerAdapter(base.StrategyAdapter):
   """Variables on ps tasks; chief and workers update them asynchronously."""
   name = "parameter_server"
-  Options = ParameterServerOptions
+  Options = options_lib.ParameterServerOptions
   _strategy = None
 
   @property

@@ -16,6 +16,8 @@ class Traits:
 
   adapter: (module, class) of its adapter; the factory imports the module only when the
     strategy is used, so Horovod is imported only for horovod.
+  options: (module, class) of its options dataclass (its adapter's `Options`), whose module
+    imports no TensorFlow: the training flags are made from it.
   roles: the task types its cluster may have; () for a strategy whose tasks do not come
     from TF_CONFIG (one process, or ranks started by horovodrun).
   needs_ps: it needs at least one ps task.
@@ -28,6 +30,7 @@ class Traits:
   """
   name: str
   adapter: Tuple[str, str]
+  options: Tuple[str, str]
   roles: Tuple[str, ...] = ()
   needs_ps: bool = False
   one_process: bool = False
@@ -45,16 +48,21 @@ class Traits:
 
 
 _MODULE = "estimator_dist.strategies."
+_OPTIONS = _MODULE + "options"
 TABLE = {t.name: t for t in (
-    Traits(name="local", adapter=(_MODULE + "local", "LocalAdapter"), one_process=True),
+    Traits(name="local", adapter=(_MODULE + "local", "LocalAdapter"),
+           options=(_OPTIONS, "Options"), one_process=True),
     Traits(name="mirrored", adapter=(_MODULE + "mirrored", "MirroredAdapter"),
-           one_process=True, replicas_are_devices=True),
+           options=(_OPTIONS, "MirroredOptions"), one_process=True,
+           replicas_are_devices=True),
     Traits(name="multi_worker", adapter=(_MODULE + "multi_worker", "MultiWorkerAdapter"),
-           roles=("chief", "worker", "evaluator")),
+           options=(_OPTIONS, "MultiWorkerOptions"), roles=("chief", "worker", "evaluator")),
     Traits(name="parameter_server",
            adapter=(_MODULE + "parameter_server", "ParameterServerAdapter"),
+           options=(_OPTIONS, "ParameterServerOptions"),
            roles=("chief", "worker", "ps", "evaluator"), needs_ps=True, synchronous=False),
     Traits(name="horovod", adapter=(_MODULE + "horovod", "HorovodAdapter"),
+           options=(_MODULE + "horovod_options", "HorovodOptions"),
            ranks_from_horovodrun=True),
 )}
 ALIASES = {"collective_all_reduce": "multi_worker"}

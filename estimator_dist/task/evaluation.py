@@ -26,14 +26,14 @@ from tensorflow.python.eager import context as eager_context  # pylint: disable=
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.task import best_checkpoint_keeper
+from estimator_dist.task import evaluation_settings
 from estimator_dist.task import inputs
 from estimator_dist.task import preemption
 
-EXPORTER_KINDS = ("latest", "best", "final")
-# Without --eval_timeout_secs, an evaluation may take this many times the longest one so
-# far, and at least the floor (also the first one's timeout).
-TIMEOUT_MULTIPLE = 10
-TIMEOUT_FLOOR_SECS = 1800
+# The exporters' kinds and the default timeout (`evaluation_settings`), kept here by name.
+EXPORTER_KINDS = evaluation_settings.EXPORTER_KINDS
+TIMEOUT_MULTIPLE = evaluation_settings.TIMEOUT_MULTIPLE
+TIMEOUT_FLOOR_SECS = evaluation_settings.TIMEOUT_FLOOR_SECS
 
 
 def _name(input_fn):

@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import math
 import threading
-from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -25,34 +24,16 @@ from estimator_dist import errors
 from estimator_dist.strategies import context
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import learning_rate
+from estimator_dist.training import rate_options
 from estimator_dist.training import rate_record
 
-LR_SCALINGS = ("linear", "sqrt", "none")
+# How the rate is set (`rate_options`, which imports no TensorFlow), kept here by name.
+LR_SCALINGS, RateOptions = rate_options.LR_SCALINGS, rate_options.RateOptions
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 _DECORATION_ATTR = "_estimator_dist_decoration"
 _logged = set()
 _recorded = set()  # (adapter, model_dir): the first rate of a training is its record.
 _lock = threading.Lock()
-
-
-@dataclasses.dataclass(frozen=True)
-class RateOptions:
-  """How the decorator sets the learning rate.
-
-  lr_scaling: "linear", "sqrt" or "none"; None: linear for synchronous strategies and
-    none for asynchronous parameter servers.
-  warmup_steps: steps over which the rate rises linearly from the base rate to the
-    scaled rate.
-  lr_param: the key of `params` that holds the base learning rate.
-  """
-  lr_scaling: Optional[str] = None
-  warmup_steps: int = 0
-  lr_param: str = "learning_rate"
-
-  def __post_init__(self):
-    if self.lr_scaling is not None:
-      errors.check_choice("lr_scaling", self.lr_scaling, LR_SCALINGS)
-    errors.check_non_negative("warmup_steps", self.warmup_steps)
 
 
 class _LocalProcess:

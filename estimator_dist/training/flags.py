@@ -5,7 +5,8 @@ flags are made from the options dataclasses' field metadata (`option_flags.optio
 TrainOptions', BestCheckpoints', EarlyStopping's and the backends'; so an option, its flag
 and its help are declared once, and the options' `__post_init__` checks the values, naming
 the flag. --strategy, which picks the backend, is the programs' own flag, and a backend's
-flag is refused with another strategy.
+flag is refused with another strategy. No TensorFlow here, nor in those dataclasses'
+modules: a command's --help lists the flags where TensorFlow is not installed.
 """
 
 import dataclasses
@@ -18,10 +19,10 @@ from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.contract import env_vars
 from estimator_dist.outputs import best_checkpoints
-from estimator_dist.strategies import base
 from estimator_dist.strategies import factory
+from estimator_dist.strategies import options as adapter_options
 from estimator_dist.strategies import traits
-from estimator_dist.task import early_stopping
+from estimator_dist.task import early_stopping_options
 from estimator_dist.training import options as options_lib
 
 DEFINED = "estimator_dist_training_flags"  # A flag that marks define_flags' flags.
@@ -36,7 +37,7 @@ class BackendFlag:
   """A flag that sets an option of the strategies' options dataclasses.
 
   option: the field it sets; strategies: the strategies that have that option, () for
-  the options every strategy has (base.Options).
+  the options every strategy has (strategies.options.Options).
   """
   holder: flags.FlagHolder
   option: str
@@ -46,12 +47,12 @@ class BackendFlag:
 def backend_options():
   """(OptionFlag, flag name, default, option, strategies) of every option that has a flag: the
   options of every strategy first, then each strategy's own in the order of the table."""
-  common = {f.name for f in dataclasses.fields(base.Options)}
+  common = {f.name for f in dataclasses.fields(adapter_options.Options)}
   found = {}  # flag name -> [field, strategies]
-  for field in option_flags.flag_fields(base.Options):
+  for field in option_flags.flag_fields(adapter_options.Options):
     found[option_flags.flag_name(field)] = [field, ()]
   for name in traits.STRATEGIES:
-    for field in option_flags.flag_fields(factory.adapter_class(name).Options):
+    for field in option_flags.flag_fields(factory.options_class(name)):
       if field.name not in common:
         entry = found.setdefault(option_flags.flag_name(field), [field, ()])
         if entry[0].name != field.name:  # One flag sets one option, whatever the strategy.
@@ -93,7 +94,8 @@ class TrainingFlags:
     return cls(strategy=holder("strategy"),
                settings=option_flags.holders_of(options_lib.TrainOptions, flag_values),
                best=option_flags.holders_of(best_checkpoints.BestCheckpoints, flag_values),
-               stopping=option_flags.holders_of(early_stopping.EarlyStopping, flag_values),
+               stopping=option_flags.holders_of(early_stopping_options.EarlyStopping,
+                                                flag_values),
                backend=backend)
 
   def value(self, option):
@@ -126,7 +128,8 @@ class TrainingFlags:
     strategy, strategy_options = self.strategy_and_options()
     stopping = None
     if self.stopping["patience_steps"].value:
-      stopping = option_flags.options_from_flags(early_stopping.EarlyStopping, self.stopping)
+      stopping = option_flags.options_from_flags(early_stopping_options.EarlyStopping,
+                                                 self.stopping)
     best = None
     if not self.best["keep"].value and (self.best["metric"].present or
                                         self.best["direction"].present):
@@ -174,7 +177,7 @@ def define_flags(flag_values=flags.FLAGS, *, strategy="local", batch_size=32,
               "learning_rate": learning_rate}),
       best=option_flags.define_flags(best_checkpoints.BestCheckpoints, flag_values=f,
                                      reuse=True),
-      stopping=option_flags.define_flags(early_stopping.EarlyStopping, flag_values=f,
+      stopping=option_flags.define_flags(early_stopping_options.EarlyStopping, flag_values=f,
                                          reuse=True),
       backend=tuple(
           BackendFlag(holder=_define_backend_flag(spec, name=name, default=default,

@@ -1,25 +1,26 @@
 """`TrainOptions`: how `train_and_evaluate` trains, one frozen value that checks itself.
 
 Programs get it from their flags (`options_from_flags`); library users pass its fields
-as keywords to `train_and_evaluate`, or the value itself as `options=`.
+as keywords to `train_and_evaluate`, or the value itself as `options=`. No TensorFlow
+here: the training flags are made from it, so a command's --help lists them where
+TensorFlow is not installed.
 """
 
 import dataclasses
+import re
+import sys
 import types
 import warnings
 from typing import Mapping, Optional, Tuple
-
-import tensorflow as tf
 
 from estimator_dist import errors
 from estimator_dist.option_flags import option
 from estimator_dist.outputs import best_checkpoints as best_checkpoints_lib
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits as traits_lib
-from estimator_dist.task import early_stopping as early_stopping_lib
-from estimator_dist.task import evaluation
-from estimator_dist.training import decorator
-from estimator_dist.training import profiling
+from estimator_dist.task import early_stopping_options as early_stopping_lib
+from estimator_dist.task import evaluation_settings
+from estimator_dist.training import rate_options
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,7 +53,7 @@ class TrainOptions:
   learning_rate: Optional[float] = option(None, kind="float", lower_bound=0.0,
                                           help="Single-worker learning rate.")
   lr_scaling: Optional[str] = option(
-      None, kind="enum", values=decorator.LR_SCALINGS, help="Learning-rate scaling with "
+      None, kind="enum", values=rate_options.LR_SCALINGS, help="Learning-rate scaling with "
       "replicas (default: linear if synchronous, none for parameter_server).")
   warmup_steps: Optional[int] = option(None, kind="integer", lower_bound=0,
                                        help="Steps of linear warmup to the scaled rate.")
@@ -69,11 +70,11 @@ class TrainOptions:
                                    help="Least seconds between evaluations.")
   eval_timeout_secs: Optional[float] = option(
       None, kind="float", lower_bound=0.0, help="Stop an evaluation (and fail) after this "
-      f"many seconds (0: never); default {evaluation.TIMEOUT_MULTIPLE}x the longest so far, "
-      f"at least {evaluation.TIMEOUT_FLOOR_SECS} s.")
+      f"many seconds (0: never); default {evaluation_settings.TIMEOUT_MULTIPLE}x the longest "
+      f"so far, at least {evaluation_settings.TIMEOUT_FLOOR_SECS} s.")
   exporters: Tuple[object, ...] = option(
       (), kind="list", flag_default=[], help="Serving exports after evaluations, of "
-      f"{', '.join(evaluation.EXPORTER_KINDS)} (the program passes "
+      f"{', '.join(evaluation_settings.EXPORTER_KINDS)} (the program passes "
       "serving_input_receiver_fn).")
   exports_to_keep: int = option(5, kind="integer", lower_bound=1,
                                 help="Newest exports the latest and best exporters keep.")
@@ -114,25 +115,25 @@ class TrainOptions:
       raise errors.ConfigError(f"--eval_timeout_secs ({self.eval_timeout_secs!r}) must be a "
                                f"number of seconds (0: never), or None for the default.")
     exporters = self.exporters or ()
-    if isinstance(exporters, (str, tf.estimator.Exporter)):  # One of them.
+    if isinstance(exporters, str) or _is_exporter(exporters):  # One of them.
       exporters = (exporters,)
     object.__setattr__(self, "exporters", tuple(exporters))
-    unknown = [e for e in self.exporters if not isinstance(e, tf.estimator.Exporter) and
-               e not in evaluation.EXPORTER_KINDS]
+    unknown = [e for e in self.exporters if not _is_exporter(e) and
+               e not in evaluation_settings.EXPORTER_KINDS]
     if unknown:
       raise errors.ConfigError(
-          f"--exporters takes {', '.join(evaluation.EXPORTER_KINDS)} (or exporters= "
+          f"--exporters takes {', '.join(evaluation_settings.EXPORTER_KINDS)} (or exporters= "
           f"tf.estimator.Exporters), not {', '.join(map(repr, unknown))}.")
     errors.check_positive("--exports_to_keep", self.exports_to_keep)
     if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
       raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "
                                f"patience_steps=...), got {self.early_stopping!r}.")
     if self.profile_steps is not None:
-      object.__setattr__(self, "profile_steps", profiling.checked_steps(self.profile_steps))
+      object.__setattr__(self, "profile_steps", _checked_steps(self.profile_steps))
       if self.profile_steps[0] >= self.train_steps:
         raise errors.ConfigError(f"--profile_steps starts at step {self.profile_steps[0]}, "
                                  f"which training (to step {self.train_steps}) never reaches.")
-    object.__setattr__(self, "profile_tasks", profiling.checked_tasks(self.profile_tasks))
+    object.__setattr__(self, "profile_tasks", _checked_tasks(self.profile_tasks))
     if self.warmup_steps is not None and self.warmup_steps >= self.train_steps:
       raise errors.ConfigError(f"warmup_steps ({self.warmup_steps}) must be smaller than "
                                f"train_steps ({self.train_steps}): lower --warmup_steps or "
@@ -160,6 +161,36 @@ class TrainOptions:
     if key not in {f.name for f in dataclasses.fields(self)}:
       raise KeyError(key)
     return getattr(self, key)
+
+
+def _is_exporter(value):
+  """Whether `value` is a tf.estimator.Exporter: none is before TensorFlow's estimator
+  is imported, so checking imports nothing."""
+  exporter = sys.modules.get("tensorflow_estimator.python.estimator.exporter")
+  return exporter is not None and isinstance(value, exporter.Exporter)
+
+
+def _checked_steps(steps):
+  """(first, last) of "A:B" or of a pair; ConfigError naming the form otherwise."""
+  text = steps if isinstance(steps, str) else ":".join(map(str, steps or ()))
+  try:
+    first, last = (int(part) for part in text.split(":"))
+  except (TypeError, ValueError):
+    first = last = None
+  if first is None or not 0 <= first < last:
+    raise errors.ConfigError(f"--profile_steps={text}: give FIRST:LAST global steps, "
+                             f"0 <= FIRST < LAST (e.g. 100:110).")
+  return first, last
+
+
+def _checked_tasks(tasks):
+  """The task names of --profile_tasks ("chief:0", "worker:1"); ConfigError otherwise."""
+  tasks = tuple(tasks or ())
+  wrong = [t for t in tasks if not re.fullmatch(r"(chief|worker|evaluator):\d+", t)]
+  if wrong:
+    raise errors.ConfigError(f"--profile_tasks={','.join(tasks)}: {', '.join(wrong)} is not "
+                             f"a training task; name them ROLE:INDEX, e.g. chief:0,worker:1.")
+  return tasks
 
 
 class _FieldName(str):

@@ -12,7 +12,6 @@ cannot be taken (another profiler runs) is warned about; training goes on.
 
 import glob
 import os
-import re
 import shutil
 import tempfile
 
@@ -20,30 +19,6 @@ import tensorflow as tf
 from absl import logging
 
 from estimator_dist import command_line
-from estimator_dist import errors
-
-
-def checked_steps(steps):
-  """(first, last) of "A:B" or of a pair; ConfigError naming the form otherwise."""
-  text = steps if isinstance(steps, str) else ":".join(map(str, steps or ()))
-  try:
-    first, last = (int(part) for part in text.split(":"))
-  except (TypeError, ValueError):
-    first = last = None
-  if first is None or not 0 <= first < last:
-    raise errors.ConfigError(f"--profile_steps={text}: give FIRST:LAST global steps, "
-                             f"0 <= FIRST < LAST (e.g. 100:110).")
-  return first, last
-
-
-def checked_tasks(tasks):
-  """The task names of --profile_tasks ("chief:0", "worker:1"); ConfigError otherwise."""
-  tasks = tuple(tasks or ())
-  wrong = [t for t in tasks if not re.fullmatch(r"(chief|worker|evaluator):\d+", t)]
-  if wrong:
-    raise errors.ConfigError(f"--profile_tasks={','.join(tasks)}: {', '.join(wrong)} is not "
-                             f"a training task; name them ROLE:INDEX, e.g. chief:0,worker:1.")
-  return tasks
 
 
 def session_dir(model_dir, steps):

@@ -1,0 +1,84 @@
+"""The benchmark's run (`compare_strategies` has its flags): its jobs, their measurement,
+the report and the projection."""
+
+import os
+import sys
+
+from absl import flags
+
+from benchmarks import choices
+from benchmarks import models
+from benchmarks import projection
+from benchmarks import report
+from benchmarks import runner
+from benchmarks import stats
+from estimator_dist import command_line
+from estimator_dist.strategies import traits
+
+
+def jobs(f):
+  """Every job of one benchmark, in the order they run."""
+  strategies = [traits.of(s).name for s in f.strategies]
+  counts = sorted({int(n) for n in f.num_workers})
+  planned = []
+  for n in counts:
+    planned.append(runner.Job("independent", "local", n))
+    for strategy in strategies:
+      planned.append(runner.Job("toolkit", strategy, n))
+      if f.baselines:
+        planned.append(runner.Job("baseline", strategy, n))
+      if strategy == "horovod" and n > 1:
+        planned += [runner.Job("toolkit", strategy, n, v, choices.HOROVOD_VARIANTS[v])
+                    for v in f.horovod_variants]
+  return planned
+
+
+def _project(f, rows):
+  """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
+  fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
+  if not fitted:
+    print("\n" + command_line.line("--project needs an independent 1-worker job and a "
+                                  "toolkit job with more than one worker", "bench"),
+          file=sys.stderr)
+    return None
+  if f.project_bandwidth_gbps:
+    fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
+    fitted["bandwidth_source"] = f"given as {f.project_bandwidth_gbps:g} Gbit/s"
+  projected = projection.project(fitted, f.project_latency_us * 1e-6)
+  print("\n" + projection.markdown(fitted, projected))
+  return {"parameters": fitted, "rows": projected}
+
+
+def main(_):
+  f = flags.FLAGS
+  settings = runner.Settings(
+      model=f.model, data=f.data, batch_size=f.batch_size, steps=f.steps,
+      threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
+      checkpoint_every=f.checkpoint_every if f.data == "digits" else 0)
+  results = []
+  for job in jobs(f):
+    print(command_line.line(f"{job.name} ...", "bench"), flush=True)
+    result = runner.run(job, settings)
+    result["throughput"] = stats.throughput(result["timings"], f.warmup_steps, f.window_steps)
+    print(command_line.line(f"{job.name}: exit code {result['code']}, "
+                            f"{result['seconds']:.0f}s, {report.rate_text(result)}", "bench"),
+          flush=True)
+    results.append(result)
+  rows = report.rows(results)
+  if f.data == "digits":
+    report.add_time_to_accuracy(rows, results, settings, f.target_accuracy)
+  print(report.markdown(rows, settings, f.target_accuracy if f.data == "digits" else None))
+  extra = {"projection": _project(f, rows)} if f.project else {}
+  report.write(rows, settings, f.output_dir, extra)
+  runs = os.path.join(f.output_dir, "runs")
+  unmeasured = [r["job"].name for r in results if r["code"] == 0 and not r["throughput"]]
+  if unmeasured:
+    print(command_line.line(f"no span where all tasks ran past warm-up, so no measurement: "
+                            f"{', '.join(unmeasured)}; logs in {runs}", "bench"),
+          file=sys.stderr)
+  failed = [r["job"].name for r in results if r["code"] != 0]
+  if failed:
+    print(command_line.line(f"failed: {', '.join(failed)}; logs in {runs}", "bench"),
+          file=sys.stderr)
+    return 1
+  return 0
