@@ -7,6 +7,7 @@ from estimator_dist.contract import env_vars
 
 
 def directory():
-  """ESTIMATOR_DIST_CACHE, else $XDG_CACHE_HOME/estimator_dist (~/.cache/estimator_dist)."""
+  """The directory env_vars.CACHE names, else $XDG_CACHE_HOME/estimator_dist
+  (~/.cache/estimator_dist)."""
   return os.environ.get(env_vars.CACHE) or os.path.join(
       os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "estimator_dist")
