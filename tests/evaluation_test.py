@@ -37,19 +37,22 @@ def test_an_evaluation_that_never_ends_is_stopped_naming_the_cause(tmp_path):
 
 
 @pytest.mark.processes
-def test_work_after_training_runs_and_a_task_waiting_for_an_exited_ps_is_stopped(tmp_path):
+def test_work_after_training_runs_and_a_task_waiting_for_an_exited_one_is_stopped(tmp_path):
   # The eval input is a functools.partial of an input_fn with a defaulted argument, as
   # TensorFlow's cifar10_estimator tutorial passes it. After training the chief exports,
-  # predicts and evaluates again with its own Estimator, then waits on ps:0, which has
-  # exited: before, such a job waited until it was killed from outside.
+  # predicts and evaluates again with its own Estimator, whose variables are on ps:0, and
+  # runs an op there: the ps serves until the chief's program ends. Then it waits on
+  # worker:0, which has exited: before, such a job waited until it was killed from outside.
   code, output = helpers.launch("parameter_server", PROGRAM, f"--model_dir={tmp_path}",
-                                "--train_steps=200", "--then_wait_for_ps",
+                                "--train_steps=200", "--then_wait_for_worker",
                                 launch_args=("--num_ps=1", "--hang_timeout_secs=10"),
                                 timeout=180)
-  line = next((l for l in output.splitlines() if "after training:" in l), output)
+  line = next((l for l in output.splitlines() if "after training: exported" in l), output)
   assert f"exported {tmp_path}/serving/" in line and "predicted 50" in line, line
   assert "evaluated again at step" in line, line
   assert list((tmp_path / "serving").glob("*/saved_model.pb")), line
+  assert "[chief:0] after training: ran an op on ps:0" in output, output[-3000:]
+  assert "all training tasks finished" not in output, output[-3000:]  # Still serving.
   assert code == 124, output
   assert ("chief:0 ended its training and has made no progress since, for 10s (it used no "
           "CPU: it waits for something" in output), output

@@ -2,7 +2,6 @@
 names its main file; one that imports estimator_dist is ours already, and is not): the
 job's strategy starts and the program's Estimator calls are routed through the toolkit."""
 
-import atexit
 import importlib.util
 import os
 import sys
@@ -53,7 +52,6 @@ def _on_tensorflow():
       raise
     if adapter.task.role == "ps":
       _serve(adapter, os.path.basename(main))
-    _end_with_the_program(adapter)
   patches.install(strategy=strategy)
   # Our lines (the learning rate it scales, the evaluations) in a program that set up no
   # logging of its own, as under absl's app.run.
@@ -71,19 +69,6 @@ def _serve(adapter, main):
                      f"job's variables and runs nothing of the program")
   adapter.train(None, None, None)
   sys.exit(0)
-
-
-def _end_with_the_program(adapter):
-  """A program may train in rounds (train() in a loop), and a task that told the ps tasks
-  its training ended after the first would leave the next round without them: it tells
-  them once, when the program ends."""
-  tell, told = adapter.after_training, []
-
-  def after_training():
-    if not told:
-      told.append(True)
-      atexit.register(tell)
-  adapter.after_training = after_training
 
 
 class _AfterImport:

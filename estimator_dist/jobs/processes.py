@@ -249,8 +249,8 @@ class TaskGroup:
       if idle and not (stuck or too_long):
         self.log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
                  f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "
-                 f"something, such as an export or evaluation whose session waits for a ps "
-                 f"task that has exited); stopping the job")
+                 f"something, such as a session that waits for a task that has exited); "
+                 f"stopping the job")
       if stuck or too_long or idle:
         self.stop_all()
         return errors.STALLED_EXIT_CODE

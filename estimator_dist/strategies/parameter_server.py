@@ -6,6 +6,7 @@ and worker enqueues a token into a queue that lives on every ps when its trainin
 and a ps exits once it has dequeued one token per training task.
 """
 
+import atexit
 import concurrent.futures
 import contextlib
 import os
@@ -70,6 +71,7 @@ class ParameterServerAdapter(base.StrategyAdapter):
   name = "parameter_server"
   Options = options_lib.ParameterServerOptions
   _strategy = None
+  _told_at_exit = False  # Whether this task tells the ps tasks it is done when it exits.
 
   @property
   def remote(self):
@@ -176,9 +178,16 @@ class ParameterServerAdapter(base.StrategyAdapter):
     return True
 
   def after_training(self):
-    """Tells every ps that this training task is done."""
+    """Tells every ps that this training task is done, when its program ends: the program
+    may still use them after training (a next round of train(), or its own Estimator's
+    export, predict or evaluate, whose variables are on the ps tasks)."""
     if not self.task.is_training or self.remote:  # Standard servers wait for no token.
       return
+    if not self._told_at_exit:
+      self._told_at_exit = True
+      atexit.register(self._tell_the_ps_tasks)
+
+  def _tell_the_ps_tasks(self):
     for i, address in enumerate(self.task.cluster["ps"]):
       with tf.Graph().as_default():
         enqueue = _done_queue(i).enqueue([self.task.rank])

@@ -22,8 +22,9 @@ from model_zoo import data
 from tests.programs import plain_model
 
 flags.DEFINE_enum("eval_input", "data", ["data", "empty", "endless"], "The eval input.")
-flags.DEFINE_bool("then_wait_for_ps", False, "Then run an op on ps:0, which has exited by "
-                  "then: it waits for ever, as a session of a cluster waits for a lost peer.")
+flags.DEFINE_bool("then_wait_for_worker", False, "Then run an op on ps:0, which serves until "
+                  "this program ends, and one on worker:0, which has exited by then: that "
+                  "one waits for ever, as a session of a cluster waits for a lost peer.")
 FLAGS = flags.FLAGS
 
 
@@ -65,24 +66,28 @@ def main(_):
   print(f"after training: exported {exported.decode()}; predicted {len(predicted)}; "
         f"evaluated again at step {again['global_step']} accuracy {again['accuracy']:.4f} "
         f"(first {metrics['accuracy']:.4f})", flush=True)
-  if FLAGS.then_wait_for_ps:
-    wait_for_ps()
+  if FLAGS.then_wait_for_worker:
+    cluster = json.loads(os.environ["TF_CONFIG"])["cluster"]
+    run_on(cluster, "ps")
+    print("after training: ran an op on ps:0", flush=True)
+    host, port = cluster["worker"][0].rsplit(":", 1)
+    while True:  # Until worker:0's program has ended.
+      try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+        time.sleep(0.2)
+      except OSError:
+        break
+    run_on(cluster, "worker")
 
 
-def wait_for_ps():
-  """Once ps:0 has exited, reads a variable on it through this chief's server."""
-  cluster = json.loads(os.environ["TF_CONFIG"])["cluster"]
-  host, port = cluster["ps"][0].rsplit(":", 1)
-  while True:
-    try:
-      socket.create_connection((host, int(port)), timeout=1).close()
-      time.sleep(0.2)
-    except OSError:
-      break
+def run_on(cluster, job):
+  """Initializes a variable on task 0 of `job` through this chief's server."""
+  device = f"/job:{job}/task:0"
   with tf.Graph().as_default():
-    with tf.device("/job:ps/task:0"):
-      variable = tf.compat.v1.get_variable("after_training", [1])
-    with tf.compat.v1.Session(f"grpc://{cluster['chief'][0]}") as session:
+    with tf.device(device):
+      variable = tf.compat.v1.get_variable(f"after_training_{job}", [1])
+    config = tf.compat.v1.ConfigProto(device_filters=[device, "/job:chief/task:0"])
+    with tf.compat.v1.Session(f"grpc://{cluster['chief'][0]}", config=config) as session:
       session.run(variable.initializer)
 
 
