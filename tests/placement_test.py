@@ -44,21 +44,30 @@ import json, os, sys
 from estimator_dist.contract import cluster
 from estimator_dist.task import placement
 task = cluster.parse_tf_config(sys.argv[1])
-print(json.dumps([placement.apply(sys.argv[2], task),
-                  [sorted(os.sched_getaffinity(int(t)))
-                   for t in os.listdir("/proc/self/task")]]))
+def cpus_of(status):  # "Cpus_allowed_list:\t0-1,3" -> [0, 1, 3]
+  line = next(l for l in status.splitlines() if l.startswith("Cpus_allowed_list:"))
+  ranges = [r.split("-") for r in line.split()[1].split(",")]
+  return [c for r in ranges for c in range(int(r[0]), int(r[-1]) + 1)]
+cpus = placement.apply(sys.argv[2], task)
+threads = [open(f"/proc/self/task/{t}/status").read() for t in os.listdir("/proc/self/task")]
+print(json.dumps([cpus, [cpus_of(t) for t in threads]]))
 """
+# A local job's sandbox: its own PID namespace, where /proc is still the host's.
+_OWN_PID_NAMESPACE = ["unshare", *([] if os.geteuid() == 0 else ["--user", "--map-root-user"]),
+                      "--pid", "--fork"]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-@pytest.mark.parametrize("role,index,affinity,pinned", [
-    ("worker", 0, "auto", True), ("chief", 0, "auto", True), ("worker", 0, "none", False),
-    ("ps", 0, "auto", False)])
+@pytest.mark.parametrize("role,index,affinity,pinned,prefix", [
+    ("worker", 0, "auto", True, []), ("chief", 0, "auto", True, []),
+    ("worker", 0, "none", False, []), ("ps", 0, "auto", False, []),
+    ("worker", 0, "auto", True, _OWN_PID_NAMESPACE)], ids=[
+        "worker", "chief", "none", "ps", "worker-in-its-own-pid-namespace"])
 @pytest.mark.processes
-def test_apply_pins_every_thread_of_a_shared_host(role, index, affinity, pinned):
+def test_apply_pins_every_thread_of_a_shared_host(role, index, affinity, pinned, prefix):
   spec = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
   config = cluster.tf_config(spec, role, index)
-  code, output = helpers.run([helpers.PYTHON, "-c", PIN, config, affinity])
+  code, output = helpers.run([*prefix, helpers.PYTHON, "-c", PIN, config, affinity])
   assert code == 0, output
   cpus, threads = json.loads(output.strip().splitlines()[-1])
   everything = sorted(os.sched_getaffinity(0))

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from estimator_dist import command_line
@@ -61,13 +62,13 @@ def test_the_launcher_identity_is_what_the_lifeline_checks():
   assert process_identity.launcher_identity(2 ** 22 + 1) == f"{2 ** 22 + 1}:None"
 
 
-def _companion_under_a_shell(*args):
+def _companion_under_a_shell(*args, prefix=()):
   """The companion run as `watchdog.start` runs it, whose parent is a shell that exits 3
   after it, unless the companion kills it first."""
   return subprocess.Popen(
-      ["sh", "-c", '"$@"; exit 3', "sh", sys.executable, "-S", watchdog_companion.__file__,
-       *args, command_line.error_line("")], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-      text=True)
+      [*prefix, "sh", "-c", '"$@"; exit 3', "sh", sys.executable, "-S",
+       watchdog_companion.__file__, *args, command_line.error_line("")],
+      stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _killed(task):
@@ -113,4 +114,27 @@ def test_the_companion_beats_and_ends_with_the_task(tmp_path):
   task.stdin.write("session created\n")
   task.stdin.flush()
   _, stderr = task.communicate(timeout=30)  # Closes stdin: the task ended.
+  assert (task.returncode, stderr) == (3, "")
+
+
+@pytest.mark.processes
+def test_a_stopped_task_in_its_own_pid_namespace_stops_beating(tmp_path):
+  """A local job's sandbox: the task has another pid in the host's /proc, which the
+  companion reads; stopped (SIGSTOP), the task must look stuck to the launcher."""
+  beat = tmp_path / "heartbeat"
+  user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+  task = _companion_under_a_shell("worker:0", "0", process_identity.launcher_identity(),
+                                  str(beat), "[]", prefix=["unshare", *user, "--pid", "--fork"])
+  deadline = time.monotonic() + 10
+  while not beat.exists() and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert beat.exists() and task.poll() is None
+  shell = psutil.Process(task.pid).children()[0]  # Under unshare: the namespace's pid 1.
+  shell.suspend()
+  time.sleep(0.6)  # A beat under way ends.
+  stopped_at = beat.stat().st_mtime
+  time.sleep(1.5)  # Three of the companion's looks.
+  assert beat.stat().st_mtime == stopped_at
+  shell.resume()
+  _, stderr = task.communicate(timeout=30)
   assert (task.returncode, stderr) == (3, "")

@@ -27,6 +27,19 @@ def share(cpus, local_rank, local_size):
   return cpus[local_rank * per_process:(local_rank + 1) * per_process]
 
 
+def own_thread_ids():
+  """The ids of this process's threads, as this process names them. /proc may be the
+  host's, mounted outside the job's PID namespace (a local job's sandbox), where they have
+  other ids: the status of each lists its ids in every namespace, its own last (NSpid)."""
+  for entry in os.listdir("/proc/self/task"):
+    try:
+      with open(f"/proc/self/task/{entry}/status") as f:
+        ids = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [entry])
+    except OSError:
+      continue  # A thread that has ended.
+    yield int(ids[-1])
+
+
 def apply(cpu_affinity, task):
   """Pins this process's threads to its share of CPUs per `cpu_affinity`; returns them."""
   errors.check_choice("cpu_affinity", cpu_affinity, CPU_AFFINITIES)
@@ -36,9 +49,9 @@ def apply(cpu_affinity, task):
   if cpus is None:
     return None
   # Threads inherit their creator's CPUs; the ones running already are set one by one.
-  for thread_id in os.listdir("/proc/self/task"):
+  for thread_id in own_thread_ids():
     try:
-      os.sched_setaffinity(int(thread_id), cpus)
+      os.sched_setaffinity(thread_id, cpus)
     except OSError:
       pass
   logging.info(command_line.line("training process %d of %d on this host runs on CPUs %s "

@@ -96,6 +96,9 @@ def _beat(path, task_pid):
 def watch(*, task, timeout, launcher, beat, peers, error):
   """Watches this process's parent, the task, until it trains, ends, or is killed."""
   task_pid, phase, started = os.getppid(), PHASES[0], time.monotonic()
+  # The task's entry in /proc, which may be the host's, mounted outside the job's PID
+  # namespace, where the task has another pid: the parent /proc itself names.
+  task_in_proc = (process_stat("self") or [None, task_pid])[1]
   next_probe = started
   while True:
     if select.select([sys.stdin], [], [], 0.5)[0]:
@@ -114,7 +117,7 @@ def watch(*, task, timeout, launcher, beat, peers, error):
       next_probe = time.monotonic() + 1
       if peers and all(answers(address) for _, address in peers):
         phase = "cluster reached"
-    _beat(beat, task_pid)
+    _beat(beat, task_in_proc)
     waited = time.monotonic() - started
     if timeout and waited > timeout:
       _stop(task_pid, startup_timeout_message(task=task, phase=phase, waited=waited,
