@@ -63,8 +63,10 @@ def _program_args(job, settings, timing_dir):
           f"--timing_dir={timing_dir}"]
   if threads:
     args.append(f"--intra_op_threads={threads}")
-  if job.kind == "baseline" and job.strategy == "mirrored":
-    args.append(f"--num_devices={job.num_workers}")
+  if job.kind == "baseline":  # Run as it is: the launcher gives it no flag.
+    args.append(f"--strategy={job.strategy}")
+    if job.strategy == "mirrored":
+      args.append(f"--num_devices={job.num_workers}")
   if job.kind == "toolkit" and settings.checkpoint_every:
     args += [f"--save_checkpoints_steps={settings.checkpoint_every}", "--keep_checkpoint_max=0"]
   return args + list(job.extra_args)

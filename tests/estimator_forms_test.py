@@ -14,12 +14,12 @@ PROGRAM = "tests.programs.constant_rate_model"
 STRATEGIES = ["horovod", "multi_worker", "mirrored", "parameter_server"]
 
 
-@pytest.mark.parametrize("strategy", ["horovod", "mirrored"])
+@pytest.mark.parametrize("strategy", ["horovod", "multi_worker", "mirrored"])
 def test_horovods_estimator_example_trains_unchanged(strategy, tmp_path):
   """Horovod's Estimator example: AdamOptimizer(0.001), no params, numpy_input_fn
   (queues). Its constant rate is scaled; each worker reads its share of the arrays as a
-  Dataset; under mirrored, replica threads share the one rate. (The canned form below,
-  whose constant rate multi_worker scales too, trains under all four strategies.)"""
+  Dataset; under mirrored, replica threads share the one rate. (The canned and Keras
+  forms below train under all four strategies.)"""
   code, output = helpers.launch(strategy, PROGRAM, f"--model_dir={tmp_path}", "--numpy_input")
   assert code == 0, output[-3000:]
   assert ("learning rate 0.001 (from the AdamOptimizer built in the model_fn) x 2 (linear "
@@ -53,13 +53,11 @@ def test_a_canned_estimator_trains_with_its_own_optimizer(strategy, tmp_path):
             "2 replicas) = 0.2" in output), output[-3000:]
 
 
-@pytest.mark.parametrize("strategy", ["horovod", "mirrored", "parameter_server"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_a_keras_model_trains_evaluates_along_the_way_and_exports(strategy, tmp_path):
   """A conv net compiled with a current Keras Adam, through model_to_estimator, built
   before anything else in its program. 600 steps, a checkpoint every 100, and a step
-  that takes 10 ms or more (a model slower than its evaluation). (Under multi_worker the
-  same model matches one worker in equivalence_test, and the chief's final export is
-  tracking_test's.)"""
+  that takes 10 ms or more (a model slower than its evaluation)."""
   launch_args = ["--evaluator"] if strategy == "parameter_server" else []
   # parameter_server's two workers add their steps to one global step: twice as fast.
   step_secs = 0.02 if strategy == "parameter_server" else 0.01
@@ -98,3 +96,12 @@ def test_a_keras_model_trains_evaluates_along_the_way_and_exports(strategy, tmp_
   predicted = np.array([p["dense"] for p in estimator.predict(
       lambda: tf.data.Dataset.from_tensor_slices({"image_input": x_eval}).batch(100))])
   assert np.max(np.abs(np.load(tmp_path / "served.npy") - predicted)) <= 1e-5
+
+
+def test_a_keras_layer_that_branches_in_python_builds_as_under_a_plain_estimator(tmp_path):
+  """mirrored runs the model_fn in call_for_each_replica, which would convert (or not)
+  everything under it; the layer's own call is converted as under a plain Estimator."""
+  code, output = helpers.launch("mirrored", "tests.programs.python_control_flow_layer",
+                                f"--model_dir={tmp_path}", "--eval_steps=1")
+  assert code == 0, output[-3000:]
+  assert helpers.summaries(output), output[-3000:]

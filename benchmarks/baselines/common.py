@@ -14,7 +14,7 @@ from model_zoo import heads
 
 
 def define_flags():
-  flags.DEFINE_string("strategy", None, "Backend (set by the launcher).")
+  flags.DEFINE_string("strategy", None, "Backend (the benchmark gives it).")
   flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.")
   flags.DEFINE_enum("data", "synthetic", models.DATA, "Training data.")
   flags.DEFINE_string("model_dir", None, "Checkpoint directory.")

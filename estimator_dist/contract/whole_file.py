@@ -4,11 +4,14 @@ written. It goes to a file of the writer's own and is renamed into place."""
 
 import json
 import os
+import tempfile
 
 
 def write_json(path, value):
   """Writes `value` as JSON at `path`, whole or not at all."""
-  partial = f"{path}.{os.getpid()}.partial"
-  with open(partial, "w") as f:
+  # A file of its own, by name: pids repeat across the jobs' PID namespaces.
+  with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path) or os.curdir,
+                                   prefix=os.path.basename(path) + ".", suffix=".partial",
+                                   delete=False) as f:
     json.dump(value, f)
-  os.replace(partial, path)
+  os.replace(f.name, path)

@@ -41,16 +41,24 @@ def built(controller):
       recorded = json.load(f)
     if recorded["extensions"] == record["extensions"]:
       record["built"] = dict(recorded["built"])
-  if controller not in record["built"]:
-    from horovod.common import util  # pylint: disable=g-import-not-at-top
-    record["built"][controller] = getattr(util, f"{controller}_built")()
-    with contextlib.suppress(OSError):  # A cache it cannot write: asked again next time.
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      whole_file.write_json(path, record)
-  return record["built"][controller]
+  if controller in record["built"]:
+    return record["built"][controller]
+  from horovod.common import util  # pylint: disable=g-import-not-at-top
+  answer = getattr(util, f"{controller}_built")()
+  if answer is None:  # No extension loaded (TensorFlow failed to import): not an answer.
+    return None
+  record["built"][controller] = answer
+  with contextlib.suppress(OSError):  # A cache it cannot write: asked again next time.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    whole_file.write_json(path, record)
+  return answer
 
 
 def main():
+  # `python -m` put the working directory first on sys.path, where horovodrun's own
+  # script has its bin directory: a horovod/ or yaml.py there must not shadow Horovod's.
+  if sys.path and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
+    del sys.path[0]
   from horovod.runner import launch  # pylint: disable=g-import-not-at-top
   launch.mpi_built = lambda verbose=False: built("mpi")
   launch.gloo_built = lambda verbose=False: built("gloo")

@@ -15,6 +15,7 @@ import functools
 import os
 
 import tensorflow as tf
+from tensorflow.python.autograph.impl import api as autograph_api  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import errors
 from estimator_dist.contract import environment
@@ -156,12 +157,12 @@ class StrategyAdapter:
   def wrap_model_fn(self, model_fn):
     """The model_fn Estimator calls: `model_fn` (decorated) built with this adapter active.
 
-    Not converted by AutoGraph: TensorFlow converts what a strategy's
-    call_for_each_replica runs, and so the model_fn and the toolkit's code below it
-    (about a second of a task's start), where the single-worker Estimator runs the
-    model_fn as written. The model_fn builds the same graph under every strategy.
+    Run as the single-worker Estimator runs it: not converted by AutoGraph, whose status
+    stays unspecified inside (Keras layers convert their own `call` as there). A
+    strategy's call_for_each_replica would convert the model_fn and the toolkit's code
+    below it (about a second of a task's start).
     """
-    @tf.autograph.experimental.do_not_convert
+    @autograph_api.call_with_unspecified_conversion_status
     def build(features, labels, mode, params, config):
       with context.active(self):
         return model_fn(features, labels, mode, params, config)
