@@ -63,8 +63,10 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
          model_dir, extra=(), program=()):
   training = verify_flags.training
   module = [] if program else [f"--module={verify_flags.module.value}"]
+  # Each process on every CPU, its thread pools the one worker's: ranks pinned to a share
+  # would split their sums into other pieces, which changes rounding, not the math.
   command = [sys.executable, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
-             *module, f"--model_dir={model_dir}",
+             *module, "--cpu_affinity=none", f"--model_dir={model_dir}",
              f"--train_steps={training.value('train_steps')}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
              f"--random_seed={training.value('random_seed')}", *(["--", *program] if program
