@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.task import preemption
@@ -69,6 +70,23 @@ def test_the_shell_passes_the_signal_on_until_the_step_catches_it_and_keeps_its_
                        'echo "code=$code"'])
   assert subprocess.run(["bash", "-c", script], capture_output=True, text=True,
                         timeout=20).stdout.strip() == "code=3"
+
+
+@pytest.mark.processes
+def test_a_task_stuck_past_its_grace_ends_itself_and_shows_where_it_was():
+  program = ("import time\nfrom estimator_dist.task import preemption\npreemption.watch()\n"
+             "def stuck_in_its_end():\n  while True: time.sleep(0.1)\n"
+             "print('watching', flush=True)\nstuck_in_its_end()\n")
+  task = subprocess.Popen([helpers.PYTHON, "-c", program], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=helpers.REPO,
+                          env={**helpers.child_env(), env_vars.PREEMPTION_GRACE_SECS: "1"})
+  assert task.stdout.readline() == "watching\n"
+  task.send_signal(signal.SIGUSR1)
+  _, printed = task.communicate(timeout=30)
+  assert task.returncode == -signal.SIGKILL, printed
+  assert "SIGUSR1 came 6s ago and this task has not ended: it ends at once; its threads " \
+         "were here:" in printed, printed
+  assert 'in stuck_in_its_end' in printed, printed
 
 
 def signal_every_process(job, signum=signal.SIGTERM):

@@ -107,6 +107,23 @@ class Cluster:
         return runs
       time.sleep(0.3)
 
+  def idle(self):
+    """Whether the node runs nothing, the last job's step daemons gone too."""
+    return self.command("sinfo", "--noheader", "--format=%T").split() == ["idle"]
+
+  def explain(self, job_id, fields, output, lines=30):
+    """Why a job is where it is: its state, the end of what it printed, and the lines of
+    slurmctld's and slurmd's logs that name it."""
+    found = [f"{k}={fields.get(k)}\n" for k in ("JobState", "Reason", "Restarts", "ExitCode")]
+    with contextlib.suppress(OSError):
+      with open(output) as f:
+        found += [line for line in f.readlines()[-lines:] if "basic_session_run_hooks" not in line]
+    for daemon in ("slurmctld", "slurmd"):
+      with contextlib.suppress(OSError):
+        with open(os.path.join(self.root, f"{daemon}.log")) as f:
+          found += [f"{daemon}: {line}" for line in f if re.search(rf"\b{job_id}\b", line)][-lines:]
+    return "".join(found)
+
   def job(self, job_id):
     """scontrol's fields of the job (JobState, ExitCode, Restarts, ...)."""
     shown = self.command("scontrol", "--oneliner", "show", "job", job_id)

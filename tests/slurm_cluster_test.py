@@ -176,17 +176,22 @@ def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(
   job_id = cluster.sbatch(text, output=output)
   deadline = time.monotonic() + 150
   while ((fields := cluster.job(job_id))["Restarts"], fields["JobState"]) != ("1", "PENDING"):
-    assert fields["JobState"] in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"), fields
-    assert time.monotonic() < deadline, fields
+    assert fields["JobState"] in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"), (
+        cluster.explain(job_id, fields, output))
+    assert time.monotonic() < deadline, cluster.explain(job_id, fields, output)
     time.sleep(0.3)
   # SLURM holds a requeued job back for two minutes (EligibleTime); an operator lets it
-  # start now, with the time to finish.
+  # start now, with the time to finish, once the node has ended its run before (slurmd
+  # refuses a second copy of a job whose first is still ending, and fails it).
+  while not cluster.idle() or processes_of(model_dir):
+    assert time.monotonic() < deadline, cluster.explain(job_id, fields, output)
+    time.sleep(0.3)
   cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now", "TimeLimit=10")
   fields = cluster.wait(job_id, timeout=300)
   with open(output) as f:
     printed = f.read()
   assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), (
-      {k: fields[k] for k in ("JobState", "Restarts", "ExitCode")}, printed[-3000:])
+      cluster.explain(job_id, fields, output))
   # SLURM's accounting keeps the run it requeued.
   assert [state for state, _ in cluster.runs(job_id)] == ["REQUEUED", "COMPLETED"]
   saved = re.search(r"estimator-dist: preempted at global step (\d+): saved "

@@ -17,6 +17,7 @@ complete checkpoint is then the one a rerun resumes from. Without a grace
 """
 
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -132,7 +133,8 @@ def remaining_secs():
 def _end_at_once():
   os.write(sys.stderr.fileno(), command_line.line(
       f"{_requested} came {grace_secs() + _PAST_THE_GRACE_SECS:g}s ago and this task has not "
-      f"ended: it ends at once\n", _command).encode())
+      f"ended: it ends at once; its threads were here:\n", _command).encode())
+  faulthandler.dump_traceback(sys.stderr, all_threads=True)
   os.kill(os.getpid(), signal.SIGKILL)
 
 
