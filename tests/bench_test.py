@@ -7,6 +7,7 @@ import os
 import pytest
 from absl.testing import absltest
 
+from benchmarks import breakdown
 from benchmarks import choices
 from benchmarks import models
 from benchmarks import projection
@@ -109,3 +110,70 @@ def test_benchmark_smoke(tmp_path):
     with open(out / name, "rb") as f:
       assert f.read(8) == b"\x89PNG\r\n\x1a\n"
   assert os.path.isdir(out / "runs" / "toolkit-horovod-2")
+
+
+class BreakdownTest(absltest.TestCase):
+  """Where a step's time goes, from a trace's events (the real traces: integration_test)."""
+
+  def test_interval_arithmetic(self):
+    merged = breakdown.union([(5, 7), (0, 2), (1, 3), (6, 6)])
+    self.assertEqual(merged, [(0, 3), (5, 7)])
+    self.assertEqual(breakdown.intersect(merged, [(2, 6)]), [(2, 3), (5, 6)])
+    self.assertEqual(breakdown.subtract(merged, [(1, 2), (6, 9)]), [(0, 1), (2, 3), (5, 6)])
+    self.assertEqual(breakdown.length(merged), 5)
+
+  def test_op_events_are_told_from_the_executor_s_own(self):
+    self.assertEqual(breakdown.op_type("gradients/dense/MatMul_grad/MatMul:_MklMatMul"),
+                     "_MklMatMul")
+    self.assertIsNone(breakdown.op_type("ExecutorState::Process"))
+    self.assertIsNone(breakdown.op_type("Iterator::Root::Prefetch"))
+    self.assertIsNone(breakdown.op_type("SessionRun"))
+
+  def test_every_part_of_a_step_is_counted_once(self):
+    # Two steps of 10 s: 1 s outside each; in each run, 4 s of compute (two ops that
+    # overlap), 1 s waiting for input alone, 2 s of exchange of which Horovod negotiated
+    # 0.5 s, and 2 s of nothing.
+    trace = {"steps": [], "runs": [], "ops": [], "pending": []}
+    for start in (0.0, 10.0, 20.0):
+      trace["steps"].append((start, start + 9.95))
+      trace["runs"].append((start, start + 9))
+      trace["ops"] += [("compute", start + 1, start + 4), ("compute", start + 3, start + 5)]
+      trace["pending"] += [("input", "IteratorGetNext", start, start + 1.5),
+                           ("exchange", "HorovodAllreduce_w", start + 4.5, start + 7)]
+    trace["runs"].append((9.2, 9.3))  # A hook's short run.
+    parts = breakdown.of_window(trace, peer=[(s + 5, s + 5.5) for s in (0.0, 10.0)])
+    self.assertEqual(parts["steps"], 2)
+    expected = {"step": 10, "compute": 4, "input": 1, "exchange": 1.5, "peer": 0.5,
+                "other": 2, "outside": 1}
+    for name, seconds in expected.items():
+      self.assertAlmostEqual(parts[name], seconds, msg=name)
+    self.assertAlmostEqual(sum(parts[p] for p in breakdown.PARTS), parts["step"])
+
+  def test_a_window_without_two_steps_is_refused(self):
+    with self.assertRaisesRegex(ValueError, "marks fewer than two training steps"):
+      breakdown.of_window({"steps": [(0, 1)], "runs": [(0, 1)], "ops": [], "pending": []})
+
+
+def test_horovod_s_timeline_gives_each_negotiation_in_the_profile_s_time(tmp_path):
+  # As Horovod writes it while the job runs: no closing bracket, nested activities; two
+  # all-reduces of one tensor, negotiated for 20 and 5 microseconds.
+  text = ('[\n{"name": "process_name", "ph": "M", "pid": 0, "args": '
+          '{"start_time_since_epoch_in_micros":1000000}},\n'
+          '{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "grad_0"}},\n')
+  for base in (0, 1000):
+    text += (f'{{"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": {base + 10}, "pid": 1}},\n'
+             f'{{"ph": "E", "ts": {base + (30 if base else 15)}, "pid": 1}},\n'
+             f'{{"ph": "B", "name": "ALLREDUCE", "ts": {base + 30}, "pid": 1}},\n'
+             f'{{"ph": "B", "name": "MPI_ALLREDUCE", "ts": {base + 35}, "pid": 1}},\n'
+             f'{{"ph": "E", "ts": {base + 80}, "pid": 1}},\n'
+             f'{{"ph": "E", "ts": {base + 90}, "pid": 1}},\n')
+  path = tmp_path / "timeline.json"
+  path.write_text(text)
+  negotiations = breakdown.horovod_negotiations(path)
+  assert negotiations["grad_0"] == [pytest.approx((1.00001, 1.000015, 1.00009)),
+                                    pytest.approx((1.00101, 1.00103, 1.00109))]
+  # The profile, 0.5 s after the epoch's 1.0 s, saw the second all-reduce only.
+  trace = {"steps": [], "runs": [], "ops": [],
+           "pending": [("exchange", "grad_0", 0.50101, 0.50109)]}
+  assert breakdown.peer_waits(trace, negotiations) == [
+      pytest.approx((0.50001, 0.500015)), pytest.approx((0.50101, 0.50103))]

@@ -9,6 +9,7 @@ import psutil
 import pytest
 import tensorflow as tf
 
+from benchmarks import breakdown
 import estimator_dist as ed
 from model_zoo import data
 from model_zoo import mnist_cnn
@@ -162,6 +163,11 @@ def _check_profiles(model_dir, tasks):
     names = {event.get("name", "") for event in json.loads(data)["traceEvents"]}
     # TensorFlow's executor ran the training graph's ops while it recorded.
     assert {"ExecutorState::Process", "MatMul"} & names and len(names) > 20, (trace, names)
+    # The benchmark's breakdown reads it: steps that computed, every instant counted once
+    # (an asynchronous worker runs some of the window's global steps).
+    parts = breakdown.of_window(breakdown.read_trace(str(trace)))
+    assert parts["steps"] >= 1 and parts["compute"] > 0, (trace, parts)
+    assert sum(parts[p] for p in breakdown.PARTS) == pytest.approx(parts["step"]), parts
 
 
 _PROGRESS = re.compile(r"estimator-dist launch: progress: step (\d+)/(\d+) \((\d+) %\)"
