@@ -18,6 +18,8 @@ def tf_config(monkeypatch):
   def set_cluster(cluster, role="chief"):
     monkeypatch.setenv("TF_CONFIG", cluster_lib.tf_config(cluster, role, 0))
   monkeypatch.delenv("TF_CONFIG", raising=False)
+  # The adapter an earlier test of this process started would be returned, not made anew.
+  monkeypatch.setattr(factory, "_started", None)
   return set_cluster
 
 
