@@ -6,7 +6,7 @@
 For every strategy it trains the model twice with estimator_dist: once as the benchmark
 does (the step), once with TensorFlow's profiler over a window of steps on the chief
 (and Horovod's timeline), which `breakdown` splits into compute, input, exchange,
-waiting and the time outside the session runs. The limit is the step of independent
+waiting for the peer, the executor's own time and the time outside the session runs. The limit is the step of independent
 workers here plus one all-reduce of the model's gradients measured alone
 (allreduce_cost.py, under the toolkit's Horovod CPU settings). Writes a markdown table
 to stdout, results.json and breakdown.png to --output_dir.
@@ -26,6 +26,7 @@ if __package__ in (None, ""):  # Run as a script: make the repository importable
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
+from benchmarks import breakdown
 from benchmarks import choices
 from estimator_dist import command_line
 
@@ -76,7 +77,6 @@ def _exchange_alone_secs(f):
 
 def _profiled(strategy, settings, f):
   """The breakdown of the chief's profiled window under `strategy`."""
-  from benchmarks import breakdown  # pylint: disable=g-import-not-at-top
   from benchmarks import runner  # pylint: disable=g-import-not-at-top
   last = f.steps - 20
   window = f"{last - f.profile_steps}:{last}"
@@ -97,7 +97,6 @@ def _profiled(strategy, settings, f):
 
 
 def markdown(rows):
-  from benchmarks import breakdown  # pylint: disable=g-import-not-at-top
   head = ["strategy", "step", "of the limit", "profiled step",
           *[f"{p} (profiled)" for p in breakdown.PARTS]]
   lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -114,7 +113,6 @@ def chart(rows, independent, path):
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  from benchmarks import breakdown  # pylint: disable=g-import-not-at-top
   fig, ax = plt.subplots(figsize=(8, 1.2 + 0.8 * len(rows)))
   names = [r["strategy"] for r in rows]
   left = [0.0] * len(rows)
@@ -138,10 +136,10 @@ def chart(rows, independent, path):
 
 def main(_):
   f = flags.FLAGS
-  from benchmarks import runner  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
   unknown = [s for s in f.strategies if s not in _SYNCHRONOUS]
   if unknown:
     raise app.UsageError(f"--strategies takes {', '.join(_SYNCHRONOUS)}, not {unknown}")
+  from benchmarks import runner  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
   settings = runner.Settings(model=f.model, data="synthetic", batch_size=f.batch_size,
                              steps=f.steps, threads_per_worker=f.threads_per_worker,
                              output_dir=os.path.abspath(f.output_dir))
