@@ -13,8 +13,13 @@
    summed). For each: the best accuracy, the trial-steps spent, their ratio to the
    unpruned sweep's, the trial-steps spent (in trial order) until the best so far came
    within 0.005 of the unpruned sweep's best, and a chart of the best so far against the
-   trial-steps spent (sweep_spending.png). PBT is also held against the unpruned sweep's
-   best fixed-value trial among as many trial-steps as PBT spent.
+   trial-steps spent (sweep_spending.png, of the first seed). PBT is also held against the
+   unpruned sweep's best fixed-value trial among as many trial-steps as PBT spent.
+   With several --seeds, each sweep's mean and range over them.
+3. A trial's start: the seconds a trial (or PBT segment) costs beside its steps, the
+   intercept of a line fitted to every trial's wall seconds against the steps it trained.
+
+  python benchmarks/sweep_bench.py --efficiency=false --sweeps=none,asha,pbt --seeds=1,2,3
 """
 
 import json
@@ -35,7 +40,11 @@ _PARALLEL = flags.DEFINE_integer("parallel", 2, "P: trials at once.")
 _STEPS = flags.DEFINE_integer("steps", 20000, "Global steps of each trial (eight "
                               "evaluations).")
 _TRIALS = flags.DEFINE_integer("trials", 8, "Trials of each pruning sweep.")
-_SEED = flags.DEFINE_integer("seed", 1, "The TPE sampler's and PBT's seed.")
+_SEEDS = flags.DEFINE_list("seeds", ["1"], "The TPE sampler's and PBT's seeds: the "
+                           "spending sweeps run once for each.")
+_SWEEP_NAMES = flags.DEFINE_list("sweeps", ["none", "median", "hyperband", "asha", "pbt"],
+                                 "Spending sweeps to run (none, the unpruned, always runs).")
+_EFFICIENCY = flags.DEFINE_boolean("efficiency", True, "Also measure the sweep's efficiency.")
 _POPULATION = flags.DEFINE_integer("population", 4, "PBT's members.")
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Efficiency: trials per CPU share.")
 
@@ -118,18 +127,55 @@ def _curve(trials):
   return curve
 
 
-def spending(out):
-  """{name: (seconds, trials)} of each sweep of _SWEEPS."""
+def spending(out, seed):
+  """{name: (seconds, trials)} of each sweep of --sweeps with `seed`."""
   runs = {}
   for name, extra in _SWEEPS.items():
+    if name != "none" and name not in _SWEEP_NAMES.value:
+      continue
     flags_ = [f.format(interval=_STEPS.value // _EVALUATIONS, population=_POPULATION.value)
               for f in extra]
     trials = [] if name == "pbt" else [f"--trials={_TRIALS.value}"]
-    seconds = _timed([(_sweep(f"{out}/{name}", f"--space={_SPACE}", f"--seed={_SEED.value}",
+    seconds = _timed([(_sweep(f"{out}/{name}", f"--space={_SPACE}", f"--seed={seed}",
                               f"--parallel={_PARALLEL.value}", "--progress_secs=0", *trials,
                               *flags_), None)], os.getcwd())
     runs[name] = (seconds, _trials(f"{out}/{name}"))
   return runs
+
+
+def start_seconds(sweep_dirs):
+  """The seconds a trial costs beside its steps: the intercept of the least-squares line
+  of every finished trial's wall seconds against the steps it trained."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  points = []
+  for sweep_dir in sweep_dirs:
+    with open(os.path.join(sweep_dir, "sweep.json")) as f:
+      data = json.load(f)
+    starts = {s["trial"]: s["start_step"] for m in data.get("pbt", {}).get("members", [])
+              for s in m["segments"]}
+    points += [(t["steps"] - starts.get(t["number"], 0), t["seconds"]) for t in data["trials"]
+               if t["state"] in ("complete", "pruned") and t.get("steps") and t.get("seconds")]
+  steps, seconds = np.array(points, dtype=float).T
+  slope, intercept = np.polyfit(steps, seconds, 1)
+  return round(float(intercept), 2), round(float(slope) * 1000, 3)
+
+
+def _rows(runs):
+  """The table of one seed's sweeps, and the best fixed-value accuracy within PBT's steps."""
+  curves = {name: _curve(trials) for name, (_, trials) in runs.items()}
+  target = round(curves["none"][-1][1] - _WITHIN, 4)
+  total = sum(steps for steps, _, _ in runs["none"][1])
+  rows = {name: {"seconds": round(seconds, 1), "trial_steps": curves[name][-1][0],
+                 "ratio": round(curves[name][-1][0] / total, 3),
+                 "seconds_ratio": round(seconds / runs["none"][0], 3),
+                 "best_accuracy": curves[name][-1][1], "target_accuracy": target,
+                 "steps_to_target": next((s for s, b in curves[name] if b >= target), None),
+                 "pruned_trials": sum(state == "pruned" for _, _, state in trials)}
+          for name, (seconds, trials) in runs.items()}
+  if "pbt" in rows:
+    rows["pbt"]["best_fixed_within"] = max(
+        (b for s, b in curves["none"] if s <= rows["pbt"]["trial_steps"]), default=None)
+  return rows, curves
 
 
 def _chart(curves, path):
@@ -148,43 +194,62 @@ def _chart(curves, path):
   pyplot.close(figure)
 
 
+def _spread(values):
+  values = [v for v in values if v is not None]
+  if not values:
+    return "-"
+  mean = sum(values) / len(values)
+  return f"{mean:.4g} ({min(values):.4g}-{max(values):.4g})" if len(values) > 1 else f"{mean:.4g}"
+
+
 def main(_):
   out = _OUTPUT_DIR.value
   os.makedirs(out, exist_ok=True)
-  independent, swept = efficiency(out)
-  runs = spending(out)
-  curves = {name: _curve(trials) for name, (_, trials) in runs.items()}
-  unpruned = runs["none"][1]
-  target = round(curves["none"][-1][1] - _WITHIN, 4)
-  total = sum(steps for steps, _, _ in unpruned)
-  rows = {name: {"seconds": round(seconds, 1), "trial_steps": curves[name][-1][0],
-                 "ratio": round(curves[name][-1][0] / total, 3),
-                 "best_accuracy": curves[name][-1][1],
-                 "steps_to_target": next((s for s, b in curves[name] if b >= target), None),
-                 "pruned_trials": sum(state == "pruned" for _, _, state in trials)}
-          for name, (seconds, trials) in runs.items()}
-  pbt_steps = rows["pbt"]["trial_steps"]
-  fixed_at_pbt = max((b for s, b in curves["none"] if s <= pbt_steps), default=None)
-  results = {
-      "parallel": _PARALLEL.value, "rounds": _ROUNDS.value, "steps": _STEPS.value,
-      "efficiency": {"independent_secs": round(independent, 1), "sweep_secs": round(swept, 1),
-                     "efficiency": round(independent / swept, 3)},
-      "spending": {**rows, "target_accuracy": target,
-                   "best_fixed_within_pbt_steps": fixed_at_pbt},
-      "curves": curves}
+  results = {"parallel": _PARALLEL.value, "rounds": _ROUNDS.value, "steps": _STEPS.value,
+             "seeds": {}}
+  if _EFFICIENCY.value:
+    independent, swept = efficiency(out)
+    results["efficiency"] = {"independent_secs": round(independent, 1),
+                             "sweep_secs": round(swept, 1),
+                             "efficiency": round(independent / swept, 3)}
+    e = results["efficiency"]
+    print(f"| {_ROUNDS.value} x P={_PARALLEL.value} trials of {_STEPS.value} steps | "
+          f"independent {e['independent_secs']} s | sweep {e['sweep_secs']} s | efficiency "
+          f"{e['efficiency']} |")
+  for number, seed in enumerate(_SEEDS.value):
+    seed_out = out if len(_SEEDS.value) == 1 else os.path.join(out, f"seed_{seed}")
+    runs = spending(seed_out, seed)
+    rows, curves = _rows(runs)
+    start, step_ms = start_seconds([os.path.join(seed_out, name) for name in runs])
+    results["seeds"][seed] = {"spending": rows, "trial_start_secs": start,
+                              "ms_per_step": step_ms, "curves": curves}
+    if not number:
+      _chart(curves, os.path.join(out, "sweep_spending.png"))
+    target = rows["none"]["target_accuracy"]
+    print(f"seed {seed}: a trial costs {start} s beside its steps ({step_ms} ms a step)")
+    print(f"| sweep | seconds | trial-steps | of unpruned | pruned | best accuracy | "
+          f"trial-steps to {target:.4f} |\n|---|---|---|---|---|---|---|")
+    for name, r in rows.items():
+      print(f"| {name} | {r['seconds']} | {r['trial_steps']} | {r['ratio']} | "
+            f"{r['pruned_trials']} | {r['best_accuracy']:.4f} | {r['steps_to_target']} |")
+    if "pbt" in rows:
+      print(f"best fixed-value trial within PBT's {rows['pbt']['trial_steps']} trial-steps: "
+            f"{rows['pbt']['best_fixed_within']}")
   with open(os.path.join(out, "sweep_bench.json"), "w") as f:
     json.dump(results, f, indent=2)
-  _chart(curves, os.path.join(out, "sweep_spending.png"))
-  e = results["efficiency"]
-  print(f"| {_ROUNDS.value} x P={_PARALLEL.value} trials of {_STEPS.value} steps | independent "
-        f"{e['independent_secs']} s | sweep {e['sweep_secs']} s | efficiency "
-        f"{e['efficiency']} |")
-  print(f"| sweep | seconds | trial-steps | of unpruned | pruned | best accuracy | trial-steps "
-        f"to {target:.4f} |\n|---|---|---|---|---|---|---|")
-  for name, r in rows.items():
-    print(f"| {name} | {r['seconds']} | {r['trial_steps']} | {r['ratio']} | "
-          f"{r['pruned_trials']} | {r['best_accuracy']:.4f} | {r['steps_to_target']} |")
-  print(f"best fixed-value trial within PBT's {pbt_steps} trial-steps: {fixed_at_pbt}")
+  seeds = results["seeds"].values()
+  print(f"over seeds {','.join(_SEEDS.value)}: mean (range)")
+  print("| sweep | wall / unpruned | trial-steps / unpruned | wall per trial-step / "
+        "unpruned | best accuracy | best fixed-value within its trial-steps |\n"
+        "|---|---|---|---|---|---|")
+  for name in next(iter(seeds))["spending"]:
+    rows = [s["spending"][name] for s in seeds]
+    print(f"| {name} | {_spread([r['seconds_ratio'] for r in rows])} | "
+          f"{_spread([r['ratio'] for r in rows])} | "
+          f"{_spread([r['seconds_ratio'] / r['ratio'] for r in rows])} | "
+          f"{_spread([r['best_accuracy'] for r in rows])} | "
+          f"{_spread([r.get('best_fixed_within') for r in rows])} |")
+  print(f"a trial's start: {_spread([s['trial_start_secs'] for s in seeds])} s")
 
 
 if __name__ == "__main__":

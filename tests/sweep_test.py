@@ -18,6 +18,7 @@ from tensorflow_estimator.python.estimator.early_stopping import read_eval_metri
 
 from estimator_dist import errors
 from estimator_dist import sweep_cli
+from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
@@ -496,6 +497,15 @@ def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
     data = f"model.ckpt-{s['start_step']}.data-00000-of-00001"
     assert (tmp_path / f"member_{member}" / data).read_bytes() == (
         tmp_path / f"member_{source_member}" / data).read_bytes()
+  for m in members:
+    # Only the last segment's job draws the member's curves; its last save is remembered
+    # complete, so a job that resumes there starts without reading it again.
+    log = (tmp_path / f"member_{m['member']}" / "launch.log").read_text()
+    first, last = (log.split(f"# trial {s['trial']}:")[1].split("# trial ")[0]
+                   for s in m["segments"])
+    assert "the job's curves:" not in first and "the job's curves:" in last, log[-3000:]
+    assert vouched_checkpoint.holds(str(tmp_path / f"member_{m['member']}")).endswith(
+        "model.ckpt-200")
   assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
   assert "from member" in (tmp_path / "report.md").read_text()
   assert (tmp_path / "pbt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -29,6 +29,7 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import space as space_lib
@@ -124,7 +125,9 @@ def queue(study, options, generation, bounds, out):
     model_dir = member_dir(options.sweep_dir, member)
     attrs = {MEMBER: member, GENERATION: generation, "model_dir": model_dir,
              "start_step": bounds[generation - 1] if generation else 0,
-             "program_flags": [f"--train_steps={bounds[generation]}"]}
+             "program_flags": [f"--train_steps={bounds[generation]}"],
+             # Each segment's job would draw the member's curves again: the last does.
+             "curves": generation == len(bounds) - 1}
     if source is not None:
       exploited = _copied(found, options, member, source, generation)
       attrs.update(start_step=int(exploited["checkpoint"].rsplit("-", 1)[1]),
@@ -227,7 +230,9 @@ def _exploit(source_dir, target_dir):
   except (OSError, AttributeError):
     raise trial_job.TrialFailed(f"{source_dir} has no checkpoint index to copy a checkpoint "
                                 f"from.") from None
+  known_complete = vouched_checkpoint.holds(source_dir) == os.path.join(source_dir, prefix)
   os.makedirs(target_dir, exist_ok=True)
+  vouched_checkpoint.forget(target_dir)
   for name in os.listdir(target_dir):
     if _FILE.match(name) or name == "checkpoint":
       os.remove(os.path.join(target_dir, name))
@@ -240,5 +245,7 @@ def _exploit(source_dir, target_dir):
   with open(index + ".copy", "w") as f:
     f.write(f'model_checkpoint_path: "{prefix}"\nall_model_checkpoint_paths: "{prefix}"\n')
   os.replace(index + ".copy", index)
+  if known_complete:  # The same bytes: the next segment need not read them in full.
+    vouched_checkpoint.remember(target_dir, int(prefix.rsplit("-", 1)[1]))
   return prefix
 

@@ -79,7 +79,8 @@ class SparkSlot:
   def __str__(self):
     return f"Spark (slot {self._index})"
 
-  def start(self, program, *, model_dir, log, env):
+  def start(self, program, *, model_dir, log, env, curves=True):
+    del curves  # Drawn by the launcher, which a stage does not run.
     job = spec.JobSpec(strategy=self._options.strategy,
                        num_workers=self._options.workers_per_trial,
                        command=[*program, f"--model_dir={model_dir}"])

@@ -50,12 +50,13 @@ class LocalSlot:
   def __str__(self):
     return f"CPUs {sorted(self.cpus)}" + (f", GPUs {','.join(self.gpus)}" if self.gpus else "")
 
-  def start(self, program, *, model_dir, log, env):
-    """Starts `program` (with the trial's flags) as a job; its Popen."""
+  def start(self, program, *, model_dir, log, env, curves=True):
+    """Starts `program` (with the trial's flags) as a job; its Popen. `curves`: the
+    launcher draws the job's curves as it ends."""
     command = [sys.executable, "-m", "estimator_dist.launch",
                f"--strategy={self._options.strategy}",
                f"--num_workers={self._options.workers_per_trial}", f"--model_dir={model_dir}",
-               "--", *program]
+               *([] if curves else ["--curves=false"]), "--", *program]
     log.write(f"{' '.join(command)}\n".encode())
     log.flush()
     cpus = self.cpus
@@ -94,7 +95,8 @@ class TrialJob:
                                 model_dir=self.model_dir, log=log,
                                 env={**os.environ,
                                      **task_env.task_environment(watch_stop_requests=True),
-                                     **(env or {})})
+                                     **(env or {})},
+                                curves=queued.get("curves", True))
     self._last_beat, self._asked_to_save = 0.0, False
 
   def beat(self, storage, every_secs):

@@ -29,6 +29,7 @@ from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
+from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import curves
 from estimator_dist.jobs import horovodrun
@@ -252,9 +253,14 @@ def _resume_point(model_dir, log):
   """The checkpoint every task resumes from, vouched for before any task starts.
 
   Reading checkpoints needs TensorFlow, which the launcher imports only when the
-  model_dir has some: a new job starts without it.
+  model_dir has some not known complete: a new job, and one that resumes from the
+  checkpoint its last save wrote, start without it.
   """
-  if "://" not in model_dir and not model_dir_arg.has_checkpoint(model_dir):
-    return None
+  if "://" not in model_dir:
+    if not model_dir_arg.has_checkpoint(model_dir):
+      return None
+    vouched = vouched_checkpoint.holds(model_dir)
+    if vouched:
+      return vouched
   from estimator_dist.outputs import checkpoints  # pylint: disable=g-import-not-at-top
   return checkpoints.resume_point(model_dir, log)

@@ -3,7 +3,9 @@
 - `resume_point` runs before a job starts (the launcher, before every attempt; a chief
   started otherwise, before it trains). It makes the `checkpoint` index name the newest
   checkpoint that is complete (index, data that reads in full, graph) and moves the
-  newer ones that are not into `unreadable/`, so no restart enters them again.
+  newer ones that are not into `unreadable/`, so no restart enters them again. What it
+  found complete, or a save wrote, is remembered (`contract.vouched_checkpoint`) and not
+  read again while its files are unchanged.
 - `kept_complete` wraps the chief's training: when it fails (a save on a full disk), the
   index is made to name the newest complete checkpoint again, the save's leftovers are
   removed, and a full disk is named with the fix.
@@ -22,6 +24,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from estimator_dist import errors
+from estimator_dist.contract import vouched_checkpoint
 
 _CHECKPOINT = re.compile(r"^(model\.ckpt-(\d+))\.index$")
 # What TensorFlow leaves of a write that failed: atomic writes' `NAME.tmp<hex>`, a
@@ -64,11 +67,16 @@ def resume_point(model_dir, log, *, discard_after=None):
   """
   if "://" in model_dir:
     return tf.train.latest_checkpoint(model_dir)
+  vouched = vouched_checkpoint.holds(model_dir)
+  if vouched:
+    return vouched
   found = _checkpoints(model_dir)
   latest = tf.train.latest_checkpoint(model_dir)
   good = next((prefix for _, prefix in found if complete(prefix)), None)
   bad = [prefix for step, prefix in found if good is None or step > _step(good)]
   if not bad and latest == good:
+    if good:
+      vouched_checkpoint.remember(model_dir, _step(good))
     return good
   aside = os.path.join(model_dir, UNREADABLE_DIR)
   discarded = [p for p in bad if discard_after is not None and _step(p) > discard_after]
@@ -83,6 +91,7 @@ def resume_point(model_dir, log, *, discard_after=None):
   if good:
     tf.compat.v1.train.update_checkpoint_state(model_dir, good,
                                                all_model_checkpoint_paths=kept)
+    vouched_checkpoint.remember(model_dir, _step(good))
   elif tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
     os.remove(os.path.join(model_dir, "checkpoint"))
   named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"
