@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import mmap
 import os
 import signal
 import socket
@@ -148,7 +149,7 @@ class Job:
 
   def __init__(self, *launch_args, program="tests.programs.plain_model", program_args=(),
                command=None, env=None):
-    self.lines = []
+    self.lines, self._held = [], []
     command = command or launch_command(*launch_args,
                                         program=(PYTHON, "-m", program, *program_args))
     self.process = subprocess.Popen(
@@ -187,6 +188,22 @@ class Job:
           {launcher.pid, *(p.pid for p in launcher.children(recursive=True))})
     return set()
 
+  def held_shared_memory(self):
+    """`shared_memory()`, each of its multiprocessing files also mapped by this process
+    until `kill` removes them. A test that kills the job's processes itself leaves them
+    unmapped for seconds, while the processes end; the suite's other process, looking for
+    files left behind meanwhile (conftest), must not take them for its test's."""
+    mapped = self.shared_memory()
+    for name in os.listdir(job_dirs.SHARED_MEMORY) if job_dirs.shared_memory() else ():
+      path = os.path.join(job_dirs.SHARED_MEMORY, name)
+      try:
+        if job_dirs.MULTIPROCESSING_FILE.match(name) and job_dirs.file_id(path) in mapped:
+          with open(path, "rb") as f:
+            self._held.append(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+      except (OSError, ValueError):
+        pass  # Removed meanwhile, or empty.
+    return mapped
+
   def kill(self, mapped=None):
     """SIGKILL to the launcher's process group, as a test that ends early does; then what
     the killed launcher leaves goes, as the next launch and a stop would remove it: its
@@ -197,6 +214,9 @@ class Job:
       os.killpg(self.process.pid, signal.SIGKILL)
       self.process.wait()
     job_dirs.remove_multiprocessing_files(mapped or set())
+    for held in self._held:
+      held.close()
+    self._held.clear()
     job_dirs.remove_left_behind(lambda _: None, keep=model_dir_arg.has_checkpoint)
 
 

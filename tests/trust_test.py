@@ -182,7 +182,7 @@ def test_on_the_host_network_other_users_reach_the_job_and_nothing_outlives_its_
       ports = listening_ports(processes)
       assert probe_as_nobody(ports) == sorted(ports)
     assert len(processes) > 2
-    mapped = job.shared_memory()
+    mapped = job.held_shared_memory()
     os.kill(job.process.pid, signal.SIGKILL)
     print(f"measured: SIGKILL of the launcher of multi_worker ['--isolation=host']: every "
           f"process gone in {gone_within(processes, 5):.2f} s")
@@ -202,7 +202,7 @@ def test_nothing_outlives_a_killed_launcher(strategy, args, tmp_path):
   try:
     processes = job_processes(job)
     assert len(processes) > 2
-    mapped = job.shared_memory()
+    mapped = job.held_shared_memory()
     os.kill(job.process.pid, signal.SIGKILL)
     print(f"measured: SIGKILL of the launcher of {strategy} {args}: every process gone in "
           f"{gone_within(processes, 5):.2f} s")

@@ -13,5 +13,10 @@ def write_json(path, value):
   with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path) or os.curdir,
                                    prefix=os.path.basename(path) + ".", suffix=".partial",
                                    delete=False) as f:
-    json.dump(value, f)
-  os.replace(f.name, path)
+    try:
+      json.dump(value, f)
+      f.close()
+      os.replace(f.name, path)
+    except BaseException:
+      os.remove(f.name)  # A full disk leaves no part behind.
+      raise

@@ -130,7 +130,7 @@ def queue(study, options, generation, bounds, out):
              "curves": generation == len(bounds) - 1}
     if source is not None:
       exploited = _copied(found, options, member, source, generation)
-      attrs.update(start_step=int(exploited["checkpoint"].rsplit("-", 1)[1]),
+      attrs.update(start_step=_step(exploited["checkpoint"]),
                    exploited=exploited)
       command_line.write(out, f"generation {generation}: member {member} takes member "
                               f"{source}'s {exploited['checkpoint']} and goes on with "
@@ -218,19 +218,20 @@ def _missing(found, generation, size):
   return [m for m in range(size) if not result(found, m, generation)]
 
 
-_INDEX = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)
 _FILE = re.compile(r"^model\.ckpt-\d+\.")
 
 
 def _exploit(source_dir, target_dir):
-  """Replaces the checkpoints of `target_dir` with the latest of `source_dir`; its name."""
+  """Replaces the checkpoints of `target_dir` with the latest of `source_dir`; its name.
+  The copy is remembered complete when the source was, before and after the copy."""
   try:
-    with open(os.path.join(source_dir, "checkpoint")) as f:
-      prefix = os.path.basename(_INDEX.search(f.read()).group(1))
-  except (OSError, AttributeError):
+    prefix = vouched_checkpoint.latest_name(source_dir)
+  except OSError:
+    prefix = None
+  if not prefix:
     raise trial_job.TrialFailed(f"{source_dir} has no checkpoint index to copy a checkpoint "
-                                f"from.") from None
-  known_complete = vouched_checkpoint.holds(source_dir) == os.path.join(source_dir, prefix)
+                                f"from.")
+  source_known = vouched_checkpoint.holds(source_dir)
   os.makedirs(target_dir, exist_ok=True)
   vouched_checkpoint.forget(target_dir)
   for name in os.listdir(target_dir):
@@ -245,7 +246,11 @@ def _exploit(source_dir, target_dir):
   with open(index + ".copy", "w") as f:
     f.write(f'model_checkpoint_path: "{prefix}"\nall_model_checkpoint_paths: "{prefix}"\n')
   os.replace(index + ".copy", index)
-  if known_complete:  # The same bytes: the next segment need not read them in full.
-    vouched_checkpoint.remember(target_dir, int(prefix.rsplit("-", 1)[1]))
+  if source_known == os.path.join(source_dir, prefix) == vouched_checkpoint.holds(source_dir):
+    # The same bytes as a checkpoint known complete that did not change meanwhile.
+    vouched_checkpoint.remember(target_dir, step=_step(prefix))
   return prefix
 
+
+def _step(prefix):
+  return int(prefix.rsplit("-", 1)[1])

@@ -256,11 +256,10 @@ def _resume_point(model_dir, log):
   model_dir has some not known complete: a new job, and one that resumes from the
   checkpoint its last save wrote, start without it.
   """
-  if "://" not in model_dir:
-    if not model_dir_arg.has_checkpoint(model_dir):
-      return None
-    vouched = vouched_checkpoint.holds(model_dir)
-    if vouched:
-      return vouched
+  if "://" not in model_dir and not model_dir_arg.has_checkpoint(model_dir):
+    return None
+  vouched = vouched_checkpoint.holds(model_dir)
+  if vouched:
+    return vouched
   from estimator_dist.outputs import checkpoints  # pylint: disable=g-import-not-at-top
   return checkpoints.resume_point(model_dir, log)

@@ -76,7 +76,7 @@ def resume_point(model_dir, log, *, discard_after=None):
   bad = [prefix for step, prefix in found if good is None or step > _step(good)]
   if not bad and latest == good:
     if good:
-      vouched_checkpoint.remember(model_dir, _step(good))
+      vouched_checkpoint.remember(model_dir, step=_step(good))
     return good
   aside = os.path.join(model_dir, UNREADABLE_DIR)
   discarded = [p for p in bad if discard_after is not None and _step(p) > discard_after]
@@ -91,7 +91,7 @@ def resume_point(model_dir, log, *, discard_after=None):
   if good:
     tf.compat.v1.train.update_checkpoint_state(model_dir, good,
                                                all_model_checkpoint_paths=kept)
-    vouched_checkpoint.remember(model_dir, _step(good))
+    vouched_checkpoint.remember(model_dir, step=_step(good))
   elif tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
     os.remove(os.path.join(model_dir, "checkpoint"))
   named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"

@@ -87,8 +87,7 @@ class RememberedComplete(tf.estimator.CheckpointSaverListener):
     self._model_dir = model_dir
 
   def after_save(self, session, global_step_value):
-    if "://" not in self._model_dir:
-      vouched_checkpoint.remember(self._model_dir, global_step_value)
+    vouched_checkpoint.remember(self._model_dir, step=global_step_value)
 
 
 def saving_listeners(model_dir):
