@@ -515,12 +515,14 @@ def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
 def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path):
   args = ["--space=learning_rate=choice(0.05,0.1,0.2)", "--sampler=grid"]
   # Long enough (seconds, at ~1000 steps/s, and an evaluation at each checkpoint) to be
-  # killed in the middle: the kill comes within a tenth of a second of checkpoint 1000.
+  # killed in the middle: the kill comes within a tenth of a second of checkpoint 1000's
+  # graph, the last file its save writes (a kill between its index and its graph leaves
+  # it incomplete, and the retry rightly resumes from checkpoint 500).
   program = [*DNN, "--train_steps=2000", "--save_checkpoints_steps=500"]
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
-  while not (tmp_path / "trial_1" / "model.ckpt-1000.index").exists():
+  while not (tmp_path / "trial_1" / "model.ckpt-1000.meta").exists():
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
     time.sleep(0.1)
   first.kill()  # kill -9 of the sweep and its trials.
