@@ -73,19 +73,24 @@ def test_the_shell_passes_the_signal_on_until_the_step_catches_it_and_keeps_its_
 
 
 @pytest.mark.processes
-def test_a_task_stuck_past_its_grace_ends_itself_and_shows_where_it_was():
+@pytest.mark.parametrize("saved", [False, True])
+def test_a_task_stuck_past_its_grace_ends_itself_and_shows_where_it_was(saved):
+  """Killed; or, once the chief saved (TensorFlow's session close has hung after the save
+  under load), with the code of a preemption: its job resumes from the checkpoint."""
   program = ("import time\nfrom estimator_dist.task import preemption\npreemption.watch()\n"
              "def stuck_in_its_end():\n  while True: time.sleep(0.1)\n"
-             "print('watching', flush=True)\nstuck_in_its_end()\n")
+             f"print('watching', flush=True)\n{'preemption.work_saved()' if saved else ''}\n"
+             "stuck_in_its_end()\n")
   task = subprocess.Popen([helpers.PYTHON, "-c", program], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, cwd=helpers.REPO,
                           env={**helpers.child_env(), env_vars.PREEMPTION_GRACE_SECS: "1"})
   assert task.stdout.readline() == "watching\n"
   task.send_signal(signal.SIGUSR1)
   _, printed = task.communicate(timeout=30)
-  assert task.returncode == -signal.SIGKILL, printed
-  assert "SIGUSR1 came 6s ago and this task has not ended: it ends at once; its threads " \
-         "were here:" in printed, printed
+  assert task.returncode == (errors.PREEMPTED_EXIT_CODE if saved else -signal.SIGKILL), printed
+  how = "exits with code 200 (its work was saved)" if saved else "is killed"
+  assert f"SIGUSR1 came 6s ago and this task has not ended: it ends at once and {how}; its " \
+         "threads were here:" in printed, printed
   assert 'in stuck_in_its_end' in printed, printed
 
 

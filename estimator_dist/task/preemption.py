@@ -35,6 +35,7 @@ _requested = None  # The name of the first signal, once one came.
 _requested_at = None  # time.monotonic() then.
 _ending = None  # The timer that ends the process past the grace.
 _ends_after_grace = True
+_work_saved = False  # The chief said it saved on the request (preemption_save).
 _command = None  # Whose lines this process writes: a command's (a sweep's), else a task's.
 
 
@@ -130,11 +131,23 @@ def remaining_secs():
   return max(grace_secs() - spent, 0.0)
 
 
+def work_saved():
+  """Says that the chief saved this request's checkpoint (this task's own save, or the
+  chief's word that it saved): a task that then outlives its grace, stuck in its end,
+  exits as preempted, and its job is resumed from that checkpoint."""
+  global _work_saved
+  _work_saved = True
+
+
 def _end_at_once():
+  how = (f"exits with code {errors.PREEMPTED_EXIT_CODE} (its work was saved)" if _work_saved
+         else "is killed")
   os.write(sys.stderr.fileno(), command_line.line(
       f"{_requested} came {grace_secs() + _PAST_THE_GRACE_SECS:g}s ago and this task has not "
-      f"ended: it ends at once; its threads were here:\n", _command).encode())
+      f"ended: it ends at once and {how}; its threads were here:\n", _command).encode())
   faulthandler.dump_traceback(sys.stderr, all_threads=True)
+  if _work_saved:
+    os._exit(errors.PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access
   os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -47,6 +47,7 @@ class SaidWhenWritten(tf.estimator.CheckpointSaverListener):
 def _say_saved(model_dir, step):
   with tf.io.gfile.GFile(os.path.join(model_dir, SAVED), "w") as f:
     f.write(str(step))
+  preemption.work_saved()
 
 
 def end_on_chief(model_dir, task, *, step, since, timeout_secs):
@@ -78,6 +79,8 @@ def end_elsewhere(model_dir, task, *, since, timeout_secs):
   name = ".evaluator" if task.role == "evaluator" else f".rank-{task.rank}"
   with tf.io.gfile.GFile(os.path.join(model_dir, SAVED + name), "w") as f:
     f.write("")
+  if saved(model_dir, since):
+    preemption.work_saved()
 
 
 def _wait(pending, timeout_secs):
