@@ -243,6 +243,11 @@ TABLE = {
          'local: run the trials here; slurm: create the study and print an sbatch job array '
          'of --parallel runners that share it; spark: run each trial as a Spark job (a '
          'barrier stage of its processes).'),
+        ('forkserver', 'bool', True, {},
+         "Fork each local trial's tasks from one process that imported TensorFlow once, "
+         "instead of starting Python and TensorFlow for each (a program the launcher "
+         "instruments, Horovod's ranks, another interpreter, or other Python or TensorFlow "
+         "start-up variables start as their command)."),
         ('metric', 'string', 'accuracy', {},
          'The eval metric the sweep optimises.'),
         ('min_resource_steps', 'int', None, {},

@@ -29,6 +29,7 @@ from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import failure_cause
+from estimator_dist.jobs import forkserver
 from estimator_dist.outputs import event_files
 from model_zoo import data as model_zoo_data
 from tests import helpers
@@ -507,6 +508,12 @@ def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
     member_dir = tmp_path / f"member_{m['member']}"
     assert vouched_checkpoint.holds(str(member_dir)) == str(member_dir / "model.ckpt-200")
   assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
+  # Every segment's task was forked from the sweep's fork server (the first trials
+  # wait until it is ready), killed ones and those of the run again too.
+  forked = (tmp_path / forkserver.LOG_NAME).read_text().count(" for client ")
+  assert forked >= len(segments), (tmp_path / forkserver.LOG_NAME).read_text()
+  assert "fork server did not" not in "".join(
+      (tmp_path / f"member_{m['member']}" / "launch.log").read_text() for m in members)
   assert "from member" in (tmp_path / "report.md").read_text()
   assert (tmp_path / "pbt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -15,6 +15,7 @@ find the trials whose runner died. A trial that fails stops the sweep; a grid's 
 whose trials failed is queued again when the sweep is run again (`fixed_points`).
 """
 
+import contextlib
 import functools
 import os
 import shutil
@@ -34,8 +35,12 @@ from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 from estimator_dist.task import preemption
+from estimator_dist.instrument import launching
+from estimator_dist.jobs import forkserver
 from estimator_dist.jobs import model_dir_arg
+from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import spec
+from estimator_dist.strategies import traits as traits_lib
 
 _POLL_SECS = 0.5
 
@@ -118,10 +123,22 @@ def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout, on_study=
   once on disjoint CPUs (and GPUs by index, where there are GPUs); writes and returns the
   report (see `results.summarize`). A sweep run again resumes its study. `on_study` is
   called with the study once it exists."""
-  slots = [trial_job.LocalSlot(cpus=cpus, gpus=gpus, options=options)
-           for cpus, gpus in zip(cpu_shares(options.parallel),
-                                 gpu_shares(options.parallel, visible_gpus()))]
-  return run(program, options=options, slots=slots, out=out, on_study=on_study)
+  with (forkserver.started(options.sweep_dir) if _forks(program, options)
+        else contextlib.nullcontext()) as server:
+    slots = [trial_job.LocalSlot(cpus=cpus, gpus=gpus, options=options, forkserver=server)
+             for cpus, gpus in zip(cpu_shares(options.parallel),
+                                   gpu_shares(options.parallel, visible_gpus()))]
+    return run(program, options=options, slots=slots, out=out, on_study=on_study)
+
+
+def _forks(program, options):
+  """Whether the trials' tasks can be forked from a fork server (jobs/forkserver): a
+  program of this interpreter that the launcher does not instrument, not Horovod's ranks,
+  and root's (another user's tasks run in a user namespace, which the server does not
+  enter)."""
+  return (options.forkserver and os.geteuid() == 0 and forkserver.runs_here(program) and
+          not traits_lib.of(options.strategy).ranks_from_horovodrun and
+          not launching.instrumented(program))
 
 
 def run(program, *, options, slots, out=sys.stdout, on_study=None):
@@ -258,7 +275,12 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
                            f"started; a trial whose runner died is retried once its "
                            f"heartbeat is {storage_lib.GRACE_SECS} s old (a journal storage "
                            f"has no heartbeats).", command="sweep")
-      time.sleep(_POLL_SECS)
+      processes = [job.process for job in running.values()]
+      if all(isinstance(p, subprocess.Popen) for p in processes):
+        # The next trial starts as soon as a slot is free.
+        process_tree.sleep_until_one_ends([p.pid for p in processes], _POLL_SECS)
+      else:  # Spark's stages are polled.
+        time.sleep(_POLL_SECS)
   finally:
     for job in running.values():  # Stale, so a sweep run again retries them.
       job.stop()

@@ -86,6 +86,11 @@ class SweepOptions:
   mlflow_tracking_uri: Optional[str] = option(
       None, kind="string", help="Record the sweep as a run of this MLflow tracking server, "
       "each trial's job a run nested in it (pip install 'estimator_dist[tracking]').")
+  forkserver: bool = option(
+      True, kind="bool", help="Fork each local trial's tasks from one process that imported "
+      "TensorFlow once, instead of starting Python and TensorFlow for each (a program the "
+      "launcher instruments, Horovod's ranks, another interpreter, or other Python or "
+      "TensorFlow start-up variables start as their command).")
   progress_secs: float = option(
       30.0, kind="float", lower_bound=0.0, help="Every this many seconds, say how many "
       "trials finished, run and failed, the best so far and the ETA; 0 never does.")

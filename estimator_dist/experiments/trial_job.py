@@ -42,10 +42,12 @@ def model_dir_of(sweep_dir, frozen: optuna.trial.FrozenTrial) -> str:
 
 class LocalSlot:
   """Runs a trial's job here, as a job of the launcher pinned to `cpus` and shown only
-  `gpus` (indices; none: the job sees what the sweep sees)."""
+  `gpus` (indices; none: the job sees what the sweep sees), its tasks forked from
+  `forkserver` (a jobs.forkserver.ForkServer; None: each starts as its command)."""
 
-  def __init__(self, *, cpus, gpus=(), options):
+  def __init__(self, *, cpus, gpus=(), options, forkserver=None):
     self.cpus, self.gpus, self._options = frozenset(cpus), tuple(gpus), options
+    self._forkserver = forkserver
 
   def __str__(self):
     return f"CPUs {sorted(self.cpus)}" + (f", GPUs {','.join(self.gpus)}" if self.gpus else "")
@@ -59,7 +61,7 @@ class LocalSlot:
                *([] if curves else ["--curves=false"]), "--", *program]
     log.write(f"{' '.join(command)}\n".encode())
     log.flush()
-    cpus = self.cpus
+    cpus, env = self.cpus, {**env, **(self._forkserver.variables() if self._forkserver else {})}
     if self.gpus:
       env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
 

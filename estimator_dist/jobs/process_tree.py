@@ -3,7 +3,9 @@ descendants, which are alive, which catch a signal, what they map of /dev/shm; s
 them all."""
 
 import os
+import select
 import signal
+import time
 
 
 def catches(pid, sig):
@@ -22,6 +24,26 @@ def signal_all(group, pids, sig):
       kill(target, sig)
     except (ProcessLookupError, PermissionError):
       pass
+
+
+def sleep_until_one_ends(pids, secs):
+  """Sleeps `secs`, or less: until one of the child processes `pids` ends (its pidfd
+  becomes readable; where Linux has no pidfd, the whole `secs`)."""
+  ends = []
+  try:
+    for pid in pids:
+      ends.append(os.pidfd_open(pid))
+    watch = select.poll()
+    for end in ends:
+      watch.register(end, select.POLLIN)
+    watch.poll(secs * 1000)
+  except ProcessLookupError:  # It ended, and was waited for, already.
+    pass
+  except OSError:  # No pidfd here (Linux before 5.3, a seccomp filter).
+    time.sleep(secs)
+  finally:
+    for end in ends:
+      os.close(end)
 
 
 def alive(pids):

@@ -16,7 +16,9 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
+from estimator_dist.jobs import forkserver
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
@@ -35,7 +37,7 @@ class Task:
   """
 
   def __init__(self, name, command, env, out, *, summary_file=None):
-    self.name = name
+    self.name, self._forkserver = name, env.get(env_vars.FORKSERVER)
     self._output = task_output.Output(name, out, summary_file=summary_file)
     self.tail = self._output.tail
     self.process = subprocess.Popen(
@@ -57,10 +59,11 @@ class Task:
     stop_tasks([self], grace_secs)
 
   def family(self, table=None):
-    """The task's process and every descendant (mpirun starts its ranks in process
-    groups of their own, so the group alone is not enough); `table`:
-    process_tree.process_table()."""
-    return {self.process.pid, *process_tree.descendants(self.process.pid, table)}
+    """The task's process, every descendant (mpirun starts its ranks in process groups of
+    their own) and what a fork server forked for it; `table`: process_tree.process_table()."""
+    table = table or process_tree.process_table()
+    return forkserver.with_forked_tasks({self.process.pid, *process_tree.descendants(
+        self.process.pid, table)}, table, socket_path=self._forkserver)
 
 
 def stop_tasks(tasks, grace_secs=0.0):
@@ -285,7 +288,7 @@ class TaskGroup:
                    f"{shutdown_timeout_secs}s; stopping them")
           self.stop_all()
           return 1
-      time.sleep(0.2)
+      process_tree.sleep_until_one_ends([t.process.pid for t in running], 0.2)
 
 
 def child_env(**extra):
