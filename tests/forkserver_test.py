@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.jobs import forkserver
@@ -27,7 +28,8 @@ _PROGRAM = """
 import os, sys, time
 print("forked" if "tensorflow" in sys.modules else "cold", sys.argv, os.getcwd(),
       os.environ.get("TF_CONFIG"), sorted(os.sched_getaffinity(0)), flush=True)
-print(__file__, sys.modules["__main__"].__dict__ is globals(), sys.orig_argv[1:], flush=True)
+print(__file__, sys.modules["__main__"].__dict__ is globals(), type(__builtins__).__name__,
+      sys.orig_argv[1:], flush=True)
 left_open = open("written_at_exit", "w")  # Flushed as the interpreter ends, not before.
 left_open.write("all of it")
 if "--wait" in sys.argv:
@@ -61,9 +63,14 @@ def _client(command, env, cwd, **popen):
 
 
 def _task_of(client, env):
-  (task,) = forkserver.with_forked_tasks(
+  """The task forked for `client`, once its handler recorded it (the task may run first)."""
+  deadline = time.monotonic() + 30
+  while not (tasks := forkserver.with_forked_tasks(
       {client.pid}, process_tree.process_table(),
-      socket_path=env[env_vars.FORKSERVER]) - {client.pid}
+      socket_path=env[env_vars.FORKSERVER]) - {client.pid}):
+    assert time.monotonic() < deadline, f"no task recorded for client {client.pid}"
+    time.sleep(0.05)
+  (task,) = tasks
   return task
 
 
@@ -78,7 +85,7 @@ def test_a_task_runs_forked_as_its_command_would(served, program, tmp_path):
   assert client.returncode == 3, output
   assert output.splitlines() == [
       f"forked ['{program}', '--flag=1', '3'] {tmp_path} {{}} {sorted(cpus)}",
-      f"{program} True ['{program}', '--flag=1', '3']"], output
+      f"{program} True module ['{program}', '--flag=1', '3']"], output
   assert (tmp_path / "written_at_exit").read_text() == "all of it"
   # python -m finds the module in the working directory, and runs it as its __main__.
   (tmp_path / "written_at_exit").unlink()
@@ -87,7 +94,7 @@ def test_a_task_runs_forked_as_its_command_would(served, program, tmp_path):
   assert client.returncode == 0, output
   assert output.splitlines() == [
       f"forked ['{program}', 'x'] {tmp_path} None {sorted(os.sched_getaffinity(0))}",
-      f"{program} True ['-m', 'program', 'x']"], output
+      f"{program} True module ['-m', 'program', 'x']"], output
   assert (tmp_path / "written_at_exit").read_text() == "all of it"
 
 
@@ -168,10 +175,10 @@ def test_only_this_interpreter_running_a_python_program_goes_through_it():
   served = {env_vars.FORKSERVER: "/tmp/socket", "PATH": os.environ["PATH"]}
   assert forkserver.client_command(["/bin/echo", "x"], served) == ["/bin/echo", "x"]
   assert forkserver.client_command([sys.executable, "x.py"], {}) == [sys.executable, "x.py"]
-  assert forkserver.client_command([sys.executable, "x.py"], served)[-2:] == [
-      sys.executable, "x.py"]
+  assert forkserver.client_command([sys.executable, "x.py"], served) == [
+      sys.executable, "-I", "-S", forkserver.CLIENT, "/tmp/socket",
+      command_line.line(""), sys.executable, "x.py"]
   # The client imports nothing of estimator_dist: its copies of these stay the same.
-  assert forkserver_client.FORKSERVER == env_vars.FORKSERVER
   assert forkserver_client.PREEMPTION == preemption.SIGNALS
   assert forkserver_client.NAMESPACES == (
       forkserver_process._ENTERED + forkserver_process._SAME)  # pylint: disable=protected-access

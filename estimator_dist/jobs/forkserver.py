@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from estimator_dist import command_line
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import process_identity
@@ -43,10 +44,12 @@ def runs_here(command, env=os.environ):
 
 def client_command(command, env):
   """`command` started through the fork server `env` names, where there is one and the
-  command runs this interpreter (the launcher's); else `command` itself."""
+  command runs this interpreter (the launcher's); else `command` itself. The client gets
+  the server's socket and the prefix of its lines as its first arguments."""
   if not env.get(env_vars.FORKSERVER) or not runs_here(command, env):
     return command
-  return [sys.executable, "-I", "-S", CLIENT, *command]
+  return [sys.executable, "-I", "-S", CLIENT, env[env_vars.FORKSERVER], command_line.line(""),
+          *command]
 
 
 def with_forked_tasks(family, table, *, socket_path):

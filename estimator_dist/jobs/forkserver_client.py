@@ -1,6 +1,8 @@
 """A task of a sweep's trial, started from the sweep's fork server (forkserver):
 
-  python -I -S forkserver_client.py COMMAND...
+  python -I -S forkserver_client.py SOCKET PREFIX COMMAND...
+
+(SOCKET: the fork server's; PREFIX: how the client's own lines start.)
 
 It hands the fork server COMMAND, its environment, working directory, CPUs, umask,
 standard streams and namespaces, and ends as the task ended. The launcher counts the task
@@ -18,19 +20,17 @@ import socket
 import struct
 import sys
 
-FORKSERVER = "ESTIMATOR_DIST_FORKSERVER"  # contract.env_vars.FORKSERVER
 PREEMPTION = (signal.SIGTERM, signal.SIGUSR1)  # task.preemption.SIGNALS
 # forkserver_process: its _ENTERED and _SAME, in that order.
 NAMESPACES = ("net", "pid", "user", "mnt", "uts", "ipc", "cgroup")
 _ANSWER_SECS = 30  # A fork server that does not answer by then is stuck.
 
 
-def _as_command(command, why=None):
+def _as_command(command, why, prefix):
   for signum in PREEMPTION:
     signal.signal(signum, signal.SIG_DFL)
-  if why:
-    sys.stderr.write(f"estimator-dist: the sweep's fork server did not start this task "
-                     f"({why}); it starts as its command\n")
+  sys.stderr.write(f"{prefix}the sweep's fork server did not start this task ({why}); it "
+                   f"starts as its command\n")
   os.execvpe(command[0], command, os.environ)
 
 
@@ -44,17 +44,18 @@ def _request(command):
   return struct.pack("!I", len(request)) + request
 
 
-def main(command):
+def main(path, prefix, command):
   for signum in PREEMPTION:  # The launcher sends them to the task too.
     signal.signal(signum, signal.SIG_IGN)
-  path = os.environ.pop(FORKSERVER, "")
   connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   namespaces = []
   try:
     connection.settimeout(_ANSWER_SECS)
     connection.connect(path)
     namespaces = [os.open(f"/proc/self/ns/{kind}", os.O_RDONLY) for kind in NAMESPACES]
-    socket.send_fds(connection, [_request(command)], [0, 1, 2, *namespaces])
+    request = _request(command)
+    sent = socket.send_fds(connection, [request], [0, 1, 2, *namespaces])
+    connection.sendall(request[sent:])
     answers = connection.makefile("rb")
     answer = answers.readline().decode().strip()
     if answer == "ok":
@@ -65,10 +66,10 @@ def main(command):
     os.close(fd)
   if answer != "ok":
     connection.close()
-    _as_command(command, answer.partition(" ")[2] or "it did not answer")
+    _as_command(command, answer.partition(" ")[2] or "it did not answer", prefix)
   ended = answers.readline().decode().split()
   if len(ended) != 2:
-    sys.stderr.write("estimator-dist: the sweep's fork server ended before this task\n")
+    sys.stderr.write(f"{prefix}the sweep's fork server ended before this task\n")
     sys.exit(1)
   code = int(ended[1])
   if code < 0:  # Ends as the signal ended the task, as `nsenter` and a shell report it.
@@ -78,4 +79,4 @@ def main(command):
 
 
 if __name__ == "__main__":
-  main(sys.argv[1:])
+  main(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -26,6 +26,7 @@ import builtins
 import contextlib
 import ctypes
 import importlib.machinery
+import importlib.util
 import json
 import os
 import runpy
@@ -37,7 +38,9 @@ import sys
 import tempfile
 import time
 import types
+import zipfile
 
+from estimator_dist.contract import env_vars
 from estimator_dist.contract import process_identity
 from estimator_dist.contract import whole_file
 from estimator_dist.jobs import forkserver
@@ -45,8 +48,9 @@ from estimator_dist.jobs import process_tree
 
 # What a launcher sets for each task: the only variables whose values may differ from the
 # server's (any other may have been read as Python started or TensorFlow was imported).
-_SET_PER_TASK = ("ESTIMATOR_DIST_", "OMPI_MCA_", "TF_CONFIG", "TMPDIR",
-                 "CUDA_VISIBLE_DEVICES", "FI_PROVIDER")
+_SET_PER_TASK = {"TF_CONFIG", "TMPDIR", "CUDA_VISIBLE_DEVICES", "FI_PROVIDER",
+                 *(value for name, value in vars(env_vars).items() if name.isupper())}
+_SET_PER_TASK_PREFIXES = ("OMPI_MCA_",)
 # The namespaces a task enters (a local job's sandbox makes them); any other that differs
 # from the server's makes it start as its command. The client sends their descriptors.
 _ENTERED = ("net", "pid")
@@ -57,7 +61,7 @@ _STOPPING = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
 
 def serve(path):
   """Imports TensorFlow, then forks a handler for each client that connects to `path`;
-  returns (the program, the path after its directory) in a task only."""
+  returns (the command, the path after its program's directory) in a task only."""
   started_at, started_with = time.monotonic(), dict(os.environ)  # TensorFlow sets some.
   try:
     os.close(os.pidfd_open(os.getpid()))  # How a handler waits for its task.
@@ -81,13 +85,15 @@ def serve(path):
       if os.fork() == 0:
         break
       connection.close()
+  program = None
   try:
     program = _handle(connection, tasks, started_with)
   except BaseException:  # pylint: disable=broad-except
-    sys.excepthook(*sys.exc_info())
-    program = None
-  if program is None:  # The handler.
-    os._exit(0)  # pylint: disable=protected-access
+    with contextlib.suppress(BaseException):
+      sys.excepthook(*sys.exc_info())
+  finally:
+    if program is None:  # The handler.
+      os._exit(0)  # pylint: disable=protected-access
   return program, base_path
 
 
@@ -98,7 +104,7 @@ def _log(line):
 def _handle(connection, tasks, started_with):
   """In a handler: reads a client's request, forks its task in its namespaces, records it
   as the client's (`tasks`: the directory), and answers with the task's wait status
-  (`started_with`: the server's environment as it started). Returns the program in the
+  (`started_with`: the server's environment as it started). Returns the command in the
   task, None in the handler."""
   for signum in _STOPPING:
     signal.signal(signum, signal.SIG_IGN)
@@ -118,13 +124,14 @@ def _handle(connection, tasks, started_with):
   if refusal is not None:
     connection.sendall(f"refused {refusal}\n".encode())
     return None
-  handler = os.getpid()
+  handler = os.pidfd_open(os.getpid())
   task = os.fork()
   if task == 0:
     try:
       process_tree.die_with_parent()
-      if os.getppid() not in (0, handler):  # 0: its parent is outside its PID namespace.
+      if select.select([handler], [], [], 0)[0]:  # It ended before that took hold.
         os._exit(1)  # pylint: disable=protected-access
+      os.close(handler)
       connection.close()
       _become_task(request, streams)
       for fd in descriptors:
@@ -133,8 +140,8 @@ def _handle(connection, tasks, started_with):
     except BaseException:  # pylint: disable=broad-except
       sys.excepthook(*sys.exc_info())  # To the client's stderr, once it is the task's.
       os._exit(1)  # pylint: disable=protected-access
-    return request["argv"][1:]
-  for fd in descriptors:
+    return request["argv"]
+  for fd in [handler, *descriptors]:
     os.close(fd)
   record, reaped = os.path.join(tasks, str(peer_pid)), False
   try:
@@ -153,6 +160,8 @@ def _handle(connection, tasks, started_with):
     if not reaped:  # A handler that fails takes its task with it.
       with contextlib.suppress(ProcessLookupError):
         os.kill(task, signal.SIGKILL)
+      with contextlib.suppress(OSError):
+        os.remove(record)
   return None
 
 
@@ -179,20 +188,29 @@ def _why_not(request, *, peer_uid, streams, namespaces, started_with):
     return f"it runs {executable}, not {sys.executable}"
   if not program or program[0].startswith("-") and (program[0] != "-m" or len(program) < 2):
     return "it is not `python FILE` or `python -m MODULE`"
-  if program[0] != "-m" and not os.path.isfile(os.path.join(request["cwd"], program[0])):
-    return f"{program[0]} is not a file"
+  if program[0] != "-m" and not _source_file(os.path.join(request["cwd"], program[0])):
+    return f"{program[0]} is not a Python source file"
   if peer_uid != os.getuid():
     return "another user asked"
   if len(streams) != _STREAMS or set(namespaces) != set(_ENTERED + _SAME):
     return "the client sent too few descriptors"
   env = request["env"]
   for name in sorted(set(env) | set(started_with)):
-    if not name.startswith(_SET_PER_TASK) and env.get(name) != started_with.get(name):
+    per_task = name in _SET_PER_TASK or name.startswith(_SET_PER_TASK_PREFIXES)
+    if not per_task and env.get(name) != started_with.get(name):
       return f"its {name} differs from the fork server's"
   for kind in _SAME:
     if not _same(namespaces[kind], kind):
       return f"it runs in another {kind} namespace"
   return None
+
+
+def _source_file(path):
+  """Whether `path` is a file of Python source (not a zip application, not bytecode)."""
+  if not os.path.isfile(path) or zipfile.is_zipfile(path):
+    return False
+  with open(path, "rb") as f:
+    return f.read(len(importlib.util.MAGIC_NUMBER)) != importlib.util.MAGIC_NUMBER
 
 
 def _same(namespace, kind):
@@ -225,7 +243,10 @@ def _wait(connection, task):
       if fd == ended:
         result = os.waitid(os.P_PID, task, os.WEXITED | os.WNOWAIT)
         return result.si_status if result.si_code == os.CLD_EXITED else -result.si_status
-      client_gone = not connection.recv(1)  # It sends nothing more: this is its end.
+      try:
+        client_gone = not connection.recv(1)  # It sends nothing more: this is its end.
+      except ConnectionResetError:
+        client_gone = True
   os.kill(task, signal.SIGKILL)
   os.waitid(os.P_PID, task, os.WEXITED | os.WNOWAIT)
   return None
@@ -249,20 +270,23 @@ def _become_task(request, streams):
     sys.modules["numpy"].random.seed()
 
 
-def run(program, base_path):
-  """Runs `python PROGRAM...` here, as the interpreter would at its top level."""
-  sys.orig_argv = [sys.executable, *program]
+def run(argv, base_path):
+  """Runs the command `argv` (`python PROGRAM...`) here, as the interpreter would at its
+  top level."""
+  program = argv[1:]
+  sys.orig_argv = list(argv)
   sys.modules["__main__"] = main = types.ModuleType("__main__")
+  main.__builtins__ = builtins
   if program[0] == "-m":
     directory, sys.argv = os.getcwd(), program[1:]
   else:
-    path = os.path.abspath(program[0])
+    path = program[0] if os.path.isabs(program[0]) else os.path.join(os.getcwd(), program[0])
     directory, sys.argv = os.path.dirname(os.path.realpath(path)), list(program)
   sys.path[:] = base_path if sys.flags.safe_path else [directory, *base_path]
   if program[0] == "-m":
     runpy._run_module_as_main(program[1])  # pylint: disable=protected-access
     return
-  main.__dict__.update(__file__=path, __cached__=None, __spec__=None, __builtins__=builtins,
+  main.__dict__.update(__file__=path, __cached__=None, __spec__=None,
                        __loader__=importlib.machinery.SourceFileLoader("__main__", path))
   with open(path, "rb") as f:
     code = compile(f.read(), path, "exec", dont_inherit=True)
