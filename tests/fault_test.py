@@ -116,7 +116,11 @@ def test_a_kill_during_checkpoint_writes_leaves_a_checkpoint_that_restores(tmp_p
       wait_for_checkpoint(model_dir, checkpoint_step(model_dir) + 2, job)
       time.sleep(rng.uniform(0.0, 2.0))
       for p in psutil.Process(job.process.pid).children(recursive=True):
-        if '"type": "chief"' in p.environ().get("TF_CONFIG", ""):
+        try:
+          environ = p.environ()
+        except psutil.Error:  # It ended (a zombie, or gone) since it was listed.
+          continue
+        if '"type": "chief"' in environ.get("TF_CONFIG", ""):
           p.send_signal(signal.SIGKILL)
       assert job.wait(timeout=120) != 0
     finally:
