@@ -58,6 +58,32 @@ def test_eval_input_is_neither_sharded_nor_repeated():
   assert take(worker(ten, 3, 1, EVAL), 100) == list(range(10))
 
 
+def autotuned(dataset):
+  return dataset.options().autotune.enabled
+
+
+def test_datasets_read_without_autotuning_unless_the_program_set_it():
+  def chosen(enabled):
+    options = tf.data.Options()
+    options.autotune.enabled = enabled
+    return lambda params: ten().with_options(options)
+
+  for workers in (1, 2):
+    assert autotuned(worker(ten, workers, 0)) is False
+    assert autotuned(worker(chosen(True), workers, 0)) is True
+  assert autotuned(worker(ten, 2, 0, EVAL)) is False
+  seen = []
+
+  def eval_input_fn(params, mode):
+    seen.append((params, mode))
+    return ten()
+  assert autotuned(inputs.evaluation_input_fn(eval_input_fn)(EVAL, {"a": 1}, None)) is False
+  assert seen == [({"a": 1}, EVAL)]
+  assert autotuned(inputs.evaluation_input_fn(chosen(True))(EVAL, {}, None)) is True
+  features = tf.compat.v1.estimator.inputs.numpy_input_fn(np.arange(4), shuffle=False)
+  assert inputs.evaluation_input_fn(features) is features  # Estimator reads it as ever.
+
+
 def test_input_fn_with_input_context_shards_itself():
   seen = []
 

@@ -6,6 +6,7 @@ import tensorflow as tf
 from estimator_dist.strategies import base
 from estimator_dist.strategies import local
 from estimator_dist.task import evaluation
+from estimator_dist.task import inputs
 from estimator_dist.training import decorator
 
 
@@ -17,8 +18,8 @@ def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None
   estimator = evaluating_estimator(model_fn, model_dir=model_dir, params=params)
   watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=eval_steps,
                                      timeout_secs=timeout_secs)
-  return estimator.evaluate(eval_input_fn, steps=eval_steps, checkpoint_path=checkpoint_path,
-                            hooks=[watch, *hooks])
+  return estimator.evaluate(inputs.evaluation_input_fn(eval_input_fn), steps=eval_steps,
+                            checkpoint_path=checkpoint_path, hooks=[watch, *hooks])
 
 
 def evaluating_estimator(model_fn, *, model_dir, params):
