@@ -1,6 +1,8 @@
 """Sharding: disjoint shards covering each batch once per epoch, and no worker runs dry."""
 
 import functools
+import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -62,26 +64,58 @@ def autotuned(dataset):
   return dataset.options().autotune.enabled
 
 
-def test_datasets_read_without_autotuning_unless_the_program_set_it():
-  def chosen(enabled):
-    options = tf.data.Options()
-    options.autotune.enabled = enabled
-    return lambda params: ten().with_options(options)
+@pytest.fixture
+def one_cpu():
+  """This process on one of its CPUs for the test, as a task of a multi-process host is."""
+  cpus = os.sched_getaffinity(0)
+  os.sched_setaffinity(0, {min(cpus)})
+  yield
+  os.sched_setaffinity(0, cpus)
 
+
+def chosen(**autotune):
+  options = tf.data.Options()
+  for name, value in autotune.items():
+    setattr(options.autotune, name, value)
+  return lambda params: ten().with_options(options)
+
+
+def test_on_one_cpu_datasets_are_read_without_autotuning_unless_the_program_chose(one_cpu):
   for workers in (1, 2):
     assert autotuned(worker(ten, workers, 0)) is False
-    assert autotuned(worker(chosen(True), workers, 0)) is True
+    assert autotuned(worker(chosen(enabled=True), workers, 0)) is True
+  assert take(worker(ten, 2, 1), 7) == [1, 3, 5, 7, 9, 1, 3]
+  assert autotuned(worker(chosen(cpu_budget=1), 1, 0)) is None  # Autotuning, on its budget.
   assert autotuned(worker(ten, 2, 0, EVAL)) is False
   seen = []
 
   def eval_input_fn(params, mode):
     seen.append((params, mode))
     return ten()
-  assert autotuned(inputs.evaluation_input_fn(eval_input_fn)(EVAL, {"a": 1}, None)) is False
+  evaluated = inputs.evaluation_input_fn(eval_input_fn)(EVAL, {"a": 1}, None)
+  assert autotuned(evaluated) is False and take(evaluated, 20) == list(range(10))
   assert seen == [({"a": 1}, EVAL)]
-  assert autotuned(inputs.evaluation_input_fn(chosen(True))(EVAL, {}, None)) is True
+  assert autotuned(inputs.evaluation_input_fn(chosen(enabled=False))(EVAL, {}, None)) is False
   features = tf.compat.v1.estimator.inputs.numpy_input_fn(np.arange(4), shuffle=False)
-  assert inputs.evaluation_input_fn(features) is features  # Estimator reads it as ever.
+  assert inputs.evaluation_input_fn(features) is features  # Read through queues, as ever.
+
+
+def test_in_a_graph_on_one_cpu_a_prefetch_ends_the_pipeline_and_nothing_warns(one_cpu):
+  with tf.Graph().as_default() as graph:
+    with warnings.catch_warnings():
+      warnings.simplefilter("error")
+      dataset = worker(ten, 2, 0)
+    assert dataset.element_spec == ten().element_spec
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")  # options() in a graph: the legacy value.
+      assert autotuned(dataset) is False
+  assert "PrefetchDataset" in {op.type for op in graph.get_operations()}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_on_more_cpus_autotuning_stays_as_the_program_left_it():
+  assert autotuned(worker(ten, 2, 0)) is None
+  assert autotuned(inputs.evaluation_input_fn(ten)(EVAL, {}, None)) is None
 
 
 def test_input_fn_with_input_context_shards_itself():

@@ -174,8 +174,9 @@ def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None,
     return {key: np.asarray(value, dtype)[()]  # The chief's numpy scalars.
             for key, (value, dtype) in rounds.wait_for("evaluate", number).items()}
   with run_state.entered():
-    metrics = _original["evaluate"](_alone(estimator), input_fn, steps=steps, hooks=hooks,
-                                    checkpoint_path=checkpoint_path, name=name)
+    metrics = _original["evaluate"](
+        _alone(estimator), evaluate_alone.evaluated_input_fn(input_fn), steps=steps,
+        hooks=hooks, checkpoint_path=checkpoint_path, name=name)
   values = {key: np.asarray(value) for key, value in metrics.items()}
   rounds.publish("evaluate", number,
                  {key: (value.tolist(), str(value.dtype)) for key, value in values.items()})

@@ -45,10 +45,10 @@ def check_eval_input(input_fn, *, steps, params):
   while no `steps` bound the evaluation. A pipeline that builds only in a graph, or with a
   RunConfig, is not checked here (its evaluation is: `Evaluations`)."""
   args = inputs.check_input_fn(input_fn, "eval_input_fn")
-  given = {"mode": tf.estimator.ModeKeys.EVAL, "params": params, "config": None}
   try:
     with eager_context.eager_mode():  # Estimator calls input_fn in a graph.
-      dataset = input_fn(**{k: v for k, v in given.items() if k in args})
+      dataset = input_fn(**inputs.estimator_kwargs(args, mode=tf.estimator.ModeKeys.EVAL,
+                                                   params=params, config=None))
       if not isinstance(dataset, tf.data.Dataset):
         return
       cardinality = int(dataset.cardinality())

@@ -21,9 +21,12 @@ A `numpy_input_fn` or `pandas_input_fn` is read as a Dataset of its arrays first
 (`array_inputs`). An input_fn that takes `input_context` shards itself; it gets the
 context of this worker (under Horovod too) and is only repeated.
 
-Training and evaluation Datasets run with tf.data's autotuning off unless the program's
-own options set it (`autotune_off_unless_set`).
+A process that may run on one CPU only reads its Datasets without tf.data's autotuning
+(`read_on_one_cpu`).
 """
+
+import os
+import warnings
 
 import tensorflow as tf
 from absl import logging
@@ -54,67 +57,80 @@ def wrap_input_fn(input_fn, input_context_for):
 
   def sharded_input_fn(mode, params, config, input_context=None):
     context = input_context_for(input_context)
-    kwargs = _passed(args, mode=mode, params=params, config=config)
+    kwargs = estimator_kwargs(args, mode=mode, params=params, config=config)
     if "input_context" in args:
       kwargs["input_context"] = context
-    result = autotune_off_unless_set(input_fn(**kwargs))
-    if mode != tf.estimator.ModeKeys.TRAIN:
-      return result
-    if not isinstance(result, tf.data.Dataset):
-      if context is None or context.num_input_pipelines == 1:
-        return result
-      raise errors.ConfigError(
-          f"input_fn returned {type(result).__name__}, which cannot be split among "
-          f"{context.num_input_pipelines} workers. Return a tf.data.Dataset, or take an "
-          f"`input_context` argument and shard the data yourself.")
-    _check_has_data(lambda: input_fn(**kwargs), getattr(input_fn, "__name__", "input_fn"))
-    if context is None or context.num_input_pipelines == 1 or "input_context" in args:
-      return result.repeat()
-    by_file = _shards_by_file(lambda: input_fn(**kwargs), context)
-    logging.info(command_line.line("training input is shard %d of %d, by %s"),
-                 context.input_pipeline_id, context.num_input_pipelines,
-                 "file" if by_file else "batch")
-    if by_file:
-      return _file_shard(result.repeat(), context.num_input_pipelines, context.input_pipeline_id)
-    return result.repeat().shard(context.num_input_pipelines, context.input_pipeline_id)
+    result = input_fn(**kwargs)
+    if mode == tf.estimator.ModeKeys.TRAIN:
+      result = _training_share(result, lambda: input_fn(**kwargs), context,
+                               shards_itself="input_context" in args,
+                               name=getattr(input_fn, "__name__", "input_fn"))
+    return read_on_one_cpu(result)
 
   return sharded_input_fn
 
 
-def autotune_off_unless_set(result):
-  """`result` (an input_fn's), a Dataset's autotuning off unless its options set it.
+def _training_share(result, make_dataset, context, *, shards_itself, name):
+  """This worker's share of the training input `result`, repeated (see the module doc)."""
+  if not isinstance(result, tf.data.Dataset):
+    if context is None or context.num_input_pipelines == 1:
+      return result
+    raise errors.ConfigError(
+        f"input_fn returned {type(result).__name__}, which cannot be split among "
+        f"{context.num_input_pipelines} workers. Return a tf.data.Dataset, or take an "
+        f"`input_context` argument and shard the data yourself.")
+  _check_has_data(make_dataset, name)
+  if context is None or context.num_input_pipelines == 1 or shards_itself:
+    return result.repeat()
+  by_file = _shards_by_file(make_dataset, context)
+  logging.info(command_line.line("training input is shard %d of %d, by %s"),
+               context.input_pipeline_id, context.num_input_pipelines,
+               "file" if by_file else "batch")
+  if by_file:
+    return _file_shard(result.repeat(), context.num_input_pipelines, context.input_pipeline_id)
+  return result.repeat().shard(context.num_input_pipelines, context.input_pipeline_id)
 
-  TensorFlow 2.15 ends an iterator's autotuning thread only once the thread's current
-  period has passed, and its periods double from 10 ms to a minute: a session that read a
-  Dataset for a minute takes up to a minute more to close, at the end of every training (a
-  job, a sweep's trial or PBT segment, a preempted job's save) and after each evaluation.
-  With autotuning off, a map's num_parallel_calls=AUTOTUNE runs as many calls as the task
-  has CPUs, and prefetch(AUTOTUNE) still grows its buffer while it runs empty.
+
+def read_on_one_cpu(result):
+  """`result` (an input_fn's) as this process reads it: a Dataset, where this process
+  may run on one CPU only (a task of a multi-process host, a sweep's trial) and the
+  program's options leave autotuning alone, without tf.data's autotuning and with a
+  prefetch at its end.
+
+  There, TensorFlow 2.15 destroys the autotuning thread only once its current period has
+  passed, and the periods double from 10 ms to a minute: a session that read a Dataset for
+  a minute took up to a minute more to close. On one CPU autotuning has little to tune
+  and its default rewrites little to parallelize; the prefetch one of them adds is added
+  here (prefetch(AUTOTUNE) grows its buffer while it runs empty). On more CPUs autotuning
+  stays on.
   """
-  if not isinstance(result, tf.data.Dataset) or result.options().autotune.enabled is not None:
+  if not isinstance(result, tf.data.Dataset) or len(os.sched_getaffinity(0)) != 1:
     return result
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)  # In a graph, options() says they may be stale.
+    if result.options().autotune != tf.data.Options().autotune:
+      return result  # The program's choice.
   options = tf.data.Options()
   options.autotune.enabled = False
-  return result.with_options(options)
+  return result.prefetch(tf.data.AUTOTUNE).with_options(options)
 
 
 def evaluation_input_fn(input_fn):
-  """`input_fn` as Estimator calls it to evaluate, its Dataset's autotuning off unless its
-  options set it (`autotune_off_unless_set`); an input_fn that takes `input_context`, or
-  one of numpy or pandas, is given as it is."""
-  args = check_input_fn(input_fn, "eval_input_fn")
-  if "input_context" in args or array_inputs.made_by(input_fn):
+  """`input_fn` as Estimator calls it to evaluate, read as `read_on_one_cpu` says; one of
+  numpy or pandas (read through queues) is given as it is."""
+  if array_inputs.made_by(input_fn):
     return input_fn
+  args = check_input_fn(input_fn, "eval_input_fn")
 
   def evaluated_input_fn(mode, params, config):
-    return autotune_off_unless_set(input_fn(**_passed(args, mode=mode, params=params,
-                                                      config=config)))
+    return read_on_one_cpu(input_fn(**estimator_kwargs(args, mode=mode, params=params, config=config)))
 
   return evaluated_input_fn
 
 
-def _passed(args, **values):
-  """Those of `values` whose names are among an input_fn's `args`, as Estimator passes them."""
+def estimator_kwargs(args, **values):
+  """Those of `values` whose names are among an input_fn's `args` (`check_input_fn`): what
+  Estimator passes it."""
   return {name: value for name, value in values.items() if name in args}
 
 

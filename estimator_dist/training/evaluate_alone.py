@@ -18,8 +18,13 @@ def evaluate(model_fn, eval_input_fn, *, model_dir, params=None, eval_steps=None
   estimator = evaluating_estimator(model_fn, model_dir=model_dir, params=params)
   watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=eval_steps,
                                      timeout_secs=timeout_secs)
-  return estimator.evaluate(inputs.evaluation_input_fn(eval_input_fn), steps=eval_steps,
+  return estimator.evaluate(evaluated_input_fn(eval_input_fn), steps=eval_steps,
                             checkpoint_path=checkpoint_path, hooks=[watch, *hooks])
+
+
+def evaluated_input_fn(input_fn):
+  """`input_fn` as this process reads it to evaluate (`inputs.evaluation_input_fn`)."""
+  return inputs.evaluation_input_fn(input_fn)
 
 
 def evaluating_estimator(model_fn, *, model_dir, params):

@@ -39,10 +39,10 @@ def steps(input_fn, adapter, *, params, config):
   replicas = max(adapter.num_replicas // pipelines, 1) if adapter.synchronous else 1
 
   def batches(context):
-    given = {"mode": tf.estimator.ModeKeys.TRAIN, "params": params, "config": config,
-             "input_context": context}
     with eager_context.eager_mode():  # Its size, without a session.
-      dataset = input_fn(**{k: v for k, v in given.items() if k in args})
+      dataset = input_fn(**inputs.estimator_kwargs(
+          args, mode=tf.estimator.ModeKeys.TRAIN, params=params, config=config,
+          input_context=context))
       if not isinstance(dataset, tf.data.Dataset):
         raise errors.ConfigError(
             f"the TrainSpec has no max_steps and its input_fn returns "

@@ -90,8 +90,9 @@ class TrainingRun:
       watch = evaluation.EvaluationWatch(input_fn=eval_input_fn, steps=options.eval_steps,
                                          timeout_secs=options.eval_timeout_secs)
       self.eval_spec = tf.estimator.EvalSpec(
-          inputs.evaluation_input_fn(eval_input_fn), steps=options.eval_steps, exporters=exporters, start_delay_secs=0,
-          throttle_secs=options.eval_throttle_secs, hooks=[watch, *eval_hooks])
+          inputs.evaluation_input_fn(eval_input_fn), steps=options.eval_steps,
+          exporters=exporters, start_delay_secs=0, throttle_secs=options.eval_throttle_secs,
+          hooks=[watch, *eval_hooks])
     elif exporters or options.early_stopping or self._stop_conditions:
       raise errors.ConfigError("exporters, best checkpoints and early stopping follow "
                                "evaluations: pass an eval_input_fn to train_and_evaluate.")
