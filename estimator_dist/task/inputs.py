@@ -123,7 +123,8 @@ def evaluation_input_fn(input_fn):
   args = check_input_fn(input_fn, "eval_input_fn")
 
   def evaluated_input_fn(mode, params, config):
-    return read_on_one_cpu(input_fn(**estimator_kwargs(args, mode=mode, params=params, config=config)))
+    return read_on_one_cpu(input_fn(**estimator_kwargs(args, mode=mode, params=params,
+                                                        config=config)))
 
   return evaluated_input_fn
 
