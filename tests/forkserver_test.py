@@ -74,28 +74,31 @@ def _task_of(client, env):
   return task
 
 
+def _runs_forked(command, env, tmp_path, *, code, lines, **popen):
+  """Runs `command` through a client: it ends with `code`, prints `lines`, and the file
+  it left open was written whole at its exit."""
+  client = _client(command, env, tmp_path, **popen)
+  output, _ = client.communicate(timeout=60)
+  assert client.returncode == code, output
+  assert output.splitlines() == lines, output
+  assert (tmp_path / "written_at_exit").read_text() == "all of it"
+  (tmp_path / "written_at_exit").unlink()
+
+
 @pytest.mark.processes
 def test_a_task_runs_forked_as_its_command_would(served, program, tmp_path):
   served, _ = served
   cpus = {min(os.sched_getaffinity(0))}
-  client = _client([sys.executable, program, "--flag=1", "3"],
-                   {**served, "TF_CONFIG": "{}"}, tmp_path,
-                   preexec_fn=lambda: os.sched_setaffinity(0, cpus))
-  output, _ = client.communicate(timeout=60)
-  assert client.returncode == 3, output
-  assert output.splitlines() == [
-      f"forked ['{program}', '--flag=1', '3'] {tmp_path} {{}} {sorted(cpus)}",
-      f"{program} True module ['{program}', '--flag=1', '3']"], output
-  assert (tmp_path / "written_at_exit").read_text() == "all of it"
+  _runs_forked([sys.executable, program, "--flag=1", "3"], {**served, "TF_CONFIG": "{}"},
+               tmp_path, code=3, lines=[
+                   f"forked ['{program}', '--flag=1', '3'] {tmp_path} {{}} {sorted(cpus)}",
+                   f"{program} True module ['{program}', '--flag=1', '3']"],
+               preexec_fn=lambda: os.sched_setaffinity(0, cpus))
   # python -m finds the module in the working directory, and runs it as its __main__.
-  (tmp_path / "written_at_exit").unlink()
-  client = _client([sys.executable, "-m", "program", "x"], served, tmp_path)
-  output, _ = client.communicate(timeout=60)
-  assert client.returncode == 0, output
-  assert output.splitlines() == [
+  _runs_forked([sys.executable, "-m", "program", "x"], served, tmp_path, code=0, lines=[
       f"forked ['{program}', 'x'] {tmp_path} None {sorted(os.sched_getaffinity(0))}",
-      f"{program} True module ['-m', 'program', 'x']"], output
-  assert (tmp_path / "written_at_exit").read_text() == "all of it"
+      f"{program} True module ['-m', 'program', 'x']"])
+
 
 
 @pytest.mark.processes
