@@ -33,6 +33,12 @@ _SHARD = re.compile(r"^data-(\d+)-of-(\d+)$")
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
+def step_of_index(name):
+  """The global step of a checkpoint's index file `name` (model.ckpt-N.index), else None."""
+  match = _CHECKPOINT.match(name)
+  return int(match.group(1)) if match else None
+
+
 def latest_name(model_dir):
   """The file name of the checkpoint the local `model_dir`'s index names (where a program
   restores from), or None; OSError when there is no index."""
@@ -110,7 +116,8 @@ def holds(model_dir):
     with open(os.path.join(model_dir, FILE_NAME)) as f:
       recorded = json.load(f)
     step = int(recorded.pop("step"))
-    if any(int(m.group(1)) > step for m in map(_CHECKPOINT.match, os.listdir(model_dir)) if m):
+    if any(newer is not None and newer > step
+           for newer in map(step_of_index, os.listdir(model_dir))):
       return None
     state = _state(model_dir, step)
   except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -26,7 +26,6 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 from estimator_dist import errors
 from estimator_dist.contract import vouched_checkpoint
 
-_CHECKPOINT = re.compile(r"^(model\.ckpt-(\d+))\.index$")
 # What TensorFlow leaves of a write that failed: atomic writes' `NAME.tmp<hex>`, a
 # tensor file's `.tempstate<digits>`, a sharded save's `PREFIX_temp` directory.
 _TEMPORARY = re.compile(r"^(checkpoint|graph\.pbtxt|model\.ckpt-\d+\.[\w-]+)\.tmp[0-9a-f]{32}$|"
@@ -39,9 +38,9 @@ def _checkpoints(model_dir):
   """[(step, prefix)] of the checkpoints in `model_dir`, newest first."""
   found = []
   for name in tf.io.gfile.listdir(model_dir) if tf.io.gfile.isdir(model_dir) else ():
-    match = _CHECKPOINT.match(name)
-    if match:
-      found.append((int(match.group(2)), os.path.join(model_dir, match.group(1))))
+    step = vouched_checkpoint.step_of_index(name)
+    if step is not None:
+      found.append((step, os.path.join(model_dir, name[:-len(".index")])))
   return sorted(found, reverse=True)
 
 
