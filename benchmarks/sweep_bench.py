@@ -59,6 +59,9 @@ _SWEEPS = {  # name: its flags beside the space and the seed; {interval}: an eva
     "hyperband": ["--sampler=tpe", "--pruner=hyperband", *_RUNGS],
     "asha": ["--sampler=tpe", "--pruner=asha", *_RUNGS],
     "pbt": ["--scheduler=pbt", "--population={population}", "--pbt_interval_steps={interval}"],
+    # The same population with a new job for every segment: what keeping the jobs saves.
+    "pbt_new_jobs": ["--scheduler=pbt", "--population={population}",
+                     "--pbt_interval_steps={interval}", "--nopbt_keep_jobs"],
 }
 
 
@@ -135,7 +138,7 @@ def spending(out, seed):
       continue
     flags_ = [f.format(interval=_STEPS.value // _EVALUATIONS, population=_POPULATION.value)
               for f in extra]
-    trials = [] if name == "pbt" else [f"--trials={_TRIALS.value}"]
+    trials = [] if name.startswith("pbt") else [f"--trials={_TRIALS.value}"]
     seconds = _timed([(_sweep(f"{out}/{name}", f"--space={_SPACE}", f"--seed={seed}",
                               f"--parallel={_PARALLEL.value}", "--progress_secs=0", *trials,
                               *flags_), None)], os.getcwd())
@@ -160,6 +163,16 @@ def start_seconds(sweep_dirs):
   return round(float(intercept), 2), round(float(slope) * 1000, 3)
 
 
+def segment_seconds(sweep_dir, ms_per_step):
+  """The mean seconds a PBT segment costs beside its steps (at `ms_per_step`)."""
+  with open(os.path.join(sweep_dir, "sweep.json")) as f:
+    data = json.load(f)
+  seconds = {t["number"]: t.get("seconds") for t in data["trials"]}
+  beside = [seconds[s["trial"]] - (s["steps"] - s["start_step"]) * ms_per_step / 1000
+            for m in data["pbt"]["members"] for s in m["segments"] if seconds[s["trial"]]]
+  return round(sum(beside) / len(beside), 2) if beside else None
+
+
 def _rows(runs):
   """The table of one seed's sweeps, and the best fixed-value accuracy within PBT's steps."""
   curves = {name: _curve(trials) for name, (_, trials) in runs.items()}
@@ -172,9 +185,10 @@ def _rows(runs):
                  "steps_to_target": next((s for s, b in curves[name] if b >= target), None),
                  "pruned_trials": sum(state == "pruned" for _, _, state in trials)}
           for name, (seconds, trials) in runs.items()}
-  if "pbt" in rows:
-    rows["pbt"]["best_fixed_within"] = max(
-        (b for s, b in curves["none"] if s <= rows["pbt"]["trial_steps"]), default=None)
+  for name in rows:
+    if name.startswith("pbt"):
+      rows[name]["best_fixed_within"] = max(
+          (b for s, b in curves["none"] if s <= rows[name]["trial_steps"]), default=None)
   return rows, curves
 
 
@@ -221,20 +235,24 @@ def main(_):
     runs = spending(seed_out, seed)
     rows, curves = _rows(runs)
     start, step_ms = start_seconds([os.path.join(seed_out, name) for name in runs])
+    segments = {name: segment_seconds(os.path.join(seed_out, name), step_ms)
+                for name in runs if name.startswith("pbt")}
     results["seeds"][seed] = {"spending": rows, "trial_start_secs": start,
-                              "ms_per_step": step_ms, "curves": curves}
+                              "ms_per_step": step_ms, "curves": curves,
+                              "segment_start_secs": segments}
     if not number:
       _chart(curves, os.path.join(out, "sweep_spending.png"))
     target = rows["none"]["target_accuracy"]
-    print(f"seed {seed}: a trial costs {start} s beside its steps ({step_ms} ms a step)")
+    print(f"seed {seed}: a trial costs {start} s beside its steps ({step_ms} ms a step)"
+          + "".join(f"; a {name} segment {secs} s" for name, secs in segments.items()))
     print(f"| sweep | seconds | trial-steps | of unpruned | pruned | best accuracy | "
           f"trial-steps to {target:.4f} |\n|---|---|---|---|---|---|---|")
     for name, r in rows.items():
       print(f"| {name} | {r['seconds']} | {r['trial_steps']} | {r['ratio']} | "
             f"{r['pruned_trials']} | {r['best_accuracy']:.4f} | {r['steps_to_target']} |")
-    if "pbt" in rows:
-      print(f"best fixed-value trial within PBT's {rows['pbt']['trial_steps']} trial-steps: "
-            f"{rows['pbt']['best_fixed_within']}")
+    for name in (name for name in rows if name.startswith("pbt")):
+      print(f"best fixed-value trial within {name}'s {rows[name]['trial_steps']} "
+            f"trial-steps: {rows[name]['best_fixed_within']}")
   with open(os.path.join(out, "sweep_bench.json"), "w") as f:
     json.dump(results, f, indent=2)
   seeds = results["seeds"].values()

@@ -263,6 +263,11 @@ TABLE = {
         ('pbt_keep', 'comma separated list of strings', [], {},
          "pbt: values an exploiting member takes unperturbed (those that shape the model's "
          'variables).'),
+        ('pbt_keep_jobs', 'bool', True, {},
+         'pbt: a member that keeps its values trains its next generation in the job it has, '
+         'which waits between generations holding its memory and no CPU (a one-process job '
+         'of a sweep run here, not tracked in MLflow); --nopbt_keep_jobs starts a new job '
+         'for every segment.'),
         ('pbt_quantile', 'float', 0.25, {},
          'pbt: the share of members at the bottom that copies the top.'),
         ('population', 'int', None, {},

@@ -5,6 +5,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sqlite3
 import time
 
@@ -18,12 +19,15 @@ from tensorflow_estimator.python.estimator.early_stopping import read_eval_metri
 
 from estimator_dist import errors
 from estimator_dist import sweep_cli
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import member_rounds
 from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
+from estimator_dist.experiments import slot_shares
 from estimator_dist.experiments import space
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
@@ -94,7 +98,7 @@ def test_bad_options_are_refused_before_any_trial(tmp_path):
   with pytest.raises(errors.ConfigError, match="sampler"):
     _options(tmp_path, sampler="bayes")
   with pytest.raises(errors.ConfigError, match=r"--parallel=64 is more than the \d+ CPUs"):
-    runner.cpu_shares(64)
+    slot_shares.cpu_shares(64)
   with pytest.raises(errors.ConfigError, match="remove --model_dir"):
     runner.check_program([*DNN, "--model_dir=/tmp/x"], _options(tmp_path))
   with pytest.raises(errors.ConfigError, match="num_workers=1"):
@@ -117,18 +121,19 @@ def test_bad_options_are_refused_before_any_trial(tmp_path):
 
 
 def test_parallel_trials_get_disjoint_cpus():
-  shares = runner.cpu_shares(len(os.sched_getaffinity(0)))
+  shares = slot_shares.cpu_shares(len(os.sched_getaffinity(0)))
   assert all(len(s) == 1 for s in shares) and len(set().union(*shares)) == len(shares)
 
 
 def test_parallel_trials_get_disjoint_gpus_by_index():
-  assert runner.visible_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3,4,5"}) == ["0", "1", "3", "4", "5"]
-  assert runner.visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
-  assert runner.gpu_shares(2, ["0", "1", "3", "4", "5"]) == [["0", "1"], ["3", "4"]]
-  assert runner.gpu_shares(2, []) == [[], []]
+  assert slot_shares.visible_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3,4,5"}) == [
+      "0", "1", "3", "4", "5"]
+  assert slot_shares.visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+  assert slot_shares.gpu_shares(2, ["0", "1", "3", "4", "5"]) == [["0", "1"], ["3", "4"]]
+  assert slot_shares.gpu_shares(2, []) == [[], []]
   with pytest.raises(errors.ConfigError, match=r"--parallel=3 is more than the 2 GPUs here "
                      r"\(0,1\); .* --parallel=2 or fewer"):
-    runner.gpu_shares(3, ["0", "1"])
+    slot_shares.gpu_shares(3, ["0", "1"])
   slot = trial_job.LocalSlot(cpus={0}, gpus=["3", "4"], options=None)
   assert str(slot) == "CPUs [0], GPUs 3,4"
 
@@ -464,28 +469,28 @@ def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
 
 
 @pytest.mark.processes
-def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
+def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_complete(tmp_path):
   args = ["--scheduler=pbt", "--population=4", "--pbt_interval_steps=100", "--parallel=2",
           "--space=learning_rate=loguniform(1e-4,0.5)", "--seed=3", "--progress_secs=0"]
-  program = [*DNN, "--train_steps=200"]  # Two generations.
+  program = [*DNN, "--train_steps=300"]  # Three generations.
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
-  while "estimator-dist sweep: trial 5 started" not in first.output:  # In generation 1.
+  while "estimator-dist sweep: trial 9 started" not in first.output:  # In generation 2.
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
     time.sleep(0.1)
-  first.kill()  # kill -9 of the sweep and its trials.
-  assert "generation 1: member" in first.output, first.output[-3000:]
+  first.kill()  # kill -9 of the sweep and its trials, paused jobs among them.
+  assert "its job waits for its next round" in first.output, first.output[-3000:]
   code, output = _sweep(tmp_path, *args, program=program)
   assert code == 0, output[-5000:]
   with open(tmp_path / "sweep.json") as f:
     report = json.load(f)
   members = report["pbt"]["members"]
   assert [[(s["generation"], s["start_step"], s["steps"]) for s in m["segments"]]
-          for m in members] == [[(0, 0, 100), (1, 100, 200)]] * 4, members
+          for m in members] == [[(0, 0, 100), (1, 100, 200), (2, 200, 300)]] * 4, members
   segments = {s["trial"]: (m["member"], s) for m in members for s in m["segments"]}
   exploits = [(member, s) for member, s in segments.values() if s["exploited"]]
-  assert exploits, members  # The bottom quarter of four (and any that diverged), at 100.
+  assert exploits, members  # The bottom quarter of four (and any that diverged).
   for member, s in exploits:
     source_member, source = segments[s["exploited"]["trial"]]
     assert source_member == s["exploited"]["member"] != member
@@ -498,24 +503,71 @@ def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
     data = f"model.ckpt-{s['start_step']}.data-00000-of-00001"
     assert (tmp_path / f"member_{member}" / data).read_bytes() == (
         tmp_path / f"member_{source_member}" / data).read_bytes()
+  jobs = 0
   for m in members:
-    # Only the last segment's job draws the member's curves; its last save is remembered
-    # complete, so a job that resumes there starts without reading it again.
-    log = (tmp_path / f"member_{m['member']}" / "launch.log").read_text()
-    first, last = (log.split(f"# trial {s['trial']}:")[1].split("# trial ")[0]
-                   for s in m["segments"])
-    assert "the job's curves:" not in first and "the job's curves:" in last, log[-3000:]
     member_dir = tmp_path / f"member_{m['member']}"
-    assert vouched_checkpoint.holds(str(member_dir)) == str(member_dir / "model.ckpt-200")
+    log = (member_dir / "launch.log").read_text()
+    jobs += log.count(" -m estimator_dist.launch ")
+    parts = [log.split(f"# trial {s['trial']}:")[1].split("# trial ")[0] for s in m["segments"]]
+    # Generation 1 ran before the kill: a member that kept its values went on in the job
+    # of its generation 0, an exploited one started a new job.
+    zeroth, kept = m["segments"][0], m["segments"][1]
+    assert parts[1].startswith(
+        " /" if kept["exploited"] else f" round 1 of the job of trial {zeroth['trial']},"), log
+    # Only the member's last round draws its curves (its job, or the sweep for a job
+    # that went on); its last save is remembered complete, so a job that resumes there
+    # starts without reading it again.
+    assert ["the job's curves:" in part for part in parts] == [False, False, True], log[-3000:]
+    assert vouched_checkpoint.holds(str(member_dir)) == str(member_dir / "model.ckpt-300")
+    assert not any((member_dir / name).exists()
+                   for name in (member_rounds.PAUSED, member_rounds.NEXT_ROUND))
   assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
-  # Every segment's task was forked from the sweep's fork server (the first trials
-  # wait until it is ready), killed ones and those of the run again too.
+  # Every job's task was forked from the sweep's fork server (the first trials wait
+  # until it is ready), killed ones and those of the run again too; fewer jobs than
+  # segments ran.
   forked = (tmp_path / forkserver.LOG_NAME).read_text().count(" for client ")
-  assert forked >= len(segments), (tmp_path / forkserver.LOG_NAME).read_text()
+  assert len(segments) > jobs and forked >= jobs, (tmp_path / forkserver.LOG_NAME).read_text()
   assert "fork server did not" not in "".join(
       (tmp_path / f"member_{m['member']}" / "launch.log").read_text() for m in members)
   assert "from member" in (tmp_path / "report.md").read_text()
   assert (tmp_path / "pbt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.processes
+def test_a_members_next_round_in_its_job_trains_what_a_new_job_would(tmp_path):
+  # Deterministic kernels, from one checkpoint: the two ways train the same weights.
+  env = helpers.child_env(TF_DETERMINISTIC_OPS="1", TF_ENABLE_ONEDNN_OPTS="0")
+
+  def launch(model_dir, steps):
+    return helpers.launch_command("--strategy=local", "--num_workers=1",
+                                  f"--model_dir={model_dir}", "--hang_timeout_secs=8",
+                                  program=(*DNN, f"--train_steps={steps}"))
+  start, new, kept = (str(tmp_path / name) for name in ("start", "new", "kept"))
+  for model_dir, steps in ((start, 100), (new, 150), (new, 200)):  # Each a new job.
+    if model_dir == new and not os.path.exists(new):
+      shutil.copytree(start, new)
+      shutil.copytree(start, kept)
+    code, output = helpers.run(launch(model_dir, steps), env=env)
+    assert code == 0, output[-3000:]
+  job = helpers.Job(command=launch(kept, 150),
+                    env={**env, env_vars.PAUSE_BETWEEN_ROUNDS: "1"})
+  deadline = time.monotonic() + 120
+  while member_rounds.paused_after(kept, 0) != 150:
+    assert time.monotonic() < deadline and job.process.poll() is None, job.output[-3000:]
+    time.sleep(0.1)
+  time.sleep(10)  # Longer than --hang_timeout_secs: while it waits, its heartbeat beats.
+  assert job.process.poll() is None, job.output[-3000:]
+  member_rounds.go_on(kept, round_index=1, train_steps=200, cpus=os.sched_getaffinity(0),
+                      last=True)
+  assert job.wait(120) == 0, job.output[-3000:]
+  assert "round 0 ended at global step 150; waiting for the sweep's next round" in job.output
+  readers = [tf.train.load_checkpoint(os.path.join(d, "model.ckpt-200")) for d in (new, kept)]
+  names = sorted(readers[0].get_variable_to_shape_map())
+  assert names == sorted(readers[1].get_variable_to_shape_map()) and len(names) > 2
+  for name in names:
+    np.testing.assert_array_equal(readers[0].get_tensor(name), readers[1].get_tensor(name),
+                                  err_msg=name)
+  assert event_files.eval_metrics(new)[200] == event_files.eval_metrics(kept)[200]
 
 
 @pytest.mark.processes

@@ -88,6 +88,16 @@ def end(path, progress=None):
     pass
 
 
+def waiting(path):
+  """Beats `path` of a task that waits between two rounds of its training: alive, and its
+  training's end no longer stands."""
+  beat(path)
+  try:
+    os.remove(path + _ENDED)
+  except FileNotFoundError:
+    pass
+
+
 def ended(directory):
   """Names of the tasks whose training ended."""
   return {name[:-len(_ENDED)] for name in os.listdir(directory) if name.endswith(_ENDED)}

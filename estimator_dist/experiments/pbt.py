@@ -83,8 +83,9 @@ def boundaries(total, interval):
   return [min(step, total) for step in range(interval, total + interval, interval)]
 
 
-def run(study, *, program, options, slots, out, tracked, run_trials):
-  """Runs the population's generations in `slots` (`run_trials` runs what is queued)."""
+def run(study, *, program, options, slots, out, tracked, run_trials, paused=None):
+  """Runs the population's generations in `slots` (`run_trials` runs what is queued);
+  `paused`: the members' jobs paused between generations (paused_jobs), or None."""
   bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
   trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
   if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Array task 0 queues.
@@ -98,7 +99,7 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
     study.set_user_attr(_STOPPED, None)  # Run again: the population goes on.
   try:
     for generation in range(len(bounds)):
-      queue(study, options, generation, bounds, out)
+      queue(study, options, generation, bounds, out, paused=paused)
       run_trials(study, **trials)
       missing = _missing(segments(study), generation, options.population)
       if missing:
@@ -110,10 +111,11 @@ def run(study, *, program, options, slots, out, tracked, run_trials):
     raise
 
 
-def queue(study, options, generation, bounds, out):
+def queue(study, options, generation, bounds, out, paused=None):
   """Queues the generation's segment of each member that has none finished, running or
   waiting. Every exploit's copy is made (once: a marker in the member's model_dir says
-  so) before any segment is queued, so no source has trained on meanwhile."""
+  so) before any segment is queued, so no source has trained on meanwhile; the member's
+  paused job (in `paused`) has ended before."""
   found = segments(study)
   wanted = []
   for member, (values, source) in enumerate(_plan(found, options, generation)):
@@ -126,9 +128,12 @@ def queue(study, options, generation, bounds, out):
     attrs = {MEMBER: member, GENERATION: generation, "model_dir": model_dir,
              "start_step": bounds[generation - 1] if generation else 0,
              "program_flags": [f"--train_steps={bounds[generation]}"],
+             "train_steps": bounds[generation], "last_round": generation == len(bounds) - 1,
              # Each segment's job would draw the member's curves again: the last does.
              "curves": generation == len(bounds) - 1}
     if source is not None:
+      if paused is not None:
+        paused.end(model_dir)
       exploited = _copied(found, options, member, source, generation)
       attrs.update(start_step=_step(exploited["checkpoint"]),
                    exploited=exploited)

@@ -18,16 +18,17 @@ whose trials failed is queued again when the sweep is run again (`fixed_points`)
 import contextlib
 import functools
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.experiments import paused_jobs
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
+from estimator_dist.experiments import slot_shares
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.experiments import study as study_lib
@@ -43,6 +44,7 @@ from estimator_dist.jobs import spec
 from estimator_dist.strategies import traits as traits_lib
 
 _POLL_SECS = 0.5
+_PAUSE_POLL_SECS = 0.05  # Where a job may pause, which only its file says.
 
 
 def check_program(program, options):
@@ -68,45 +70,6 @@ def _last_step(program, options):
     return None
 
 
-def cpu_shares(parallel):
-  """Disjoint CPU sets, one for each parallel trial."""
-  cpus = sorted(os.sched_getaffinity(0))
-  if parallel > len(cpus):
-    raise errors.ConfigError(
-        f"--parallel={parallel} is more than the {len(cpus)} CPUs this machine gives us; "
-        f"parallel trials get disjoint CPUs, so use --parallel={len(cpus)} or fewer.")
-  per_trial = len(cpus) // parallel
-  return [set(cpus[i * per_trial:(i + 1) * per_trial]) for i in range(parallel)]
-
-
-def visible_gpus(environ=os.environ):
-  """The GPU indices trials may use: CUDA_VISIBLE_DEVICES where set, else nvidia-smi's."""
-  if "CUDA_VISIBLE_DEVICES" in environ:
-    listed = environ["CUDA_VISIBLE_DEVICES"].split(",")
-    return [g.strip() for g in listed if g.strip() not in ("", "-1")]
-  if not shutil.which("nvidia-smi"):
-    return []
-  try:
-    listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                            capture_output=True, text=True, check=False, timeout=30)
-  except subprocess.TimeoutExpired:
-    return []
-  return listed.stdout.split() if listed.returncode == 0 else []
-
-
-def gpu_shares(parallel, gpus):
-  """Disjoint GPU lists, one for each parallel trial; empty lists where there are no GPUs."""
-  if not gpus:
-    return [[] for _ in range(parallel)]
-  if parallel > len(gpus):
-    raise errors.ConfigError(
-        f"--parallel={parallel} is more than the {len(gpus)} GPUs here ({','.join(gpus)}); "
-        f"parallel trials get disjoint GPUs, so use --parallel={len(gpus)} or fewer (or hide "
-        "the GPUs with CUDA_VISIBLE_DEVICES= to train on CPUs).")
-  per_trial = len(gpus) // parallel
-  return [gpus[i * per_trial:(i + 1) * per_trial] for i in range(parallel)]
-
-
 def prepare(program, *, options):
   """Checks the program and creates the study (once, before any runner starts); (the
   study, the options: for PBT, with every segment of the population as its trials)."""
@@ -125,9 +88,9 @@ def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout, on_study=
   called with the study once it exists."""
   with (forkserver.started(options.sweep_dir) if _forks(program, options)
         else contextlib.nullcontext()) as server:
-    slots = [trial_job.LocalSlot(cpus=cpus, gpus=gpus, options=options, forkserver=server)
-             for cpus, gpus in zip(cpu_shares(options.parallel),
-                                   gpu_shares(options.parallel, visible_gpus()))]
+    gpus = slot_shares.gpu_shares(options.parallel, slot_shares.visible_gpus())
+    slots = [trial_job.LocalSlot(cpus=cpus, gpus=share, options=options, forkserver=server)
+             for cpus, share in zip(slot_shares.cpu_shares(options.parallel), gpus)]
     return run(program, options=options, slots=slots, out=out, on_study=on_study)
 
 
@@ -158,16 +121,17 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   tracked = sweep_tracking.SweepRun.start(
       study, options, warn=lambda message: command_line.write(out, message, command="sweep"))
   report = None
+  paused = paused_jobs.for_sweep(options, slots, tracked)
   # One storage for the heartbeats of every trial this runner runs.
   run_here = functools.partial(run_trials, heartbeats=storage_lib.heartbeats(
-      options.storage_url))
+      options.storage_url), paused=paused)
   try:
     # It waits for its trials; a signal is said in its own lines.
     with preemption.watched(ends_after_grace=False, command="sweep"):
       if options.scheduler == "pbt":
         try:
           pbt.run(study, program=program, options=options, slots=slots, out=out,
-                  tracked=tracked, run_trials=run_here)
+                  tracked=tracked, run_trials=run_here, paused=paused)
         except trial_job.TrialFailed:
           report = results.summarize(study, options=options, out=out)  # What it reached.
           raise
@@ -180,6 +144,9 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
     if tracked:
       tracked.finished(report, error=e)
     raise
+  finally:
+    if paused is not None:
+      paused.end_all()
   if tracked:
     tracked.finished(report)
   return report
@@ -208,7 +175,8 @@ def check_no_failed_points(report, *, options):
       f"report lists them; {again} to retry them.")
 
 
-def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=None):
+def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=None,
+               paused=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
   queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
@@ -216,7 +184,8 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
   it passes the request to every running trial, whose job saves where it is, and ends
   with Preempted once they have: each trial then goes stale and is retried, from its
   checkpoint, by the sweep run again. `heartbeats`: the storage (storage.heartbeats') the
-  running trials beat in; None: they do not."""
+  running trials beat in; None: they do not. `paused`: where PBT members' jobs wait
+  between generations (paused_jobs); None: every trial's job ends with it."""
   running = {}  # slot index: TrialJob
   waiting_told = preempting = False
   progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
@@ -225,7 +194,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
       study_lib.fail_stale(study)
       for index, job in list(running.items()):
         job.beat(heartbeats, storage_lib.HEARTBEAT_SECS)
-        ended = job.process.poll() is not None
+        ended = job.process.poll() is not None or job.paused()
         try:
           state = (job.finish(study, preempting=preempting) if ended else
                    job.reporter.poll())
@@ -239,8 +208,13 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
           del running[index]
           if tracked:
             tracked.trial_ended(job.trial, state)
+          waits = paused is not None and job.process.poll() is None
+          if waits:
+            paused.keep(job)
           command_line.write(out, f"trial {job.trial.number} {state}: "
-                             f"{_described(job.trial, study)}", command="sweep")
+                             f"{_described(job.trial, study)}"
+                             f"{'; its job waits for its next round' if waits else ''}",
+                             command="sweep")
       if preemption.requested() and not preempting:
         preempting = True
         command_line.write(out, f"{preemption.requested()}: each running trial saves at one "
@@ -261,7 +235,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
         slot = slots[free[0]]
         running[free[0]] = job = trial_job.TrialJob(
             trial, options=options, program=program, slot=slot,
-            env=tracked.trial_env(trial) if tracked else {})
+            env=tracked.trial_env(trial) if tracked else {}, paused=paused)
         job.beat(heartbeats, 0)
         command_line.write(out, f"trial {trial.number} started on {slot}: "
                            f"{' '.join(_flags(trial))} (model_dir {job.model_dir})",
@@ -275,15 +249,24 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
                            f"started; a trial whose runner died is retried once its "
                            f"heartbeat is {storage_lib.GRACE_SECS} s old (a journal storage "
                            f"has no heartbeats).", command="sweep")
-      processes = [job.process for job in running.values()]
-      if all(isinstance(p, subprocess.Popen) for p in processes):
-        # The next trial starts as soon as a slot is free.
-        process_tree.sleep_until_one_ends([p.pid for p in processes], _POLL_SECS)
-      else:  # Spark's stages are polled.
-        time.sleep(_POLL_SECS)
+      _sleep(list(running.values()), pauses=paused is not None)
   finally:
     for job in running.values():  # Stale, so a sweep run again retries them.
       job.stop()
+
+
+def _sleep(jobs, *, pauses):
+  """Until one of `jobs` ends (or, where jobs pause, pauses), or _POLL_SECS: the next
+  trial starts as soon as a slot is free. Spark's stages are polled."""
+  if not all(isinstance(job.process, subprocess.Popen) for job in jobs):
+    time.sleep(_POLL_SECS)
+    return
+  pids, deadline = [job.process.pid for job in jobs], time.monotonic() + _POLL_SECS
+  while True:
+    process_tree.sleep_until_one_ends(pids, _PAUSE_POLL_SECS if pauses else _POLL_SECS)
+    if (not pauses or time.monotonic() >= deadline or
+        any(job.process.poll() is not None or job.paused() for job in jobs)):
+      return
 
 
 def _flags(trial):

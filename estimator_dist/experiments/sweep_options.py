@@ -70,6 +70,11 @@ class SweepOptions:
   pbt_keep: Tuple[str, ...] = option(
       (), kind="list", flag_default=[], help="pbt: values an exploiting member takes "
       "unperturbed (those that shape the model's variables).")
+  pbt_keep_jobs: bool = option(
+      True, kind="bool", help="pbt: a member that keeps its values trains its next "
+      "generation in the job it has, which waits between generations holding its memory "
+      "and no CPU (a one-process job of a sweep run here, not tracked in MLflow); "
+      "--nopbt_keep_jobs starts a new job for every segment.")
   metric: str = option("accuracy", kind="string",
                        help="The eval metric the sweep optimises.")
   direction: str = option("maximize", kind="enum", values=DIRECTIONS,

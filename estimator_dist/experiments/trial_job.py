@@ -16,6 +16,7 @@ import time
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.contract import member_rounds
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import failure_cause
@@ -75,10 +76,12 @@ class LocalSlot:
 
 
 class TrialJob:
-  """A running trial: its job (started in a slot, with `env` added to this process's),
-  its reporter, and its heartbeat."""
+  """A running trial: its job (started in a slot, with `env` added to this process's, or
+  a PBT member's paused job taken from `paused`, a paused_jobs.PausedJobs), its reporter,
+  and its heartbeat. With `paused`, a job that is not the member's last round pauses
+  after it (`paused_jobs`)."""
 
-  def __init__(self, trial, *, options, program, slot, env=None):
+  def __init__(self, trial, *, options, program, slot, env=None, paused=None):
     self.trial, self.started = trial, time.monotonic()
     frozen = storage_lib.stored(trial.study, trial)
     queued = frozen.user_attrs  # What it was queued with: PBT's segment.
@@ -88,18 +91,35 @@ class TrialJob:
     self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric,
                                        after_step=queued.get("start_step"))
     self.log_path = os.path.join(self.model_dir, LOG_NAME)
+    pauses = paused is not None and not queued.get("last_round", True)
+    resumed = paused.take(self.model_dir, slot) if paused is not None else None
     with open(self.log_path, "ab") as log:
       # Where this run's lines begin: a retried trial's log holds its earlier runs too.
       self._log_start = log.tell()
-      log.write(f"# trial {trial.number}: ".encode())
-      self.process = slot.start([*program, *space_lib.as_flags(trial.params),
-                                 *queued.get("program_flags", ())],
-                                model_dir=self.model_dir, log=log,
-                                env={**os.environ,
-                                     **task_env.task_environment(watch_stop_requests=True),
-                                     **(env or {})},
-                                curves=queued.get("curves", True))
+      if resumed is not None:
+        self.process, self.gpus = resumed.process, resumed.gpus
+        self.round_index = resumed.round_index + 1
+        log.write(f"# trial {trial.number}: round {self.round_index} of the job of trial "
+                  f"{resumed.trial.number}, to step {queued['train_steps']} on {slot}\n".encode())
+        log.flush()
+        member_rounds.go_on(self.model_dir, round_index=self.round_index,
+                            train_steps=queued["train_steps"], cpus=slot.cpus, last=not pauses)
+      else:
+        member_rounds.clear(self.model_dir)
+        self.gpus, self.round_index = getattr(slot, "gpus", ()), 0
+        log.write(f"# trial {trial.number}: ".encode())
+        self.process = slot.start(
+            [*program, *space_lib.as_flags(trial.params), *queued.get("program_flags", ())],
+            model_dir=self.model_dir, log=log,
+            env={**os.environ, **task_env.task_environment(watch_stop_requests=True,
+                                                           pause_between_rounds=pauses),
+                 **(env or {})},
+            curves=queued.get("curves", True) or pauses)  # Not if the sweep ends it early.
     self._last_beat, self._asked_to_save = 0.0, False
+
+  def paused(self):
+    """Whether the job paused after this trial's round (it goes on with the next)."""
+    return member_rounds.paused_after(self.model_dir, self.round_index) is not None
 
   def beat(self, storage, every_secs):
     """Records the trial's heartbeat in `storage` (storage.heartbeats'; None: keeps
@@ -137,7 +157,11 @@ class TrialJob:
     """Tells the study how the ended job went; the state's name. TrialFailed when the
     program failed for another reason than its values. `preempting`: the sweep was asked
     to stop, and a job that did not finish is left untold (it goes stale, and is retried)."""
-    code = self.process.returncode
+    code = self.process.poll()
+    if code is None:  # Paused after its round (`paused`).
+      code = 0
+    else:
+      member_rounds.clear(self.model_dir)
     results = self.reporter.poll()
     self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
     if results:

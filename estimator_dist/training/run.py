@@ -2,6 +2,7 @@
 `start()` starts the backend and `run()` trains, evaluates or serves the task's role."""
 
 import contextlib
+import dataclasses
 import os
 import time
 
@@ -28,6 +29,7 @@ from estimator_dist.training import evaluate_alone
 from estimator_dist.training import final_summary
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
+from estimator_dist.training import next_round
 from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
@@ -252,13 +254,24 @@ class TrainingRun:
       tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
     try:
       with preemption.watched(), run_state.entered():
-        metrics = self._run()
+        metrics = self._rounds()
     except BaseException as e:
       if tracked:
         tracked.failed(e)
       raise
     if tracked:
       tracked.finished(self.summary)
+    return metrics
+
+  def _rounds(self):
+    """`_run()`, then each next round a sweep asks of a PBT member's job (`next_round`)."""
+    metrics, said = self._run(), {"round": 0, "last": not next_round.pauses(self.adapter.task)}
+    while not (said["last"] or self._stop_together and self._stop_together.stopped_at is not None):
+      said = next_round.wait(self.options, metrics, task=self.adapter.task, after=said["round"])
+      if said is None:
+        break
+      self.options = dataclasses.replace(self.options, train_steps=said["train_steps"])
+      metrics = self._run()
     return metrics
 
   def _run(self):
