@@ -234,7 +234,9 @@ def main(_):
     seed_out = out if len(_SEEDS.value) == 1 else os.path.join(out, f"seed_{seed}")
     runs = spending(seed_out, seed)
     rows, curves = _rows(runs)
-    start, step_ms = start_seconds([os.path.join(seed_out, name) for name in runs])
+    # A kept job's segments start next to nothing, all at one step count: not in the fit.
+    start, step_ms = start_seconds([os.path.join(seed_out, name) for name in runs
+                                    if name != "pbt"])
     segments = {name: segment_seconds(os.path.join(seed_out, name), step_ms)
                 for name in runs if name.startswith("pbt")}
     results["seeds"][seed] = {"spending": rows, "trial_start_secs": start,

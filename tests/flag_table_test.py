@@ -265,9 +265,10 @@ TABLE = {
          'variables).'),
         ('pbt_keep_jobs', 'bool', True, {},
          'pbt: a member that keeps its values trains its next generation in the job it has, '
-         'which waits between generations holding its memory and no CPU (a one-process job '
-         'of a sweep run here, not tracked in MLflow); --nopbt_keep_jobs starts a new job '
-         'for every segment.'),
+         'which waits between generations keeping its memory (a process per member): a '
+         'local or mirrored job, on CPUs, of a sweep run here with its own study, not '
+         'tracked in MLflow. A program that reads its --train_steps itself or trains more '
+         'than once wants --nopbt_keep_jobs: a new job for every segment.'),
         ('pbt_quantile', 'float', 0.25, {},
          'pbt: the share of members at the bottom that copies the top.'),
         ('population', 'int', None, {},

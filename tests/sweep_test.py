@@ -6,11 +6,13 @@ import os
 import random
 import re
 import shutil
+import signal
 import sqlite3
 import time
 
 import numpy as np
 import optuna
+import psutil
 import pytest
 import tensorflow as tf
 from absl import flags
@@ -20,7 +22,7 @@ from tensorflow_estimator.python.estimator.early_stopping import read_eval_metri
 from estimator_dist import errors
 from estimator_dist import sweep_cli
 from estimator_dist.contract import env_vars
-from estimator_dist.contract import member_rounds
+from estimator_dist.contract import member_segments
 from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pbt_values
@@ -476,11 +478,17 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
-  while "estimator-dist sweep: trial 9 started" not in first.output:  # In generation 2.
+  while "estimator-dist sweep: trial 5 started" not in first.output:  # In generation 1.
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
     time.sleep(0.1)
-  first.kill()  # kill -9 of the sweep and its trials, paused jobs among them.
-  assert "its job waits for its next round" in first.output, first.output[-3000:]
+  assert "its job waits for its next segment" in first.output, first.output[-3000:]
+  # kill -9 of the sweep alone: its launchers, their tasks (those that wait between
+  # segments among them) and its fork server end with it.
+  left = psutil.Process(first.process.pid).children(recursive=True)
+  os.kill(first.process.pid, signal.SIGKILL)
+  _, alive = psutil.wait_procs(left, timeout=30)
+  assert not alive, [" ".join(p.cmdline())[:200] for p in alive]
+  first.kill()
   code, output = _sweep(tmp_path, *args, program=program)
   assert code == 0, output[-5000:]
   with open(tmp_path / "sweep.json") as f:
@@ -503,30 +511,28 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
     data = f"model.ckpt-{s['start_step']}.data-00000-of-00001"
     assert (tmp_path / f"member_{member}" / data).read_bytes() == (
         tmp_path / f"member_{source_member}" / data).read_bytes()
-  jobs = 0
   for m in members:
     member_dir = tmp_path / f"member_{m['member']}"
     log = (member_dir / "launch.log").read_text()
-    jobs += log.count(" -m estimator_dist.launch ")
     parts = [log.split(f"# trial {s['trial']}:")[1].split("# trial ")[0] for s in m["segments"]]
-    # Generation 1 ran before the kill: a member that kept its values went on in the job
-    # of its generation 0, an exploited one started a new job.
-    zeroth, kept = m["segments"][0], m["segments"][1]
-    assert parts[1].startswith(
-        " /" if kept["exploited"] else f" round 1 of the job of trial {zeroth['trial']},"), log
-    # Only the member's last round draws its curves (its job, or the sweep for a job
-    # that went on); its last save is remembered complete, so a job that resumes there
-    # starts without reading it again.
+    # Generation 1 ran again as new jobs; in generation 2, a member that kept its values
+    # went on in the job of its generation 1, an exploited one started a new job.
+    kept, last = m["segments"][1:]
+    assert parts[2].startswith(
+        " /" if last["exploited"] else f" segment 1 of the job of trial {kept['trial']},"), log
+    # Only the member's last job draws its curves (one that went on to the last segment
+    # too); its last save is remembered complete, so a job that resumes there starts
+    # without reading it again.
     assert ["the job's curves:" in part for part in parts] == [False, False, True], log[-3000:]
     assert vouched_checkpoint.holds(str(member_dir)) == str(member_dir / "model.ckpt-300")
     assert not any((member_dir / name).exists()
-                   for name in (member_rounds.PAUSED, member_rounds.NEXT_ROUND))
+                   for name in (member_segments.PAUSED, member_segments.NEXT_SEGMENT))
   assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
-  # Every job's task was forked from the sweep's fork server (the first trials wait
-  # until it is ready), killed ones and those of the run again too; fewer jobs than
-  # segments ran.
-  forked = (tmp_path / forkserver.LOG_NAME).read_text().count(" for client ")
-  assert len(segments) > jobs and forked >= jobs, (tmp_path / forkserver.LOG_NAME).read_text()
+  # The run again forked a task from its fork server (its first trials wait until it is
+  # ready) for each new job: the four of generation 1, and generation 2's exploited ones.
+  forks = (tmp_path / forkserver.LOG_NAME).read_text().split(" ready in ")
+  assert len(forks) == 3 and forks[2].count(" for client ") == 4 + sum(
+      s["generation"] == 2 for _, s in exploits), forks
   assert "fork server did not" not in "".join(
       (tmp_path / f"member_{m['member']}" / "launch.log").read_text() for m in members)
   assert "from member" in (tmp_path / "report.md").read_text()
@@ -534,7 +540,7 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
 
 
 @pytest.mark.processes
-def test_a_members_next_round_in_its_job_trains_what_a_new_job_would(tmp_path):
+def test_a_members_next_segment_in_its_job_trains_what_a_new_job_would(tmp_path):
   # Deterministic kernels, from one checkpoint: the two ways train the same weights.
   env = helpers.child_env(TF_DETERMINISTIC_OPS="1", TF_ENABLE_ONEDNN_OPTS="0")
 
@@ -550,17 +556,20 @@ def test_a_members_next_round_in_its_job_trains_what_a_new_job_would(tmp_path):
     code, output = helpers.run(launch(model_dir, steps), env=env)
     assert code == 0, output[-3000:]
   job = helpers.Job(command=launch(kept, 150),
-                    env={**env, env_vars.PAUSE_BETWEEN_ROUNDS: "1"})
+                    env={**env, env_vars.PAUSE_BETWEEN_SEGMENTS: "1"})
   deadline = time.monotonic() + 120
-  while member_rounds.paused_after(kept, 0) != 150:
+  while member_segments.paused_after(kept, segment=0) != 150:
     assert time.monotonic() < deadline and job.process.poll() is None, job.output[-3000:]
     time.sleep(0.1)
   time.sleep(10)  # Longer than --hang_timeout_secs: while it waits, its heartbeat beats.
   assert job.process.poll() is None, job.output[-3000:]
-  member_rounds.go_on(kept, round_index=1, train_steps=200, cpus=os.sched_getaffinity(0),
-                      last=True)
+  cpus = {min(os.sched_getaffinity(0))}  # A slot of one CPU, as a sweep's.
+  member_segments.go_on(kept, segment=1, train_steps=200, cpus=cpus, last=True)
   assert job.wait(120) == 0, job.output[-3000:]
-  assert "round 0 ended at global step 150; waiting for the sweep's next round" in job.output
+  assert "segment 0 ended at global step 150; waiting for the sweep's next segment" in (
+      job.output)
+  if cpus != os.sched_getaffinity(0):
+    assert f"the next segment trains on CPUs {sorted(cpus)}" in job.output, job.output[-3000:]
   readers = [tf.train.load_checkpoint(os.path.join(d, "model.ckpt-200")) for d in (new, kept)]
   names = sorted(readers[0].get_variable_to_shape_map())
   assert names == sorted(readers[1].get_variable_to_shape_map()) and len(names) > 2

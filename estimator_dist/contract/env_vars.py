@@ -75,8 +75,8 @@ MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"
 # early_stopping: the chief watches the model_dir for the sweep's stop request.
 WATCH_STOP_REQUESTS = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
 # Set by a PBT sweep for a member's one-task job (experiments.trial_job); read by the
-# chief (training.next_round): once trained, it waits for the sweep's next round.
-PAUSE_BETWEEN_ROUNDS = "ESTIMATOR_DIST_PAUSE_BETWEEN_ROUNDS"
+# chief (training.between_segments): once trained, it waits for the sweep's next segment.
+PAUSE_BETWEEN_SEGMENTS = "ESTIMATOR_DIST_PAUSE_BETWEEN_SEGMENTS"
 # Set by `estimator-dist sweep` for its local trials' launchers (jobs/forkserver): the
 # socket of its fork server, from which their tasks are forked.
 FORKSERVER = "ESTIMATOR_DIST_FORKSERVER"

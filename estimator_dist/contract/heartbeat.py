@@ -5,7 +5,8 @@ named after itself there about once a second from the moment it starts (the watc
 thread until the first step, then `training.hooks.HeartbeatHook` once per step), and marks it
 ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
-The training side is `task.watchdog` and `training.hooks.HeartbeatHook`.
+The training side is `task.watchdog` and `training.hooks.HeartbeatHook`; a task that
+waits between two segments of a PBT member's training beats until it trains on (`waiting`).
 
 Once training runs, a beat also says how far it is (`Progress`): the task's global step,
 the last step and the examples per step, which the launcher's progress lines read.

@@ -83,9 +83,9 @@ def boundaries(total, interval):
   return [min(step, total) for step in range(interval, total + interval, interval)]
 
 
-def run(study, *, program, options, slots, out, tracked, run_trials, paused=None):
+def run(study, *, program, options, slots, out, tracked, run_trials, kept_jobs=None):
   """Runs the population's generations in `slots` (`run_trials` runs what is queued);
-  `paused`: the members' jobs paused between generations (paused_jobs), or None."""
+  `kept_jobs`: the members' jobs kept between generations (kept_jobs.KeptJobs), or None."""
   bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
   trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
   if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Array task 0 queues.
@@ -99,7 +99,7 @@ def run(study, *, program, options, slots, out, tracked, run_trials, paused=None
     study.set_user_attr(_STOPPED, None)  # Run again: the population goes on.
   try:
     for generation in range(len(bounds)):
-      queue(study, options, generation, bounds, out, paused=paused)
+      queue(study, options, generation, bounds, out, kept_jobs=kept_jobs)
       run_trials(study, **trials)
       missing = _missing(segments(study), generation, options.population)
       if missing:
@@ -111,11 +111,11 @@ def run(study, *, program, options, slots, out, tracked, run_trials, paused=None
     raise
 
 
-def queue(study, options, generation, bounds, out, paused=None):
+def queue(study, options, generation, bounds, out, *, kept_jobs=None):
   """Queues the generation's segment of each member that has none finished, running or
   waiting. Every exploit's copy is made (once: a marker in the member's model_dir says
   so) before any segment is queued, so no source has trained on meanwhile; the member's
-  paused job (in `paused`) has ended before."""
+  kept job (in `kept_jobs`) has ended before."""
   found = segments(study)
   wanted = []
   for member, (values, source) in enumerate(_plan(found, options, generation)):
@@ -128,12 +128,12 @@ def queue(study, options, generation, bounds, out, paused=None):
     attrs = {MEMBER: member, GENERATION: generation, "model_dir": model_dir,
              "start_step": bounds[generation - 1] if generation else 0,
              "program_flags": [f"--train_steps={bounds[generation]}"],
-             "train_steps": bounds[generation], "last_round": generation == len(bounds) - 1,
-             # Each segment's job would draw the member's curves again: the last does.
-             "curves": generation == len(bounds) - 1}
+             "train_steps": bounds[generation],
+             # Its job draws the member's curves (each segment's job would draw them again).
+             "last_segment": generation == len(bounds) - 1}
     if source is not None:
-      if paused is not None:
-        paused.end(model_dir)
+      if kept_jobs is not None:
+        kept_jobs.end(model_dir)
       exploited = _copied(found, options, member, source, generation)
       attrs.update(start_step=_step(exploited["checkpoint"]),
                    exploited=exploited)

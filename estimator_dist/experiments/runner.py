@@ -24,7 +24,7 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.experiments import paused_jobs
+from estimator_dist.experiments import kept_jobs as kept_jobs_lib
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
@@ -121,17 +121,20 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   tracked = sweep_tracking.SweepRun.start(
       study, options, warn=lambda message: command_line.write(out, message, command="sweep"))
   report = None
-  paused = paused_jobs.for_sweep(options, slots, tracked)
+  kept_jobs, why_not = kept_jobs_lib.for_sweep(program, options=options, slots=slots,
+                                               tracked=tracked)
+  if why_not:
+    command_line.write(out, why_not, command="sweep")
   # One storage for the heartbeats of every trial this runner runs.
   run_here = functools.partial(run_trials, heartbeats=storage_lib.heartbeats(
-      options.storage_url), paused=paused)
+      options.storage_url), kept_jobs=kept_jobs)
   try:
     # It waits for its trials; a signal is said in its own lines.
     with preemption.watched(ends_after_grace=False, command="sweep"):
       if options.scheduler == "pbt":
         try:
           pbt.run(study, program=program, options=options, slots=slots, out=out,
-                  tracked=tracked, run_trials=run_here, paused=paused)
+                  tracked=tracked, run_trials=run_here, kept_jobs=kept_jobs)
         except trial_job.TrialFailed:
           report = results.summarize(study, options=options, out=out)  # What it reached.
           raise
@@ -145,8 +148,8 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
       tracked.finished(report, error=e)
     raise
   finally:
-    if paused is not None:
-      paused.end_all()
+    if kept_jobs is not None:
+      kept_jobs.end_all()
   if tracked:
     tracked.finished(report)
   return report
@@ -176,7 +179,7 @@ def check_no_failed_points(report, *, options):
 
 
 def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=None,
-               paused=None):
+               kept_jobs=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
   queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
@@ -184,8 +187,8 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
   it passes the request to every running trial, whose job saves where it is, and ends
   with Preempted once they have: each trial then goes stale and is retried, from its
   checkpoint, by the sweep run again. `heartbeats`: the storage (storage.heartbeats') the
-  running trials beat in; None: they do not. `paused`: where PBT members' jobs wait
-  between generations (paused_jobs); None: every trial's job ends with it."""
+  running trials beat in; None: they do not. `kept_jobs`: where PBT members' jobs wait
+  between generations (kept_jobs.KeptJobs); None: every trial's job ends with it."""
   running = {}  # slot index: TrialJob
   waiting_told = preempting = False
   progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
@@ -194,7 +197,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
       study_lib.fail_stale(study)
       for index, job in list(running.items()):
         job.beat(heartbeats, storage_lib.HEARTBEAT_SECS)
-        ended = job.process.poll() is not None or job.paused()
+        ended = job.process.poll() is not None or job.has_paused()
         try:
           state = (job.finish(study, preempting=preempting) if ended else
                    job.reporter.poll())
@@ -208,12 +211,12 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
           del running[index]
           if tracked:
             tracked.trial_ended(job.trial, state)
-          waits = paused is not None and job.process.poll() is None
+          waits = kept_jobs is not None and job.process.poll() is None
           if waits:
-            paused.keep(job)
+            kept_jobs.keep(job)
           command_line.write(out, f"trial {job.trial.number} {state}: "
                              f"{_described(job.trial, study)}"
-                             f"{'; its job waits for its next round' if waits else ''}",
+                             f"{'; its job waits for its next segment' if waits else ''}",
                              command="sweep")
       if preemption.requested() and not preempting:
         preempting = True
@@ -235,7 +238,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
         slot = slots[free[0]]
         running[free[0]] = job = trial_job.TrialJob(
             trial, options=options, program=program, slot=slot,
-            env=tracked.trial_env(trial) if tracked else {}, paused=paused)
+            env=tracked.trial_env(trial) if tracked else {}, kept_jobs=kept_jobs)
         job.beat(heartbeats, 0)
         command_line.write(out, f"trial {trial.number} started on {slot}: "
                            f"{' '.join(_flags(trial))} (model_dir {job.model_dir})",
@@ -249,7 +252,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
                            f"started; a trial whose runner died is retried once its "
                            f"heartbeat is {storage_lib.GRACE_SECS} s old (a journal storage "
                            f"has no heartbeats).", command="sweep")
-      _sleep(list(running.values()), pauses=paused is not None)
+      _sleep(list(running.values()), pauses=kept_jobs is not None)
   finally:
     for job in running.values():  # Stale, so a sweep run again retries them.
       job.stop()
@@ -265,7 +268,7 @@ def _sleep(jobs, *, pauses):
   while True:
     process_tree.sleep_until_one_ends(pids, _PAUSE_POLL_SECS if pauses else _POLL_SECS)
     if (not pauses or time.monotonic() >= deadline or
-        any(job.process.poll() is not None or job.paused() for job in jobs)):
+        any(job.process.poll() is not None or job.has_paused() for job in jobs)):
       return
 
 

@@ -72,9 +72,11 @@ class SweepOptions:
       "unperturbed (those that shape the model's variables).")
   pbt_keep_jobs: bool = option(
       True, kind="bool", help="pbt: a member that keeps its values trains its next "
-      "generation in the job it has, which waits between generations holding its memory "
-      "and no CPU (a one-process job of a sweep run here, not tracked in MLflow); "
-      "--nopbt_keep_jobs starts a new job for every segment.")
+      "generation in the job it has, which waits between generations keeping its memory "
+      "(a process per member): a local or mirrored job, on CPUs, of a sweep run here "
+      "with its own study, not tracked in MLflow. A program that reads its --train_steps "
+      "itself or trains more than once wants --nopbt_keep_jobs: a new job for every "
+      "segment.")
   metric: str = option("accuracy", kind="string",
                        help="The eval metric the sweep optimises.")
   direction: str = option("maximize", kind="enum", values=DIRECTIONS,

@@ -16,7 +16,7 @@ import time
 import optuna
 
 from estimator_dist import errors
-from estimator_dist.contract import member_rounds
+from estimator_dist.contract import member_segments
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import failure_cause
@@ -77,11 +77,11 @@ class LocalSlot:
 
 class TrialJob:
   """A running trial: its job (started in a slot, with `env` added to this process's, or
-  a PBT member's paused job taken from `paused`, a paused_jobs.PausedJobs), its reporter,
-  and its heartbeat. With `paused`, a job that is not the member's last round pauses
-  after it (`paused_jobs`)."""
+  a PBT member's paused job taken from `kept_jobs`, a kept_jobs.KeptJobs), its reporter,
+  and its heartbeat. With `kept_jobs`, a job that is not its member's last segment pauses
+  after it."""
 
-  def __init__(self, trial, *, options, program, slot, env=None, paused=None):
+  def __init__(self, trial, *, options, program, slot, env=None, kept_jobs=None):
     self.trial, self.started = trial, time.monotonic()
     frozen = storage_lib.stored(trial.study, trial)
     queued = frozen.user_attrs  # What it was queued with: PBT's segment.
@@ -91,35 +91,41 @@ class TrialJob:
     self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric,
                                        after_step=queued.get("start_step"))
     self.log_path = os.path.join(self.model_dir, LOG_NAME)
-    pauses = paused is not None and not queued.get("last_round", True)
-    resumed = paused.take(self.model_dir, slot) if paused is not None else None
+    last = queued.get("last_segment", True)
+    kept = kept_jobs.take(self.model_dir) if kept_jobs is not None else None
     with open(self.log_path, "ab") as log:
       # Where this run's lines begin: a retried trial's log holds its earlier runs too.
       self._log_start = log.tell()
-      if resumed is not None:
-        self.process, self.gpus = resumed.process, resumed.gpus
-        self.round_index = resumed.round_index + 1
-        log.write(f"# trial {trial.number}: round {self.round_index} of the job of trial "
-                  f"{resumed.trial.number}, to step {queued['train_steps']} on {slot}\n".encode())
+      if kept is not None:
+        self.process, self.segment = kept.process, kept.segment + 1
+        log.write(f"# trial {trial.number}: segment {self.segment} of the job of trial "
+                  f"{kept.trial.number}, to step {queued['train_steps']} on {slot}\n".encode())
         log.flush()
-        member_rounds.go_on(self.model_dir, round_index=self.round_index,
-                            train_steps=queued["train_steps"], cpus=slot.cpus, last=not pauses)
+        try:
+          process_tree.pin(self.process.pid, slot.cpus)  # The launcher; its task moves itself.
+          member_segments.go_on(self.model_dir, segment=self.segment, cpus=slot.cpus,
+                                train_steps=queued["train_steps"], last=last)
+        except BaseException:
+          self.stop()
+          raise
       else:
-        member_rounds.clear(self.model_dir)
-        self.gpus, self.round_index = getattr(slot, "gpus", ()), 0
+        member_segments.clear(self.model_dir)
+        self.segment = 0
         log.write(f"# trial {trial.number}: ".encode())
+        pauses = kept_jobs is not None and not last
         self.process = slot.start(
             [*program, *space_lib.as_flags(trial.params), *queued.get("program_flags", ())],
             model_dir=self.model_dir, log=log,
             env={**os.environ, **task_env.task_environment(watch_stop_requests=True,
-                                                           pause_between_rounds=pauses),
+                                                           pause_between_segments=pauses),
                  **(env or {})},
-            curves=queued.get("curves", True) or pauses)  # Not if the sweep ends it early.
+            # A job the sweep ends between segments draws none: the member's next job does.
+            curves=last or pauses)
     self._last_beat, self._asked_to_save = 0.0, False
 
-  def paused(self):
-    """Whether the job paused after this trial's round (it goes on with the next)."""
-    return member_rounds.paused_after(self.model_dir, self.round_index) is not None
+  def has_paused(self):
+    """Whether the job paused after this trial's segment (it goes on with the next)."""
+    return member_segments.paused_after(self.model_dir, segment=self.segment) is not None
 
   def beat(self, storage, every_secs):
     """Records the trial's heartbeat in `storage` (storage.heartbeats'; None: keeps
@@ -158,10 +164,10 @@ class TrialJob:
     program failed for another reason than its values. `preempting`: the sweep was asked
     to stop, and a job that did not finish is left untold (it goes stale, and is retried)."""
     code = self.process.poll()
-    if code is None:  # Paused after its round (`paused`).
+    if code is None:  # Paused after its segment (`has_paused`).
       code = 0
     else:
-      member_rounds.clear(self.model_dir)
+      member_segments.clear(self.model_dir)
     results = self.reporter.poll()
     self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
     if results:

@@ -27,7 +27,7 @@ from estimator_dist import errors
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
-from estimator_dist.contract import member_rounds
+from estimator_dist.contract import member_segments
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import summary
 from estimator_dist.contract import vouched_checkpoint
@@ -197,8 +197,8 @@ def _run_attempts(starter, *, new_model_dir):
   group.log(f"job {outcome} with exit code {code}")
   for fields in (f for t in group.tasks for f in t.summaries):
     group.log("summary\n" + summary.format_table(fields))
-  drawn = (starter.options.curves and not member_rounds.ended_between_rounds(model_dir) and
-           curves.draw(model_dir))
+  drawn = (starter.options.curves and not member_segments.ended_between_segments(model_dir)
+           and curves.draw(model_dir))
   if drawn:
     group.log(drawn)
   return code

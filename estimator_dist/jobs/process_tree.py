@@ -46,6 +46,19 @@ def sleep_until_one_ends(pids, secs):
       os.close(end)
 
 
+def pin(pid, cpus):
+  """Pins every thread of process `pid` to `cpus` (nothing for one that has ended)."""
+  try:
+    threads = os.listdir(f"/proc/{pid}/task")
+  except OSError:
+    return
+  for thread in threads:
+    try:
+      os.sched_setaffinity(int(thread), cpus)
+    except OSError:  # A thread that has ended.
+      pass
+
+
 def alive(pids):
   alive = []
   for pid in pids:

@@ -2,7 +2,6 @@
 `start()` starts the backend and `run()` trains, evaluates or serves the task's role."""
 
 import contextlib
-import dataclasses
 import os
 import time
 
@@ -24,12 +23,12 @@ from estimator_dist.task import own_port
 from estimator_dist.task import preemption
 from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
+from estimator_dist.training import between_segments
 from estimator_dist.training import decorator
 from estimator_dist.training import evaluate_alone
 from estimator_dist.training import final_summary
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
-from estimator_dist.training import next_round
 from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
@@ -240,9 +239,9 @@ class TrainingRun:
     raise preemption.Preempted(adapter.preempted_exit_code)
 
   def run(self):
-    """Trains this task's share (or, on an evaluator task, evaluates until training ends),
-    then returns the chief's final metrics; the chief writes the job's parameters, and its
-    MLflow run where an engine asks for one (job_tracking)."""
+    """Trains this task's share (an evaluator task evaluates until training ends; a PBT
+    member's, each segment its sweep asks for), then returns the chief's final metrics; the
+    chief writes the job's parameters, and its MLflow run where asked (job_tracking)."""
     if self.adapter is None:
       raise RuntimeError("TrainingRun.run() before start(): start() starts the backend.")
     self._started = time.time()
@@ -254,7 +253,7 @@ class TrainingRun:
       tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
     try:
       with preemption.watched(), run_state.entered():
-        metrics = self._rounds()
+        metrics = self._segments()
     except BaseException as e:
       if tracked:
         tracked.failed(e)
@@ -263,21 +262,28 @@ class TrainingRun:
       tracked.finished(self.summary)
     return metrics
 
-  def _rounds(self):
-    """`_run()`, then each next round a sweep asks of a PBT member's job (`next_round`)."""
-    metrics, said = self._run(), {"round": 0, "last": not next_round.pauses(self.adapter.task)}
-    while not (said["last"] or self._stop_together and self._stop_together.stopped_at is not None):
-      said = next_round.wait(self.options, metrics, task=self.adapter.task, after=said["round"])
+  def _segments(self):
+    """`_run()`, then each next segment a sweep asks of a PBT member (`between_segments`)."""
+    metrics, task, segment = self._run(), self.adapter.task, 0
+    last = not (between_segments.pauses(task, self.options) and self.eval_spec is not None)
+    while not (last or self._stop_together and self._stop_together.stopped_at is not None):
+      step = between_segments.step_of(self.options, metrics)
+      said = between_segments.wait(self.options.model_dir, task=task, after=segment, step=step)
       if said is None:
+        if preemption.requested():  # Its work is saved.
+          self._end_preempted(self.adapter, step)
         break
-      self.options = dataclasses.replace(self.options, train_steps=said["train_steps"])
+      segment, last = segment + 1, said["last"]
+      self.options = self.options.replace(train_steps=said["train_steps"])
       metrics = self._run()
+    between_segments.trained()
     return metrics
 
   def _run(self):
     with self.chief_guards():
-      if self.adapter.task.role == "evaluator":
-        return self._evaluate_until_trained()
+      if self.adapter.task.role == "evaluator":  # It evaluates each new checkpoint.
+        return evaluator.evaluate_until(self.estimator(self.adapter), self.eval_spec,
+                                        task=self.adapter.task, max_steps=self.options.train_steps)
       adapter, metrics = self.adapter.run_training(self._train_round,
                                                    model_dir=self.options.model_dir)
     watchdog.reached("ended")  # Also when there was nothing left to train.
@@ -288,12 +294,6 @@ class TrainingRun:
       early_stopping.mark_stopped(self.options.model_dir, stop.stopped_at)
     adapter.after_training()
     return self.final_metrics(adapter, metrics)
-
-  def _evaluate_until_trained(self):
-    """The evaluator task's role: evaluates each new checkpoint until the final one."""
-    adapter = self.adapter
-    return evaluator.evaluate_until(self.estimator(adapter), self.eval_spec, task=adapter.task,
-                                    max_steps=self.options.train_steps)
 
 
 def _warn(message):
