@@ -115,6 +115,11 @@ def test_a_task_counts_among_its_clients_processes_and_dies_with_it(served, prog
   assert client.returncode == -signal.SIGTERM  # It ends as the task ended.
   client = _client([sys.executable, program, "--wait"], served, tmp_path)
   assert client.stdout.readline().startswith("forked")
+  os.kill(_task_of(client, served), signal.SIGKILL)  # The OOM killer's, say.
+  output, _ = client.communicate(timeout=60)
+  assert client.returncode == -signal.SIGKILL and "Traceback" not in output, output
+  client = _client([sys.executable, program, "--wait"], served, tmp_path)
+  assert client.stdout.readline().startswith("forked")
   task = _task_of(client, served)
   client.kill()
   client.communicate(timeout=60)

@@ -29,15 +29,25 @@ def _read(path):
 def clear(model_dir):
   """Removes an earlier job's files (before a new job of the model_dir starts)."""
   for name in (PAUSED, NEXT_SEGMENT):
-    try:
-      os.remove(os.path.join(model_dir, name))
-    except FileNotFoundError:
-      pass
+    _remove(os.path.join(model_dir, name))
+
+
+def _remove(path):
+  try:
+    os.remove(path)
+  except FileNotFoundError:
+    pass
 
 
 def pause(model_dir, *, segment, step):
   """The chief: its job's segment `segment` ended at `step`; it waits for the next."""
   whole_file.write_json(os.path.join(model_dir, PAUSED), {"segment": segment, "step": step})
+
+
+def stopped_waiting(model_dir):
+  """The chief: it waits no more (a signal ends its job): its member's next segment is a
+  new job."""
+  _remove(os.path.join(model_dir, PAUSED))
 
 
 def paused_after(model_dir, *, segment):

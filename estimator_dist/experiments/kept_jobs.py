@@ -56,10 +56,10 @@ class KeptJobs:
     self._jobs[job.model_dir] = job
 
   def take(self, model_dir):
-    """The paused job of `model_dir`, to go on; None where there is none, or it has
-    exited."""
+    """The paused job of `model_dir`, to go on; None (and the job ended) where there is
+    none, or it waits no more (it has exited, or a signal ends it)."""
     job = self._jobs.pop(model_dir, None)
-    if job is not None and job.process.poll() is None:
+    if job is not None and job.process.poll() is None and job.has_paused():
       return job
     end([job] if job else [])
     return None

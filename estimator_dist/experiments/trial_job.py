@@ -98,8 +98,9 @@ class TrialJob:
       self._log_start = log.tell()
       if kept is not None:
         self.process, self.segment = kept.process, kept.segment + 1
+        self.started_by = kept.started_by  # The trial whose job it is.
         log.write(f"# trial {trial.number}: segment {self.segment} of the job of trial "
-                  f"{kept.trial.number}, to step {queued['train_steps']} on {slot}\n".encode())
+                  f"{self.started_by}, to step {queued['train_steps']} on {slot}\n".encode())
         log.flush()
         try:
           process_tree.pin(self.process.pid, slot.cpus)  # The launcher; its task moves itself.
@@ -110,7 +111,7 @@ class TrialJob:
           raise
       else:
         member_segments.clear(self.model_dir)
-        self.segment = 0
+        self.segment, self.started_by = 0, trial.number
         log.write(f"# trial {trial.number}: ".encode())
         pauses = kept_jobs is not None and not last
         self.process = slot.start(

@@ -73,7 +73,8 @@ def main(path, prefix, command):
     sys.exit(1)
   code = int(ended[1])
   if code < 0:  # Ends as the signal ended the task, as `nsenter` and a shell report it.
-    signal.signal(-code, signal.SIG_DFL)
+    if -code != signal.SIGKILL:  # Its action cannot be set: it is the default.
+      signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)
   sys.exit(code)
 

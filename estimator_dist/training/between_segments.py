@@ -68,6 +68,7 @@ def wait(model_dir, *, task, after, step):
       _take_cpus(said["cpus"])
       return said
     time.sleep(_POLL_SECS)
+  member_segments.stopped_waiting(model_dir)
   return None
 
 
