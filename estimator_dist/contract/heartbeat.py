@@ -90,7 +90,7 @@ def end(path, progress=None):
 
 
 def waiting(path):
-  """Beats `path` of a task that waits between two rounds of its training: alive, and its
+  """Beats `path` of a task that waits between two segments of its training: alive, and its
   training's end no longer stands."""
   beat(path)
   try:
