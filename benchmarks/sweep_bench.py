@@ -14,7 +14,9 @@
    unpruned sweep's, the trial-steps spent (in trial order) until the best so far came
    within 0.005 of the unpruned sweep's best, and a chart of the best so far against the
    trial-steps spent (sweep_spending.png, of the first seed). PBT is also held against the
-   unpruned sweep's best fixed-value trial among as many trial-steps as PBT spent.
+   unpruned sweep's best fixed-value trial among as many trial-steps as PBT spent, and its
+   wall time against an unpruned sweep of the same trial-steps (`none_as_pbt`: the first
+   population-many trials of the unpruned sweep, run as a sweep of their own).
    With several --seeds, each sweep's mean and range over them.
 3. A trial's start: the seconds a trial (or PBT segment) costs beside its steps, the
    intercept of a line fitted to every trial's wall seconds against the steps it trained.
@@ -55,6 +57,8 @@ _WITHIN = 0.005  # Of the unpruned sweep's best accuracy: the same best.
 _RUNGS = ["--min_resource_steps={interval}", "--reduction_factor=3"]
 _SWEEPS = {  # name: its flags beside the space and the seed; {interval}: an evaluation's steps.
     "none": ["--sampler=tpe"],
+    # PBT's trial-steps unpruned: population-many trials (the unpruned sweep's first ones).
+    "none_as_pbt": ["--sampler=tpe"],
     "median": ["--sampler=tpe", "--pruner=median", "--prune_after_trials=3"],
     "hyperband": ["--sampler=tpe", "--pruner=hyperband", *_RUNGS],
     "asha": ["--sampler=tpe", "--pruner=asha", *_RUNGS],
@@ -134,11 +138,14 @@ def spending(out, seed):
   """{name: (seconds, trials)} of each sweep of --sweeps with `seed`."""
   runs = {}
   for name, extra in _SWEEPS.items():
-    if name != "none" and name not in _SWEEP_NAMES.value:
+    wanted = (any(n.startswith("pbt") for n in _SWEEP_NAMES.value) if name == "none_as_pbt"
+              else name == "none" or name in _SWEEP_NAMES.value)
+    if not wanted:
       continue
     flags_ = [f.format(interval=_STEPS.value // _EVALUATIONS, population=_POPULATION.value)
               for f in extra]
-    trials = [] if name.startswith("pbt") else [f"--trials={_TRIALS.value}"]
+    count = _POPULATION.value if name == "none_as_pbt" else _TRIALS.value
+    trials = [] if name.startswith("pbt") else [f"--trials={count}"]
     seconds = _timed([(_sweep(f"{out}/{name}", f"--space={_SPACE}", f"--seed={seed}",
                               f"--parallel={_PARALLEL.value}", "--progress_secs=0", *trials,
                               *flags_), None)], os.getcwd())
@@ -159,12 +166,16 @@ def start_seconds(sweep_dirs):
     points += [(t["steps"] - starts.get(t["number"], 0), t["seconds"]) for t in data["trials"]
                if t["state"] in ("complete", "pruned") and t.get("steps") and t.get("seconds")]
   steps, seconds = np.array(points, dtype=float).T
+  if len(set(steps)) < 2:  # Trials of one length (no pruning, no new job per segment).
+    return None, None
   slope, intercept = np.polyfit(steps, seconds, 1)
   return round(float(intercept), 2), round(float(slope) * 1000, 3)
 
 
 def segment_seconds(sweep_dir, ms_per_step):
   """The mean seconds a PBT segment costs beside its steps (at `ms_per_step`)."""
+  if ms_per_step is None:
+    return None
   with open(os.path.join(sweep_dir, "sweep.json")) as f:
     data = json.load(f)
   seconds = {t["number"]: t.get("seconds") for t in data["trials"]}
@@ -189,6 +200,8 @@ def _rows(runs):
     if name.startswith("pbt"):
       rows[name]["best_fixed_within"] = max(
           (b for s, b in curves["none"] if s <= rows[name]["trial_steps"]), default=None)
+      rows[name]["seconds_of_same_steps"] = round(
+          rows[name]["seconds"] / rows["none_as_pbt"]["seconds"], 3)
   return rows, curves
 
 
@@ -245,8 +258,12 @@ def main(_):
     if not number:
       _chart(curves, os.path.join(out, "sweep_spending.png"))
     target = rows["none"]["target_accuracy"]
-    print(f"seed {seed}: a trial costs {start} s beside its steps ({step_ms} ms a step)"
-          + "".join(f"; a {name} segment {secs} s" for name, secs in segments.items()))
+    if start is None:
+      print(f"seed {seed}: every trial trained as many steps: no fit of a trial's start "
+            f"(add a pruner's sweep or pbt_new_jobs)")
+    else:
+      print(f"seed {seed}: a trial costs {start} s beside its steps ({step_ms} ms a step)"
+            + "".join(f"; a {name} segment {secs} s" for name, secs in segments.items()))
     print(f"| sweep | seconds | trial-steps | of unpruned | pruned | best accuracy | "
           f"trial-steps to {target:.4f} |\n|---|---|---|---|---|---|---|")
     for name, r in rows.items():
@@ -254,7 +271,8 @@ def main(_):
             f"{r['pruned_trials']} | {r['best_accuracy']:.4f} | {r['steps_to_target']} |")
     for name in (name for name in rows if name.startswith("pbt")):
       print(f"best fixed-value trial within {name}'s {rows[name]['trial_steps']} "
-            f"trial-steps: {rows[name]['best_fixed_within']}")
+            f"trial-steps: {rows[name]['best_fixed_within']}; its wall time / the unpruned "
+            f"sweep's of the same trial-steps: {rows[name]['seconds_of_same_steps']}")
   with open(os.path.join(out, "sweep_bench.json"), "w") as f:
     json.dump(results, f, indent=2)
   seeds = results["seeds"].values()
@@ -269,6 +287,9 @@ def main(_):
           f"{_spread([r['seconds_ratio'] / r['ratio'] for r in rows])} | "
           f"{_spread([r['best_accuracy'] for r in rows])} | "
           f"{_spread([r.get('best_fixed_within') for r in rows])} |")
+  for name in (name for name in next(iter(seeds))["spending"] if name.startswith("pbt")):
+    print(f"{name}'s wall time / the unpruned sweep's of the same trial-steps: "
+          f"{_spread([s['spending'][name]['seconds_of_same_steps'] for s in seeds])}")
   print(f"a trial's start: {_spread([s['trial_start_secs'] for s in seeds])} s")
 
 

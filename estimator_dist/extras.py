@@ -8,7 +8,6 @@ MLflow tracking `[tracking]`.
 Nothing here imports TensorFlow: a process that only starts jobs stays light.
 """
 
-import importlib.metadata
 import importlib.util
 
 TENSORFLOW = "2.15"
@@ -56,10 +55,11 @@ def _version(package, distributions):
   it is)."""
   if importlib.util.find_spec(package) is None:
     return None
+  from importlib import metadata  # pylint: disable=g-import-not-at-top (a launcher's 60 ms)
   for name in distributions:
     try:
-      return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
+      return metadata.version(name)
+    except metadata.PackageNotFoundError:
       continue
   return TENSORFLOW
 

@@ -10,15 +10,15 @@ import importlib
 from estimator_dist import extras
 
 
-def exports(package, names, *, check=None):
+def exports(package, names, *, check=None, unchecked=()):
   """(__getattr__, __dir__) for `package`, re-exporting `names` ({name: module});
   `check()`, if given, runs before a name's module is imported (and raises what is
-  missing)."""
+  missing), unless the name is one of `unchecked`."""
 
   def getattr_(name):
     if name not in names:
       raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    if check is not None:
+    if check is not None and name not in unchecked:
       check()
     try:
       module = importlib.import_module(names[name])

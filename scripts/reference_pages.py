@@ -195,7 +195,7 @@ def api_page():
   lines = ["# Python API", "", MARK, "",
            "`import estimator_dist as ed` gives these names; each is imported when first "
            "used, so `import estimator_dist` imports no TensorFlow.", ""]
-  for name in sorted(exports, key=str.lower):
+  for name in sorted(estimator_dist.__all__, key=str.lower):
     lines += [f"::: {exports[name]}.{name}", ""]
   return "\n".join(lines)
 

@@ -181,9 +181,9 @@ def test_module_is_small(name, path):
   assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by concern (at most {MAX_LINES})"
 
 
-# Programs run by the interpreter beside a task or a job: the watchdog's companion by its
-# file with -S (without site-packages, where estimator_dist cannot be imported), the
-# namespaces' first process as a module. Each starts in milliseconds.
+# Programs run by the interpreter beside a task or a job by their files, with -S (without
+# site-packages, where estimator_dist cannot be imported): the watchdog's companion and
+# the namespaces' first process. Each starts in milliseconds.
 STANDARD_LIBRARY_ONLY = ("estimator_dist.task.watchdog_companion",
                          "estimator_dist.jobs.namespace_holder")
 

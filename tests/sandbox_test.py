@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from estimator_dist.jobs import namespace_holder
 from estimator_dist.jobs import sandbox
 
 
@@ -16,7 +17,7 @@ def test_the_namespaces_first_process_brings_their_loopback_up():
   box, _ = sandbox.open_sandbox("private")  # As trust_test, where namespaces can be made.
   try:
     with open(f"/proc/{box.init_pid}/cmdline") as f:
-      assert f.read().split("\0")[-3:-1] == ["-m", "estimator_dist.jobs.namespace_holder"]
+      assert f.read().split("\0")[-4:-1] == ["-I", "-S", namespace_holder.__file__]
     inside = subprocess.run(box.command([sys.executable, "-c", (
         "import socket\n"
         "s = socket.create_server(('127.0.0.1', 0))\n"

@@ -570,6 +570,9 @@ def test_a_members_next_segment_in_its_job_trains_what_a_new_job_would(tmp_path)
       job.output)
   if cpus != os.sched_getaffinity(0):
     assert f"the next segment trains on CPUs {sorted(cpus)}" in job.output, job.output[-3000:]
+  # The next segment saves checkpoint 150 no second time as its session starts.
+  assert job.output.count("Saving checkpoints for 150 into") == 1, job.output[-3000:]
+  assert os.path.exists(os.path.join(kept, "model.ckpt-200.meta"))  # Its graph, as always.
   readers = [tf.train.load_checkpoint(os.path.join(d, "model.ckpt-200")) for d in (new, kept)]
   names = sorted(readers[0].get_variable_to_shape_map())
   assert names == sorted(readers[1].get_variable_to_shape_map()) and len(names) > 2

@@ -33,6 +33,11 @@ _SHARD = re.compile(r"^data-(\d+)-of-(\d+)$")
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
+def step_of(prefix):
+  """The global step of a checkpoint `prefix` (.../model.ckpt-N)."""
+  return int(prefix.rsplit("-", 1)[1])
+
+
 def step_of_index(name):
   """The global step of a checkpoint's index file `name` (model.ckpt-N.index), else None."""
   match = _CHECKPOINT.match(name)

@@ -135,7 +135,7 @@ def queue(study, options, generation, bounds, out, *, kept_jobs=None):
       if kept_jobs is not None:
         kept_jobs.end(model_dir)
       exploited = _copied(found, options, member, source, generation)
-      attrs.update(start_step=_step(exploited["checkpoint"]),
+      attrs.update(start_step=vouched_checkpoint.step_of(exploited["checkpoint"]),
                    exploited=exploited)
       command_line.write(out, f"generation {generation}: member {member} takes member "
                               f"{source}'s {exploited['checkpoint']} and goes on with "
@@ -253,9 +253,5 @@ def _exploit(source_dir, target_dir):
   os.replace(index + ".copy", index)
   if source_known == os.path.join(source_dir, prefix) == vouched_checkpoint.holds(source_dir):
     # The same bytes as a checkpoint known complete that did not change meanwhile.
-    vouched_checkpoint.remember(target_dir, step=_step(prefix))
+    vouched_checkpoint.remember(target_dir, step=vouched_checkpoint.step_of(prefix))
   return prefix
-
-
-def _step(prefix):
-  return int(prefix.rsplit("-", 1)[1])

@@ -69,8 +69,9 @@ def open_sandbox(isolation, preexec_fn=None):
     return None, None
   user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
   # The namespaces' first process: brings loopback up, says so, and waits to be killed.
-  command = [*_SURVIVES_PREEMPTION, "unshare", *user, "--net", "--pid", "--fork", "--kill-child", sys.executable,
-             "-m", namespace_holder.__name__]
+  # The holder imports only the standard library: started as a file, without site (-I -S).
+  command = [*_SURVIVES_PREEMPTION, "unshare", *user, "--net", "--pid", "--fork", "--kill-child",
+             sys.executable, "-I", "-S", os.path.abspath(namespace_holder.__file__)]
   try:
     holder = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, text=True, preexec_fn=preexec_fn)

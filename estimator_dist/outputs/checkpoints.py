@@ -71,14 +71,15 @@ def resume_point(model_dir, log, *, discard_after=None):
     return vouched
   found = _checkpoints(model_dir)
   latest = tf.train.latest_checkpoint(model_dir)
-  good = next((prefix for _, prefix in found if complete(prefix)), None)
-  bad = [prefix for step, prefix in found if good is None or step > _step(good)]
+  good_step, good = next(((s, p) for s, p in found if complete(p)), (None, None))
+  bad = [prefix for step, prefix in found if good is None or step > good_step]
   if not bad and latest == good:
     if good:
-      vouched_checkpoint.remember(model_dir, step=_step(good))
+      vouched_checkpoint.remember(model_dir, step=good_step)
     return good
   aside = os.path.join(model_dir, UNREADABLE_DIR)
-  discarded = [p for p in bad if discard_after is not None and _step(p) > discard_after]
+  discarded = [prefix for step, prefix in found
+               if prefix in bad and discard_after is not None and step > discard_after]
   for prefix in bad:
     for path in tf.io.gfile.glob(prefix + ".*"):
       if prefix in discarded:
@@ -90,7 +91,7 @@ def resume_point(model_dir, log, *, discard_after=None):
   if good:
     tf.compat.v1.train.update_checkpoint_state(model_dir, good,
                                                all_model_checkpoint_paths=kept)
-    vouched_checkpoint.remember(model_dir, step=_step(good))
+    vouched_checkpoint.remember(model_dir, step=good_step)
   elif tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
     os.remove(os.path.join(model_dir, "checkpoint"))
   named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"
@@ -142,10 +143,6 @@ def latest_step(model_dir):
 def _out_of_space(error):
   return (getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or
           "No space left on device" in str(error) or "Disk quota exceeded" in str(error))
-
-
-def _step(prefix):
-  return int(prefix.rsplit("-", 1)[1])
 
 
 class FitsTheModel(tf.estimator.SessionRunHook):

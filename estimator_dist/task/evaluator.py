@@ -14,14 +14,11 @@ import time
 from absl import logging
 
 from estimator_dist import command_line
+from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.task import preemption
 from estimator_dist.task import preemption_save
-
-
-def _step(path):
-  return int(path.rsplit("-", 1)[1]) if path else -1
 
 
 def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
@@ -35,7 +32,8 @@ def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
       raise preemption.Preempted()
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)
-    final = _step(path) >= (max_steps if stopped is None else min(stopped, max_steps))
+    step = vouched_checkpoint.step_of(path) if path else -1
+    final = step >= (max_steps if stopped is None else min(stopped, max_steps))
     try:
       if path and final:
         metrics = evaluations.run(path, final=True)

@@ -9,18 +9,21 @@ now runs in), or end. Only a process's first training pauses: a program that tra
 afterwards trains as it would. A job of several tasks, or a program training in a
 model_dir of its own, ends as any job does, and the sweep starts the member's next segment
 as a new job. A chief asked to stop by a signal while it waits ends as a preempted job
-(its work is saved).
+(its work is saved). A next segment's saver does not save again, as its session starts,
+the checkpoint its last segment ended with (`SegmentSaver`).
 """
 
 import os
 import time
 
+import tensorflow as tf
 from absl import logging
 
 from estimator_dist import command_line
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import member_segments
+from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.outputs import model_dir_lock
 from estimator_dist.task import placement
 from estimator_dist.task import preemption
@@ -28,6 +31,7 @@ from estimator_dist.task import preemption
 _POLL_SECS = 0.05
 _BEAT_SECS = 1.0
 _trained = False  # This process's first training has ended: no other one pauses.
+_next_segment = False  # This process trains a next segment of its job.
 
 
 def pauses(task, options):
@@ -40,8 +44,35 @@ def pauses(task, options):
 
 def trained():
   """The process's first training has ended (after its last segment)."""
-  global _trained
-  _trained = True
+  global _trained, _next_segment
+  _trained, _next_segment = True, False
+
+
+def saver_hooks(spec, config):
+  """The training hooks a next segment adds to its TRAIN EstimatorSpec `spec` (`config`:
+  the Estimator's RunConfig): the saver Estimator would add, as a `SegmentSaver`."""
+  if not _next_segment or not (config.save_checkpoints_steps or config.save_checkpoints_secs):
+    return []
+  hooks = (*spec.training_hooks, *spec.training_chief_hooks)
+  if any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook) for h in hooks):
+    return []  # The model_fn's own.
+  return [SegmentSaver(config.model_dir, save_secs=config.save_checkpoints_secs,
+                       save_steps=config.save_checkpoints_steps, scaffold=spec.scaffold,
+                       save_graph_def=config.checkpoint_save_graph_def)]
+
+
+class SegmentSaver(tf.compat.v1.train.CheckpointSaverHook):
+  """Estimator's saver, less what it does as a next segment's session starts from the
+  checkpoint this process saved as its last segment ended: saving it again, and writing
+  the same graph again (graph.pbtxt, and the events file: its writer is the same)."""
+
+  def after_create_session(self, session, coord):
+    step = session.run(self._global_step_tensor)
+    latest = tf.train.latest_checkpoint(self._checkpoint_dir)
+    if latest is None or vouched_checkpoint.step_of(latest) != step:
+      super().after_create_session(session, coord)
+      return
+    self._timer.update_last_triggered_step(step)
 
 
 def step_of(options, metrics):
@@ -53,6 +84,7 @@ def wait(model_dir, *, task, after, step):
   """Pauses after the job's segment `after` (ended at `step`); the next segment's word (a
   dict of `member_segments.go_on`, its CPUs taken), or None: the job ends (asked by the
   sweep, or by a signal: `preemption.requested()`)."""
+  global _next_segment
   member_segments.pause(model_dir, segment=after, step=step)
   logging.info(command_line.line("segment %d ended at global step %d; waiting for the "
                                  "sweep's next segment"), after, step)
@@ -66,6 +98,7 @@ def wait(model_dir, *, task, after, step):
       if said.get("end"):
         return None
       _take_cpus(said["cpus"])
+      _next_segment = True  # What follows trains from where the last segment ended.
       return said
     time.sleep(_POLL_SECS)
   member_segments.stopped_waiting(model_dir)
