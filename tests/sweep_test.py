@@ -1,6 +1,7 @@
 """Sweeps: the space, the options, the study and the report (no process), and real sweeps
 whose trials are jobs of the launcher (processes)."""
 
+import itertools
 import json
 import os
 import random
@@ -9,6 +10,7 @@ import shutil
 import signal
 import sqlite3
 import time
+import types
 
 import numpy as np
 import optuna
@@ -25,6 +27,7 @@ from estimator_dist.contract import env_vars
 from estimator_dist.contract import member_segments
 from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import pbt
+from estimator_dist.experiments import pbt_plan
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
@@ -416,6 +419,38 @@ def test_pbt_perturbs_within_the_bounds_and_refuses_what_it_cannot_run(tmp_path)
   assert pbt.with_generations(study, ["python", "--train_steps=250"], options).trials == 12
 
 
+@pytest.mark.parametrize("population,quantile,direction", [
+    (4, 0.25, "maximize"), (5, 0.25, "minimize"), (6, 0.34, "maximize"), (8, 0.25, "minimize")])
+def test_a_member_is_sure_to_keep_its_values_only_when_every_missing_result_keeps_them(
+    tmp_path, population, quantile, direction):
+  options = _options(tmp_path, scheduler="pbt", population=population, pbt_interval_steps=10,
+                     pbt_quantile=quantile, direction=direction,
+                     space="learning_rate=loguniform(1e-4,1e-1)")
+  rng, early = random.Random(population), 0
+  for _ in range(100):
+    # Few distinct values (ties) and divergence (None), with some results still missing.
+    values = [rng.choice([0.1, 0.2, 0.2, 0.3, 0.4, None]) for _ in range(population)]
+    results = [types.SimpleNamespace(value=v, params={"learning_rate": 0.01 * (m + 1)})
+               for m, v in enumerate(values)]
+    missing = rng.sample(range(population), rng.randint(1, min(3, population - 1)))
+    partial = [None if m in missing else r for m, r in enumerate(results)]
+    sure = pbt_plan.sure_to_keep(partial, options)
+    early += bool(sure)
+    for filled in itertools.product([0.05, 0.2, 0.5, None], repeat=len(missing)):
+      complete = list(results)
+      for m, v in zip(missing, filled):
+        complete[m] = types.SimpleNamespace(value=v, params=results[m].params)
+      try:
+        plans = pbt_plan.plans(complete, options, generation=1)
+      except trial_job.TrialFailed:  # Every member diverged.
+        continue
+      sources = {source for _, source in plans}
+      for member in sure:  # It keeps its values, and no member takes its checkpoint.
+        assert plans[member] == (complete[member].params, None), (values, filled, member)
+        assert member not in sources, (values, filled, member)
+  assert early > 5  # Members do go on early.
+
+
 def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(tmp_path):
   study = optuna.create_study(direction="maximize")
   for state, value, seconds in ((optuna.trial.TrialState.COMPLETE, 0.9, 10),
@@ -482,6 +517,12 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
     time.sleep(0.1)
   assert "its job waits for its next segment" in first.output, first.output[-3000:]
+  # The third of generation 0's four results ranks one member between two others: it goes
+  # on at once, in its job, without waiting for the fourth.
+  early = re.search(r"generation 1: member (\d) goes on before generation 0 has every "
+                    r"result", first.output)
+  assert early and first.output.index(early.group(0)) < first.output.index(
+      "estimator-dist sweep: trial 4 started"), first.output[-3000:]
   # kill -9 of the sweep alone: its launchers, their tasks (those that wait between
   # segments among them) and its fork server end with it.
   left = psutil.Process(first.process.pid).children(recursive=True)
@@ -489,6 +530,9 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
   _, alive = psutil.wait_procs(left, timeout=30)
   assert not alive, [" ".join(p.cmdline())[:200] for p in alive]
   first.kill()
+  found = pbt.segments(optuna.load_study(study_name=study_lib.STUDY_NAME,
+                                         storage=f"sqlite:///{tmp_path}/study.db"))
+  done_before = {m for m in range(4) if pbt.result(found, m, 1)}  # Generation 1, killed.
   code, output = _sweep(tmp_path, *args, program=program)
   assert code == 0, output[-5000:]
   with open(tmp_path / "sweep.json") as f:
@@ -511,15 +555,18 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
     data = f"model.ckpt-{s['start_step']}.data-00000-of-00001"
     assert (tmp_path / f"member_{member}" / data).read_bytes() == (
         tmp_path / f"member_{source_member}" / data).read_bytes()
+  new_jobs = 0
   for m in members:
     member_dir = tmp_path / f"member_{m['member']}"
     log = (member_dir / "launch.log").read_text()
     parts = [log.split(f"# trial {s['trial']}:")[1].split("# trial ")[0] for s in m["segments"]]
-    # Generation 1 ran again as new jobs; in generation 2, a member that kept its values
-    # went on in the job of its generation 1, an exploited one started a new job.
+    # Generation 1 ran again as new jobs, but for segments done before the kill; in
+    # generation 2, a member that kept its values went on in the job of its generation 1
+    # run again, an exploited one (or one whose job the kill ended) started a new job.
     kept, last = m["segments"][1:]
-    assert parts[2].startswith(
-        " /" if last["exploited"] else f" segment 1 of the job of trial {kept['trial']},"), log
+    new_jobs += parts[2].startswith(" /") + (m["member"] not in done_before)
+    assert parts[2].startswith(" /" if last["exploited"] or m["member"] in done_before else
+                               f" segment 1 of the job of trial {kept['trial']},"), log
     # Only the member's last job draws its curves (one that went on to the last segment
     # too); its last save is remembered complete, so a job that resumes there starts
     # without reading it again.
@@ -529,10 +576,9 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
                    for name in (member_segments.PAUSED, member_segments.NEXT_SEGMENT))
   assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
   # The run again forked a task from its fork server (its first trials wait until it is
-  # ready) for each new job: the four of generation 1, and generation 2's exploited ones.
+  # ready) for each new job, and for no segment that went on in its job.
   forks = (tmp_path / forkserver.LOG_NAME).read_text().split(" ready in ")
-  assert len(forks) == 3 and forks[2].count(" for client ") == 4 + sum(
-      s["generation"] == 2 for _, s in exploits), forks
+  assert len(forks) == 3 and forks[2].count(" for client ") == new_jobs, forks
   assert "fork server did not" not in "".join(
       (tmp_path / f"member_{m['member']}" / "launch.log").read_text() for m in members)
   assert "from member" in (tmp_path / "report.md").read_text()

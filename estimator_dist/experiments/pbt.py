@@ -13,16 +13,18 @@ member's latest checkpoint into its own model_dir (exploit) and goes on with tha
 values perturbed (explore, `pbt_values`); the others go on with their own. The launcher
 vouches for the copied checkpoint before the next segment starts (`checkpoints`).
 
-A generation is queued whole before any of its segments runs, and queuing is idempotent
-(the plan is a function of the study and the seed), so a sweep killed at any moment and
-run again continues: a segment that was running resumes from its member's checkpoint.
+A generation is queued once the one before has every result, except the segment of each
+member sure to go on with its own values, queued as soon as the results in say so
+(`pbt_plan`). Queuing is idempotent (the plan is a function of the study and the seed),
+so a sweep killed at any moment and run again continues: a segment that was running
+resumes from its member's checkpoint.
 One runner queues the generations (under SLURM, array task 0); others run what it queued.
 """
 
 import dataclasses
+import functools
 import json
 import os
-import random
 import re
 import shutil
 import time
@@ -31,6 +33,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import fixed_points
+from estimator_dist.experiments import pbt_plan
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import trial_job
@@ -97,10 +100,11 @@ def run(study, *, program, options, slots, out, tracked, run_trials, kept_jobs=N
     return
   if study.user_attrs.get(_STOPPED):
     study.set_user_attr(_STOPPED, None)  # Run again: the population goes on.
+  ready = functools.partial(queue_ready, study, options, bounds, out, kept_jobs=kept_jobs)
   try:
-    for generation in range(len(bounds)):
+    for generation in range(len(bounds)):  # Each runs to the end, unless a segment failed.
       queue(study, options, generation, bounds, out, kept_jobs=kept_jobs)
-      run_trials(study, **trials)
+      run_trials(study, **trials, on_ended=ready)
       missing = _missing(segments(study), generation, options.population)
       if missing:
         raise trial_job.TrialFailed(
@@ -119,18 +123,10 @@ def queue(study, options, generation, bounds, out, *, kept_jobs=None):
   found = segments(study)
   wanted = []
   for member, (values, source) in enumerate(_plan(found, options, generation)):
-    trials = found.get((member, generation), [])
-    if any(fixed_points.is_finished(t) or t.state in fixed_points.ACTIVE for t in trials):
-      continue
-    if trials and not options.retry_failed:
+    if not _to_queue(found, member, generation, options):
       continue
     model_dir = member_dir(options.sweep_dir, member)
-    attrs = {MEMBER: member, GENERATION: generation, "model_dir": model_dir,
-             "start_step": bounds[generation - 1] if generation else 0,
-             "program_flags": [f"--train_steps={bounds[generation]}"],
-             "train_steps": bounds[generation],
-             # Its job draws the member's curves (each segment's job would draw them again).
-             "last_segment": generation == len(bounds) - 1}
+    attrs = _attrs(options, member, generation, bounds)
     if source is not None:
       if kept_jobs is not None:
         kept_jobs.end(model_dir)
@@ -143,6 +139,48 @@ def queue(study, options, generation, bounds, out, *, kept_jobs=None):
     wanted.append((values, attrs))
   for values, attrs in wanted:
     study.enqueue_trial(values, user_attrs=attrs)
+
+
+def queue_ready(study, options, bounds, out, *, kept_jobs=None):
+  """After a segment ends: queues the first generation that misses results (`queue`: its
+  generation before has them all), and, while some are missing, the next segment of each
+  member sure to go on with its own values (`pbt_plan.sure_to_keep`), so that a free slot
+  need not wait for the generation's last segment."""
+  found, size = segments(study), options.population
+  current = next((g for g in range(len(bounds)) if _missing(found, g, size)), None)
+  if current is None:
+    return
+  queue(study, options, current, bounds, out, kept_jobs=kept_jobs)
+  if current + 1 == len(bounds):
+    return
+  results = [result(found, m, current) for m in range(size)]
+  for member in pbt_plan.sure_to_keep(results, options):
+    if _to_queue(found, member, current + 1, options):
+      study.enqueue_trial(results[member].params,
+                          user_attrs=_attrs(options, member, current + 1, bounds))
+      command_line.write(out, f"generation {current + 1}: member {member} goes on before "
+                              f"generation {current} has every result: its rank among those "
+                              f"in keeps its values", command="sweep")
+
+
+def _to_queue(found, member, generation, options):
+  """Whether the member's segment of `generation` is to be queued: none of it finished,
+  runs or waits (and a failed one is retried with --retry_failed)."""
+  trials = found.get((member, generation), [])
+  if any(fixed_points.is_finished(t) or t.state in fixed_points.ACTIVE for t in trials):
+    return False
+  return not trials or options.retry_failed
+
+
+def _attrs(options, member, generation, bounds):
+  """The user attributes of the member's segment of `generation`."""
+  return {MEMBER: member, GENERATION: generation,
+          "model_dir": member_dir(options.sweep_dir, member),
+          "start_step": bounds[generation - 1] if generation else 0,
+          "program_flags": [f"--train_steps={bounds[generation]}"],
+          "train_steps": bounds[generation],
+          # Its job draws the member's curves (each segment's job would draw them again).
+          "last_segment": generation == len(bounds) - 1}
 
 
 def _copied(found, options, member, source, generation):
@@ -169,36 +207,15 @@ def member_dir(sweep_dir, member):
 
 
 def _plan(found, options, generation):
-  """[(values, the member exploited or None)] of each member for `generation`: a
-  function of the study's results and the seed, so a sweep run again plans the same."""
-  seed, size, space = options.seed or 0, options.population, options.search_space
+  """[(values, the member exploited or None)] of each member for `generation` (`pbt_plan`)."""
   if generation == 0:
-    return [(pbt_values.first_values(space, random.Random(f"{seed}/first/{m}")), None)
-            for m in range(size)]
-  results = []
-  for member in range(size):
-    results.append(result(found, member, generation - 1))
-    if results[-1] is None:
+    return pbt_plan.first(options)
+  results = [result(found, m, generation - 1) for m in range(options.population)]
+  for member, found_result in enumerate(results):
+    if found_result is None:
       raise trial_job.TrialFailed(f"member {member} has no result of generation "
                                   f"{generation - 1} to rank it by.")
-  scored = [m for m in range(size) if results[m].value is not None]  # Else it diverged.
-  scored.sort(key=lambda m: results[m].value, reverse=options.direction == "maximize")
-  count = max(1, int(size * options.pbt_quantile))
-  top = scored[:count]
-  if not top:
-    raise trial_job.TrialFailed(f"every member of the population diverged in generation "
-                                f"{generation - 1}; no checkpoint is left to go on from.")
-  bottom = set(scored[count:][-count:]) | (set(range(size)) - set(scored))
-  rng = random.Random(f"{seed}/{generation}")
-  plans = []
-  for member in range(size):
-    if member in bottom:
-      source = rng.choice(top)
-      plans.append((pbt_values.perturbed(results[source].params, space, rng,
-                                         keep=options.pbt_keep), source))
-    else:
-      plans.append((results[member].params, None))
-  return plans
+  return pbt_plan.plans(results, options, generation)
 
 
 def segments(study):

@@ -179,7 +179,7 @@ def check_no_failed_points(report, *, options):
 
 
 def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=None,
-               kept_jobs=None):
+               kept_jobs=None, on_ended=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
   queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
@@ -188,7 +188,9 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
   with Preempted once they have: each trial then goes stale and is retried, from its
   checkpoint, by the sweep run again. `heartbeats`: the storage (storage.heartbeats') the
   running trials beat in; None: they do not. `kept_jobs`: where PBT members' jobs wait
-  between generations (kept_jobs.KeptJobs); None: every trial's job ends with it."""
+  between generations (kept_jobs.KeptJobs); None: every trial's job ends with it.
+  `on_ended()`, if given, is called once a trial has ended, before a free slot takes the
+  next (PBT queues what its results allow)."""
   running = {}  # slot index: TrialJob
   waiting_told = preempting = False
   progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
@@ -218,6 +220,8 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
                              f"{_described(job.trial, study)}"
                              f"{'; its job waits for its next segment' if waits else ''}",
                              command="sweep")
+          if on_ended and not preempting:
+            on_ended()
       if preemption.requested() and not preempting:
         preempting = True
         command_line.write(out, f"{preemption.requested()}: each running trial saves at one "
