@@ -190,15 +190,18 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
   running trials beat in; None: they do not. `kept_jobs`: where PBT members' jobs wait
   between generations (kept_jobs.KeptJobs); None: every trial's job ends with it.
   `on_ended()`, if given, is called once a trial has ended, before a free slot takes the
-  next (PBT queues what its results allow)."""
+  next, and every _POLL_SECS while a slot is free and nothing waits (another runner's
+  trial may have ended): PBT queues what its results allow."""
   running = {}  # slot index: TrialJob
   waiting_told = preempting = False
+  look_again = 0.0
   progress = sweep_progress.SweepProgress(study, options=options, slots=len(slots), out=out)
   try:
     while True:
+      for job in running.values():  # Before any is taken for stale (a long `on_ended`).
+        job.beat(heartbeats, storage_lib.HEARTBEAT_SECS)
       study_lib.fail_stale(study)
       for index, job in list(running.items()):
-        job.beat(heartbeats, storage_lib.HEARTBEAT_SECS)
         ended = job.process.poll() is not None or job.has_paused()
         try:
           state = (job.finish(study, preempting=preempting) if ended else
@@ -247,6 +250,10 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
         command_line.write(out, f"trial {trial.number} started on {slot}: "
                            f"{' '.join(_flags(trial))} (model_dir {job.model_dir})",
                            command="sweep")
+        continue
+      if on_ended and free and not preempting and time.monotonic() >= look_again:
+        look_again = time.monotonic() + _POLL_SECS
+        on_ended()
         continue
       others = [t.number for t in study_lib.active(study) if t.number not in
                 {job.trial.number for job in running.values()}]

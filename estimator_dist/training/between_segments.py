@@ -53,6 +53,8 @@ def saver_hooks(spec, config):
   the Estimator's RunConfig): the saver Estimator would add, as a `SegmentSaver`."""
   if not _next_segment or not (config.save_checkpoints_steps or config.save_checkpoints_secs):
     return []
+  if config.train_distribute is not None:  # Its saver's scaffold is one Estimator merges.
+    return []
   hooks = (*spec.training_hooks, *spec.training_chief_hooks)
   if any(isinstance(h, tf.compat.v1.train.CheckpointSaverHook) for h in hooks):
     return []  # The model_fn's own.
