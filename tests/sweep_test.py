@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import time
 import types
+import warnings
 
 import numpy as np
 import optuna
@@ -34,6 +35,7 @@ from estimator_dist.experiments import results
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import slot_shares
 from estimator_dist.experiments import space
+from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
@@ -449,6 +451,21 @@ def test_a_member_is_sure_to_keep_its_values_only_when_every_missing_result_keep
         assert plans[member] == (complete[member].params, None), (values, filled, member)
         assert member not in sources, (values, filled, member)
   assert early > 5  # Members do go on early.
+
+
+def test_a_trial_whose_runner_died_before_its_first_heartbeat_is_retried(tmp_path,
+                                                                          monkeypatch):
+  monkeypatch.setattr(storage_lib, "GRACE_SECS", 1)
+  study = optuna.create_study(storage=storage_lib.open_storage(f"sqlite:///{tmp_path}/s.db"))
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    study.ask()  # Running, and never beaten: its runner was killed at once.
+    time.sleep(1.2)
+    study_lib.fail_stale(study)  # Its clock starts.
+    assert [t.state.name for t in study.get_trials()] == ["RUNNING"]
+    time.sleep(2.5)
+    study_lib.fail_stale(study)
+  assert [t.state.name for t in study.get_trials()] == ["FAIL", "WAITING"]
 
 
 def test_a_progress_line_counts_the_studys_trials_and_says_the_best_and_the_eta(tmp_path):

@@ -8,6 +8,7 @@ machine) goes stale and is queued again with its values, and its job resumes fro
 checkpoints.
 """
 
+import datetime
 import os
 import random
 import warnings
@@ -158,8 +159,22 @@ def waiting(study):
           if t.state == optuna.trial.TrialState.WAITING]
 
 
+_CLOCKS_STARTED = set()  # Trial ids `fail_stale` recorded a heartbeat of, once.
+
+
 def fail_stale(study):
-  """Fails the trials whose runner stopped beating; they are queued again."""
+  """Fails the trials whose runner stopped beating; they are queued again. A running trial
+  that never beat (its runner was killed between asking for it and its first heartbeat)
+  gets one heartbeat here once it is GRACE_SECS old, so that it goes stale too."""
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     optuna.storages.fail_stale_trials(study)  # Nothing to do without heartbeats (journal).
+  storage = study._storage  # pylint: disable=protected-access
+  if getattr(storage, "get_heartbeat_interval", lambda: None)() is None:  # A journal.
+    return
+  old = datetime.datetime.now() - datetime.timedelta(seconds=storage_lib.GRACE_SECS)
+  for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+    trial_id = t._trial_id  # pylint: disable=protected-access
+    if trial_id not in _CLOCKS_STARTED and t.datetime_start < old:
+      _CLOCKS_STARTED.add(trial_id)
+      storage.record_heartbeat(trial_id)
