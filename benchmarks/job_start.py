@@ -8,12 +8,9 @@ PYTHONPATH) with tests.programs.plain_model and measures, by the launcher's outp
 it comes, when the first line of a training step ("step = ") appears; the job is then
 stopped. Runs alternate between the checkouts, so a noisy machine slows both alike.
 Prints the minimum, median and maximum of each. With --resume, every run of a checkout
-resumes in one model_dir, which a first job of it trained for 10 steps. With --forkserver,
-every checkout also runs jobs whose tasks are forked from a fork server, as a sweep's
-trials are (jobs/forkserver, of this process's estimator_dist), alternating with the rest.
+resumes in one model_dir, which a first job of it trained for 10 steps.
 """
 
-import contextlib
 import os
 import signal
 import statistics
@@ -25,16 +22,12 @@ import time
 from absl import app
 from absl import flags
 
-from estimator_dist.jobs import forkserver
-
 _CHECKOUTS = flags.DEFINE_list("checkouts", ["."], "Repository checkouts to compare.")
 _RUNS = flags.DEFINE_integer("runs", 5, "Jobs per checkout.", lower_bound=1)
 _STRATEGY = flags.DEFINE_string("strategy", "multi_worker", "The jobs' strategy.")
 _NUM_WORKERS = flags.DEFINE_integer("num_workers", 2, "The jobs' workers.", lower_bound=1)
 _TIMEOUT = flags.DEFINE_integer("timeout_secs", 300, "Longest wait for a first step.")
 _RESUME = flags.DEFINE_boolean("resume", False, "Each run resumes from a checkpoint.")
-_FORKSERVER = flags.DEFINE_boolean(
-    "forkserver", False, "Also time jobs whose tasks are forked from a fork server.")
 
 
 def _command(checkout, *, strategy, num_workers, train_steps, model_dir):
@@ -45,13 +38,10 @@ def _command(checkout, *, strategy, num_workers, train_steps, model_dir):
                "tests.programs.plain_model", f"--train_steps={train_steps}"]
 
 
-def seconds_to_first_step(checkout, *, strategy, num_workers, timeout_secs, model_dir=None,
-                          forkserver=None):
-  """Seconds from starting the launcher in `checkout` to its first step line; `forkserver`:
-  the variables of the fork server its tasks are forked from (none: started cold)."""
+def seconds_to_first_step(checkout, *, strategy, num_workers, timeout_secs, model_dir=None):
+  """Seconds from starting the launcher in `checkout` to its first step line."""
   env, command = _command(checkout, strategy=strategy, num_workers=num_workers,
                           train_steps=10**9, model_dir=model_dir)
-  env.update(forkserver or {})
   start = time.monotonic()
   job = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -69,31 +59,25 @@ def seconds_to_first_step(checkout, *, strategy, num_workers, timeout_secs, mode
 
 
 def main(_):
-  ways = [("", False)] + ([(" (fork server)", True)] if _FORKSERVER.value else [])
-  measured = {(checkout, name): [] for checkout in _CHECKOUTS.value for name, _ in ways}
+  measured = {checkout: [] for checkout in _CHECKOUTS.value}
   job = dict(strategy=_STRATEGY.value, num_workers=_NUM_WORKERS.value)
-  with tempfile.TemporaryDirectory() as directory, contextlib.ExitStack() as servers:
-    model_dirs, forkservers = {}, {}
+  with tempfile.TemporaryDirectory() as directory:
+    model_dirs = {}
     for i, checkout in enumerate(_CHECKOUTS.value):
       model_dirs[checkout] = os.path.join(directory, str(i)) if _RESUME.value else None
       if _RESUME.value:
         env, command = _command(checkout, train_steps=10, model_dir=model_dirs[checkout], **job)
         subprocess.run(command, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.STDOUT)
-      if _FORKSERVER.value:
-        env, _ = _command(checkout, train_steps=10, model_dir=None, **job)
-        server = servers.enter_context(forkserver.started(directory, env=env))
-        forkservers[checkout] = server.variables()
     for _ in range(_RUNS.value):
-      for (checkout, name), times in measured.items():
+      for checkout, times in measured.items():
         times.append(seconds_to_first_step(
-            checkout, timeout_secs=_TIMEOUT.value, model_dir=model_dirs[checkout],
-            forkserver=forkservers.get(checkout) if name else None, **job))
+            checkout, timeout_secs=_TIMEOUT.value, model_dir=model_dirs[checkout], **job))
   resumed = ", each resumed from a checkpoint" if _RESUME.value else ""
   print(f"seconds from the command to the first step, {_STRATEGY.value} on "
         f"{_NUM_WORKERS.value} worker(s){resumed}, {_RUNS.value} runs each:")
-  for (checkout, name), times in measured.items():
-    print(f"  {checkout}{name}: min {min(times):.2f}  median {statistics.median(times):.2f}  "
+  for checkout, times in measured.items():
+    print(f"  {checkout}: min {min(times):.2f}  median {statistics.median(times):.2f}  "
           f"max {max(times):.2f}")
 
 

@@ -49,6 +49,9 @@ _SWEEP_NAMES = flags.DEFINE_list("sweeps", ["none", "median", "hyperband", "asha
 _EFFICIENCY = flags.DEFINE_boolean("efficiency", True, "Also measure the sweep's efficiency.")
 _POPULATION = flags.DEFINE_integer("population", 4, "PBT's members.")
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Efficiency: trials per CPU share.")
+_PBT_INTERVAL = flags.DEFINE_integer(
+    "pbt_interval_steps", None, "PBT's steps between exploits (default: an evaluation's, "
+    "--steps / 8); with --steps, the length of its segments.")
 
 _PROGRAM = ["-m", "model_zoo.mnist_dnn", "--eval_throttle_secs=0"]
 _SPACE = "learning_rate=loguniform(1e-5,1e0)"
@@ -62,10 +65,8 @@ _SWEEPS = {  # name: its flags beside the space and the seed; {interval}: an eva
     "median": ["--sampler=tpe", "--pruner=median", "--prune_after_trials=3"],
     "hyperband": ["--sampler=tpe", "--pruner=hyperband", *_RUNGS],
     "asha": ["--sampler=tpe", "--pruner=asha", *_RUNGS],
-    "pbt": ["--scheduler=pbt", "--population={population}", "--pbt_interval_steps={interval}"],
-    # The same population with a new job for every segment: what keeping the jobs saves.
-    "pbt_new_jobs": ["--scheduler=pbt", "--population={population}",
-                     "--pbt_interval_steps={interval}", "--nopbt_keep_jobs"],
+    "pbt": ["--scheduler=pbt", "--population={population}",
+            "--pbt_interval_steps={pbt_interval}"],
 }
 
 
@@ -138,14 +139,15 @@ def spending(out, seed):
   """{name: (seconds, trials)} of each sweep of --sweeps with `seed`."""
   runs = {}
   for name, extra in _SWEEPS.items():
-    wanted = (any(n.startswith("pbt") for n in _SWEEP_NAMES.value) if name == "none_as_pbt"
+    wanted = ("pbt" in _SWEEP_NAMES.value if name == "none_as_pbt"
               else name == "none" or name in _SWEEP_NAMES.value)
     if not wanted:
       continue
-    flags_ = [f.format(interval=_STEPS.value // _EVALUATIONS, population=_POPULATION.value)
-              for f in extra]
+    interval = _STEPS.value // _EVALUATIONS
+    flags_ = [f.format(interval=interval, population=_POPULATION.value,
+                       pbt_interval=_PBT_INTERVAL.value or interval) for f in extra]
     count = _POPULATION.value if name == "none_as_pbt" else _TRIALS.value
-    trials = [] if name.startswith("pbt") else [f"--trials={count}"]
+    trials = [] if name == "pbt" else [f"--trials={count}"]
     seconds = _timed([(_sweep(f"{out}/{name}", f"--space={_SPACE}", f"--seed={seed}",
                               f"--parallel={_PARALLEL.value}", "--progress_secs=0", *trials,
                               *flags_), None)], os.getcwd())
@@ -197,7 +199,7 @@ def _rows(runs):
                  "pruned_trials": sum(state == "pruned" for _, _, state in trials)}
           for name, (seconds, trials) in runs.items()}
   for name in rows:
-    if name.startswith("pbt"):
+    if name == "pbt":
       rows[name]["best_fixed_within"] = max(
           (b for s, b in curves["none"] if s <= rows[name]["trial_steps"]), default=None)
       rows[name]["seconds_of_same_steps"] = round(
@@ -247,11 +249,9 @@ def main(_):
     seed_out = out if len(_SEEDS.value) == 1 else os.path.join(out, f"seed_{seed}")
     runs = spending(seed_out, seed)
     rows, curves = _rows(runs)
-    # A kept job's segments start next to nothing, all at one step count: not in the fit.
-    start, step_ms = start_seconds([os.path.join(seed_out, name) for name in runs
-                                    if name != "pbt"])
+    start, step_ms = start_seconds([os.path.join(seed_out, name) for name in runs])
     segments = {name: segment_seconds(os.path.join(seed_out, name), step_ms)
-                for name in runs if name.startswith("pbt")}
+                for name in runs if name == "pbt"}
     results["seeds"][seed] = {"spending": rows, "trial_start_secs": start,
                               "ms_per_step": step_ms, "curves": curves,
                               "segment_start_secs": segments}
@@ -260,7 +260,7 @@ def main(_):
     target = rows["none"]["target_accuracy"]
     if start is None:
       print(f"seed {seed}: every trial trained as many steps: no fit of a trial's start "
-            f"(add a pruner's sweep or pbt_new_jobs)")
+            f"(add a pruner's or PBT's sweep)")
     else:
       print(f"seed {seed}: a trial costs {start} s beside its steps ({step_ms} ms a step)"
             + "".join(f"; a {name} segment {secs} s" for name, secs in segments.items()))
@@ -269,7 +269,7 @@ def main(_):
     for name, r in rows.items():
       print(f"| {name} | {r['seconds']} | {r['trial_steps']} | {r['ratio']} | "
             f"{r['pruned_trials']} | {r['best_accuracy']:.4f} | {r['steps_to_target']} |")
-    for name in (name for name in rows if name.startswith("pbt")):
+    for name in (name for name in rows if name == "pbt"):
       print(f"best fixed-value trial within {name}'s {rows[name]['trial_steps']} "
             f"trial-steps: {rows[name]['best_fixed_within']}; its wall time / the unpruned "
             f"sweep's of the same trial-steps: {rows[name]['seconds_of_same_steps']}")
@@ -287,7 +287,7 @@ def main(_):
           f"{_spread([r['seconds_ratio'] / r['ratio'] for r in rows])} | "
           f"{_spread([r['best_accuracy'] for r in rows])} | "
           f"{_spread([r.get('best_fixed_within') for r in rows])} |")
-  for name in (name for name in next(iter(seeds))["spending"] if name.startswith("pbt")):
+  for name in (name for name in next(iter(seeds))["spending"] if name == "pbt"):
     print(f"{name}'s wall time / the unpruned sweep's of the same trial-steps: "
           f"{_spread([s['spending'][name]['seconds_of_same_steps'] for s in seeds])}")
   print(f"a trial's start: {_spread([s['trial_start_secs'] for s in seeds])} s")

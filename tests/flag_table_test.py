@@ -243,11 +243,6 @@ TABLE = {
          'local: run the trials here; slurm: create the study and print an sbatch job array '
          'of --parallel runners that share it; spark: run each trial as a Spark job (a '
          'barrier stage of its processes).'),
-        ('forkserver', 'bool', True, {},
-         "Fork each local trial's tasks from one process that imported TensorFlow once, "
-         "instead of starting Python and TensorFlow for each (a program the launcher "
-         "instruments, Horovod's ranks, another interpreter, or other Python or TensorFlow "
-         "start-up variables start as their command)."),
         ('metric', 'string', 'accuracy', {},
          'The eval metric the sweep optimises.'),
         ('min_resource_steps', 'int', None, {},
@@ -263,12 +258,6 @@ TABLE = {
         ('pbt_keep', 'comma separated list of strings', [], {},
          "pbt: values an exploiting member takes unperturbed (those that shape the model's "
          'variables).'),
-        ('pbt_keep_jobs', 'bool', True, {},
-         'pbt: a member that keeps its values trains its next generation in the job it has, '
-         'which waits between generations keeping its memory (a process per member): a '
-         'local or mirrored job, on CPUs, of a sweep run here with its own study, not '
-         'tracked in MLflow. A program that reads its --train_steps itself or trains more '
-         'than once wants --nopbt_keep_jobs: a new job for every segment.'),
         ('pbt_quantile', 'float', 0.25, {},
          'pbt: the share of members at the bottom that copies the top.'),
         ('population', 'int', None, {},

@@ -137,8 +137,9 @@ def test_the_wheel_installs_beside_the_users_tensorflow_and_trains(wheel, tmp_pa
     back_to_baseline()
 
 
-# What `estimator-dist slurm` and `k8s` import beside the standard library and the package.
-SLURM_AND_K8S_NEED = ("absl-py", "pyyaml")
+# What `estimator-dist slurm`, `k8s` and `launch --help` import beside the standard library
+# and the package (psutil: the launcher's process supervision).
+SLURM_AND_K8S_NEED = ("absl-py", "psutil", "pyyaml")
 
 
 @pytest.mark.processes

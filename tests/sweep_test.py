@@ -6,7 +6,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import sqlite3
 import time
@@ -24,9 +23,6 @@ from tensorflow_estimator.python.estimator.early_stopping import read_eval_metri
 
 from estimator_dist import errors
 from estimator_dist import sweep_cli
-from estimator_dist.contract import env_vars
-from estimator_dist.contract import member_segments
-from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pbt_plan
 from estimator_dist.experiments import pbt_values
@@ -40,7 +36,6 @@ from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
 from estimator_dist.jobs import failure_cause
-from estimator_dist.jobs import forkserver
 from estimator_dist.outputs import event_files
 from model_zoo import data as model_zoo_data
 from tests import helpers
@@ -523,40 +518,35 @@ def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
 
 
 @pytest.mark.processes
-def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_complete(tmp_path):
+def test_a_pbt_population_exploits_survives_kill_9_and_ends_complete(tmp_path):
   args = ["--scheduler=pbt", "--population=4", "--pbt_interval_steps=100", "--parallel=2",
           "--space=learning_rate=loguniform(1e-4,0.5)", "--seed=3", "--progress_secs=0"]
-  program = [*DNN, "--train_steps=300"]  # Three generations.
+  program = [*DNN, "--train_steps=200"]  # Two generations.
   first = helpers.Job(command=[helpers.PYTHON, "-m", "estimator_dist.cli", "sweep",
                                f"--sweep_dir={tmp_path}", *args, "--", *program])
   deadline = time.monotonic() + 300
   while "estimator-dist sweep: trial 5 started" not in first.output:  # In generation 1.
     assert time.monotonic() < deadline and first.process.poll() is None, first.output[-3000:]
     time.sleep(0.1)
-  assert "its job waits for its next segment" in first.output, first.output[-3000:]
   # The third of generation 0's four results ranks one member between two others: it goes
-  # on at once, in its job, without waiting for the fourth.
+  # on at once, without waiting for the fourth.
   early = re.search(r"generation 1: member (\d) goes on before generation 0 has every "
                     r"result", first.output)
   assert early and first.output.index(early.group(0)) < first.output.index(
       "estimator-dist sweep: trial 4 started"), first.output[-3000:]
-  # kill -9 of the sweep alone: its launchers, their tasks (those that wait between
-  # segments among them) and its fork server end with it.
+  # kill -9 of the sweep alone: its launchers and their tasks end with it.
   left = psutil.Process(first.process.pid).children(recursive=True)
   os.kill(first.process.pid, signal.SIGKILL)
   _, alive = psutil.wait_procs(left, timeout=30)
   assert not alive, [" ".join(p.cmdline())[:200] for p in alive]
   first.kill()
-  found = pbt.segments(optuna.load_study(study_name=study_lib.STUDY_NAME,
-                                         storage=f"sqlite:///{tmp_path}/study.db"))
-  done_before = {m for m in range(4) if pbt.result(found, m, 1)}  # Generation 1, killed.
   code, output = _sweep(tmp_path, *args, program=program)
   assert code == 0, output[-5000:]
   with open(tmp_path / "sweep.json") as f:
     report = json.load(f)
   members = report["pbt"]["members"]
   assert [[(s["generation"], s["start_step"], s["steps"]) for s in m["segments"]]
-          for m in members] == [[(0, 0, 100), (1, 100, 200), (2, 200, 300)]] * 4, members
+          for m in members] == [[(0, 0, 100), (1, 100, 200)]] * 4, members
   segments = {s["trial"]: (m["member"], s) for m in members for s in m["segments"]}
   exploits = [(member, s) for member, s in segments.values() if s["exploited"]]
   assert exploits, members  # The bottom quarter of four (and any that diverged).
@@ -572,77 +562,14 @@ def test_a_pbt_population_keeps_its_jobs_exploits_survives_kill_9_and_ends_compl
     data = f"model.ckpt-{s['start_step']}.data-00000-of-00001"
     assert (tmp_path / f"member_{member}" / data).read_bytes() == (
         tmp_path / f"member_{source_member}" / data).read_bytes()
-  new_jobs = 0
   for m in members:
-    member_dir = tmp_path / f"member_{m['member']}"
-    log = (member_dir / "launch.log").read_text()
+    # Only the last segment's job draws the member's curves.
+    log = (tmp_path / f"member_{m['member']}" / "launch.log").read_text()
     parts = [log.split(f"# trial {s['trial']}:")[1].split("# trial ")[0] for s in m["segments"]]
-    # Generation 1 ran again as new jobs, but for segments done before the kill; in
-    # generation 2, a member that kept its values went on in the job of its generation 1
-    # run again, an exploited one (or one whose job the kill ended) started a new job.
-    kept, last = m["segments"][1:]
-    new_jobs += parts[2].startswith(" /") + (m["member"] not in done_before)
-    assert parts[2].startswith(" /" if last["exploited"] or m["member"] in done_before else
-                               f" segment 1 of the job of trial {kept['trial']},"), log
-    # Only the member's last job draws its curves (one that went on to the last segment
-    # too); its last save is remembered complete, so a job that resumes there starts
-    # without reading it again.
-    assert ["the job's curves:" in part for part in parts] == [False, False, True], log[-3000:]
-    assert vouched_checkpoint.holds(str(member_dir)) == str(member_dir / "model.ckpt-300")
-    assert not any((member_dir / name).exists()
-                   for name in (member_segments.PAUSED, member_segments.NEXT_SEGMENT))
+    assert ["the job's curves:" in part for part in parts] == [False, True], log[-3000:]
   assert report["best"]["number"] in [m["segments"][-1]["trial"] for m in members]
-  # The run again forked a task from its fork server (its first trials wait until it is
-  # ready) for each new job, and for no segment that went on in its job.
-  forks = (tmp_path / forkserver.LOG_NAME).read_text().split(" ready in ")
-  assert len(forks) == 3 and forks[2].count(" for client ") == new_jobs, forks
-  assert "fork server did not" not in "".join(
-      (tmp_path / f"member_{m['member']}" / "launch.log").read_text() for m in members)
   assert "from member" in (tmp_path / "report.md").read_text()
   assert (tmp_path / "pbt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.mark.processes
-def test_a_members_next_segment_in_its_job_trains_what_a_new_job_would(tmp_path):
-  # Deterministic kernels, from one checkpoint: the two ways train the same weights.
-  env = helpers.child_env(TF_DETERMINISTIC_OPS="1", TF_ENABLE_ONEDNN_OPTS="0")
-
-  def launch(model_dir, steps):
-    return helpers.launch_command("--strategy=local", "--num_workers=1",
-                                  f"--model_dir={model_dir}", "--hang_timeout_secs=8",
-                                  program=(*DNN, f"--train_steps={steps}"))
-  start, new, kept = (str(tmp_path / name) for name in ("start", "new", "kept"))
-  for model_dir, steps in ((start, 100), (new, 150), (new, 200)):  # Each a new job.
-    if model_dir == new and not os.path.exists(new):
-      shutil.copytree(start, new)
-      shutil.copytree(start, kept)
-    code, output = helpers.run(launch(model_dir, steps), env=env)
-    assert code == 0, output[-3000:]
-  job = helpers.Job(command=launch(kept, 150),
-                    env={**env, env_vars.PAUSE_BETWEEN_SEGMENTS: "1"})
-  deadline = time.monotonic() + 120
-  while member_segments.paused_after(kept, segment=0) != 150:
-    assert time.monotonic() < deadline and job.process.poll() is None, job.output[-3000:]
-    time.sleep(0.1)
-  time.sleep(10)  # Longer than --hang_timeout_secs: while it waits, its heartbeat beats.
-  assert job.process.poll() is None, job.output[-3000:]
-  cpus = {min(os.sched_getaffinity(0))}  # A slot of one CPU, as a sweep's.
-  member_segments.go_on(kept, segment=1, train_steps=200, cpus=cpus, last=True)
-  assert job.wait(120) == 0, job.output[-3000:]
-  assert "segment 0 ended at global step 150; waiting for the sweep's next segment" in (
-      job.output)
-  if cpus != os.sched_getaffinity(0):
-    assert f"the next segment trains on CPUs {sorted(cpus)}" in job.output, job.output[-3000:]
-  # The next segment saves checkpoint 150 no second time as its session starts.
-  assert job.output.count("Saving checkpoints for 150 into") == 1, job.output[-3000:]
-  assert os.path.exists(os.path.join(kept, "model.ckpt-200.meta"))  # Its graph, as always.
-  readers = [tf.train.load_checkpoint(os.path.join(d, "model.ckpt-200")) for d in (new, kept)]
-  names = sorted(readers[0].get_variable_to_shape_map())
-  assert names == sorted(readers[1].get_variable_to_shape_map()) and len(names) > 2
-  for name in names:
-    np.testing.assert_array_equal(readers[0].get_tensor(name), readers[1].get_tensor(name),
-                                  err_msg=name)
-  assert event_files.eval_metrics(new)[200] == event_files.eval_metrics(kept)[200]
 
 
 @pytest.mark.processes

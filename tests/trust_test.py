@@ -18,7 +18,6 @@ import tensorflow as tf
 
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import env_vars
-from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.jobs import local_cluster
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.outputs import best_checkpoints
@@ -306,33 +305,15 @@ def test_a_truncated_checkpoint_is_set_aside_and_training_resumes_from_the_one_b
                                 "--train_steps=30", num_workers=1)
   assert code == 0 and f"model_dir={tmp_path}\n" in output, output[-3000:]
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-30")
-  # Its last save is remembered complete: the launcher resumes from it without reading it
-  # (nor importing TensorFlow)...
-  assert _launcher_resume_point(tmp_path) == (f"{tmp_path}/model.ckpt-30", False)
   args = ("--save_checkpoints_steps=10", f"--model_dir={tmp_path}")
   data = tmp_path / "model.ckpt-30.data-00000-of-00001"
   data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
-  # ... until a file of it is written again.
-  assert vouched_checkpoint.holds(str(tmp_path)) is None
   code, output = helpers.launch("local", "tests.programs.plain_model", *args,
                                 "--train_steps=40", num_workers=1)
   assert code == 0, output[-3000:]
   assert (f"checkpoint model.ckpt-30 cannot be read in full (moved to {tmp_path}/unreadable); "
           f"training resumes from {tmp_path}/model.ckpt-20" in output), output[-3000:]
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-40")
-  assert vouched_checkpoint.holds(str(tmp_path)) == f"{tmp_path}/model.ckpt-40"
-
-
-def _launcher_resume_point(model_dir):
-  """(the checkpoint the launcher resumes `model_dir` from, whether it imported
-  TensorFlow for it), in a process of its own."""
-  code = ("import sys; from estimator_dist.jobs import launcher; "
-          f"print(launcher._resume_point({str(model_dir)!r}, print)); "
-          "print('tensorflow' in sys.modules)")
-  result = subprocess.run([helpers.PYTHON, "-c", code], capture_output=True, text=True,
-                          env=helpers.child_env(), timeout=60, check=True)
-  resume, imported = result.stdout.split()
-  return resume, imported == "True"
 
 
 # A temporary model_dir of a job that failed at once is removed: the empty dataset's job

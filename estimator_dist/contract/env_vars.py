@@ -74,12 +74,6 @@ MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"
 # Set by a sweep's engines (experiments: trial_job, spark_engine) for a trial; read by
 # early_stopping: the chief watches the model_dir for the sweep's stop request.
 WATCH_STOP_REQUESTS = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
-# Set by a PBT sweep for a member's one-task job (experiments.trial_job); read by the
-# chief (training.between_segments): once trained, it waits for the sweep's next segment.
-PAUSE_BETWEEN_SEGMENTS = "ESTIMATOR_DIST_PAUSE_BETWEEN_SEGMENTS"
-# Set by `estimator-dist sweep` for its local trials' launchers (jobs/forkserver): the
-# socket of its fork server, from which their tasks are forked.
-FORKSERVER = "ESTIMATOR_DIST_FORKSERVER"
 # Set by the launcher's and the sweep's --mlflow_tracking_uri (or the user, for SLURM,
 # Kubernetes, Spark); read by the chief (training.job_tracking): the MLflow server.
 MLFLOW_TRACKING_URI = "ESTIMATOR_DIST_MLFLOW_TRACKING_URI"

@@ -5,8 +5,7 @@ named after itself there about once a second from the moment it starts (the watc
 thread until the first step, then `training.hooks.HeartbeatHook` once per step), and marks it
 ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
-The training side is `task.watchdog` and `training.hooks.HeartbeatHook`; a task that
-waits between two segments of a PBT member's training beats until it trains on (`waiting`).
+The training side is `task.watchdog` and `training.hooks.HeartbeatHook`.
 
 Once training runs, a beat also says how far it is (`Progress`): the task's global step,
 the last step and the examples per step, which the launcher's progress lines read.
@@ -19,6 +18,7 @@ import time
 from typing import Optional
 
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import whole_file
 
 _ENDED = ".ended"
 
@@ -49,21 +49,14 @@ def beat(path, progress=None):
     with open(path, "a"):
       os.utime(path)
     return
-  _write(path, progress)
-
-
-def _write(path, progress):
-  temporary = f"{path}.{os.getpid()}.new"  # Replaced whole: a reader never sees half of it.
-  with open(temporary, "w") as f:
-    json.dump(dataclasses.asdict(progress), f)
-  os.replace(temporary, path)
+  whole_file.write_json(path, dataclasses.asdict(progress))
 
 
 def progress_of(directory):
   """{task name: Progress} of the tasks whose beats, or whose end, say how far they are."""
   found = {}
   for name in os.listdir(directory):
-    if name.endswith(".new"):
+    if name.endswith(whole_file.SUFFIX):
       continue
     try:
       with open(os.path.join(directory, name)) as f:
@@ -82,19 +75,10 @@ def end(path, progress=None):
     with open(path + _ENDED, "w"):
       pass
   else:
-    _write(path + _ENDED, dataclasses.replace(progress, ended=True))
+    whole_file.write_json(path + _ENDED, dataclasses.asdict(
+        dataclasses.replace(progress, ended=True)))
   try:
     os.remove(path)
-  except FileNotFoundError:
-    pass
-
-
-def waiting(path):
-  """Beats `path` of a task that waits between two segments of its training: alive, and its
-  training's end no longer stands."""
-  beat(path)
-  try:
-    os.remove(path + _ENDED)
   except FileNotFoundError:
     pass
 
@@ -114,7 +98,7 @@ def stalled(directory, timeout_secs, expected=(), started=None):
   now, names = time.time(), set()
   present = set(os.listdir(directory))
   for name in present | set(expected):
-    if name.endswith((_ENDED, ".new")) or name + _ENDED in present:
+    if name.endswith((_ENDED, whole_file.SUFFIX)) or name + _ENDED in present:
       continue
     try:
       last = os.path.getmtime(os.path.join(directory, name))

@@ -8,6 +8,8 @@ time tells a process from a later one that got its pid.
 
 The companion (`task/watchdog_companion.py`), which may import nothing of estimator_dist,
 reads the same field of /proc/PID/stat; tests/watchdog_test.py holds the two together.
+That is why this reads it by hand, not through psutil (whose start time is a float of
+seconds, derived from it): both sides compare the same clock ticks.
 """
 
 import os

@@ -59,7 +59,6 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
                      startup_timeout_secs: Optional[int] = None,
                      model_dir: Optional[str] = None, model_dir_lock: Optional[str] = None,
                      heartbeat_dir: Optional[str] = None, watch_stop_requests: bool = False,
-                     pause_between_segments: bool = False,
                      mlflow_tracking_uri: Optional[str] = None,
                      mlflow_run_id: Optional[str] = None) -> dict:
   """The variables (name: value, both strings) an engine gives every task of a job.
@@ -76,7 +75,6 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
   model_dir: the job's model_dir, for an engine that decides it (the launcher).
   heartbeat_dir: where the training tasks beat, for an engine that watches them.
   watch_stop_requests, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL);
-  pause_between_segments: a PBT member's job, which waits for its next segment once trained.
   A value left None (or False) leaves its variable out: the task's default applies.
   """
   env = {}
@@ -94,7 +92,6 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
     env[env_vars.STARTUP_TIMEOUT_SECS] = str(startup_timeout_secs)
   named = ((env_vars.MODEL_DIR, model_dir), (env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.HEARTBEAT_DIR, heartbeat_dir),
            (env_vars.WATCH_STOP_REQUESTS, "1" if watch_stop_requests else None),
-           (env_vars.PAUSE_BETWEEN_SEGMENTS, "1" if pause_between_segments else None),
            (env_vars.MLFLOW_TRACKING_URI, mlflow_tracking_uri),
            (env_vars.MLFLOW_RUN_ID, mlflow_run_id))
   env.update({name: value for name, value in named if value is not None})

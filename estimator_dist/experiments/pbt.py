@@ -10,8 +10,9 @@ at once. A generation's segment of a member is one trial of the study: its value
 steps it trained, its metric at the end. Between two generations, the members are ranked
 by their metric: each one in the bottom quantile (and each that diverged) takes a top
 member's latest checkpoint into its own model_dir (exploit) and goes on with that member's
-values perturbed (explore, `pbt_values`); the others go on with their own. The launcher
-vouches for the copied checkpoint before the next segment starts (`checkpoints`).
+values perturbed (explore, `pbt_values`); the others go on with their own. Each segment
+is a job of its own, whose launcher reads the member's checkpoint in full before it starts
+(`checkpoints`).
 
 A generation is queued once the one before has every result, except the segment of each
 member sure to go on with its own values, queued as soon as the results in say so
@@ -31,7 +32,8 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.contract import vouched_checkpoint
+from estimator_dist.contract import checkpoint_names
+from estimator_dist.contract import whole_file
 from estimator_dist.experiments import fixed_points
 from estimator_dist.experiments import pbt_plan
 from estimator_dist.experiments import pbt_values
@@ -86,9 +88,8 @@ def boundaries(total, interval):
   return [min(step, total) for step in range(interval, total + interval, interval)]
 
 
-def run(study, *, program, options, slots, out, tracked, run_trials, kept_jobs=None):
-  """Runs the population's generations in `slots` (`run_trials` runs what is queued);
-  `kept_jobs`: the members' jobs kept between generations (kept_jobs.KeptJobs), or None."""
+def run(study, *, program, options, slots, out, tracked, run_trials):
+  """Runs the population's generations in `slots` (`run_trials` runs what is queued)."""
   bounds = boundaries(study.user_attrs[_TRAIN_STEPS], options.pbt_interval_steps)
   trials = dict(program=program, options=options, slots=slots, out=out, tracked=tracked)
   if os.environ.get("SLURM_ARRAY_TASK_ID", "0") != "0":  # Array task 0 queues.
@@ -100,10 +101,10 @@ def run(study, *, program, options, slots, out, tracked, run_trials, kept_jobs=N
     return
   if study.user_attrs.get(_STOPPED):
     study.set_user_attr(_STOPPED, None)  # Run again: the population goes on.
-  ready = functools.partial(queue_ready, study, options, bounds, out, kept_jobs=kept_jobs)
+  ready = functools.partial(queue_ready, study, options, bounds, out)
   try:
     for generation in range(len(bounds)):  # Each runs to the end, unless a segment failed.
-      queue(study, options, generation, bounds, out, kept_jobs=kept_jobs)
+      queue(study, options, generation, bounds, out)
       run_trials(study, **trials, on_ended=ready)
       missing = _missing(segments(study), generation, options.population)
       if missing:
@@ -115,34 +116,29 @@ def run(study, *, program, options, slots, out, tracked, run_trials, kept_jobs=N
     raise
 
 
-def queue(study, options, generation, bounds, out, *, kept_jobs=None):
+def queue(study, options, generation, bounds, out):
   """Queues the generation's segment of each member that has none finished, running or
   waiting. Every exploit's copy is made (once: a marker in the member's model_dir says
-  so) before any segment is queued, so no source has trained on meanwhile; the member's
-  kept job (in `kept_jobs`) has ended before."""
+  so) before any segment is queued, so no source has trained on meanwhile."""
   found = segments(study)
   wanted = []
   for member, (values, source) in enumerate(_plan(found, options, generation)):
     if not _to_queue(found, member, generation, options):
       continue
-    model_dir = member_dir(options.sweep_dir, member)
     attrs = _attrs(options, member, generation, bounds)
     if source is not None:
-      if kept_jobs is not None:
-        kept_jobs.end(model_dir)
       exploited = _copied(found, options, member, source, generation)
-      attrs.update(start_step=vouched_checkpoint.step_of(exploited["checkpoint"]),
+      attrs.update(start_step=checkpoint_names.step_of(exploited["checkpoint"]),
                    exploited=exploited)
       command_line.write(out, f"generation {generation}: member {member} takes member "
                               f"{source}'s {exploited['checkpoint']} and goes on with "
                               f"{' '.join(space_lib.as_flags(values))}", command="sweep")
     wanted.append((values, attrs))
-  # Exploited members first: each starts a new job, which takes longest (a stable sort).
-  for values, attrs in sorted(wanted, key=lambda w: "exploited" not in w[1]):
+  for values, attrs in wanted:
     study.enqueue_trial(values, user_attrs=attrs)
 
 
-def queue_ready(study, options, bounds, out, *, kept_jobs=None):
+def queue_ready(study, options, bounds, out):
   """After a segment ends: queues the first generation that misses results (`queue`: its
   generation before has them all), and, while some are missing, the next segment of each
   member sure to go on with its own values (`pbt_plan.sure_to_keep`), so that a free slot
@@ -151,7 +147,7 @@ def queue_ready(study, options, bounds, out, *, kept_jobs=None):
   current = next((g for g in range(len(bounds)) if _missing(found, g, size)), None)
   if current is None:
     return
-  queue(study, options, current, bounds, out, kept_jobs=kept_jobs)
+  queue(study, options, current, bounds, out)
   if current + 1 == len(bounds):
     return
   results = [result(found, m, current) for m in range(size)]
@@ -179,7 +175,6 @@ def _attrs(options, member, generation, bounds):
           "model_dir": member_dir(options.sweep_dir, member),
           "start_step": bounds[generation - 1] if generation else 0,
           "program_flags": [f"--train_steps={bounds[generation]}"],
-          "train_steps": bounds[generation],
           # Its job draws the member's curves (each segment's job would draw them again).
           "last_segment": generation == len(bounds) - 1}
 
@@ -197,9 +192,7 @@ def _copied(found, options, member, source, generation):
   exploited = {"member": source, "trial": result(found, source, generation - 1).number,
                "checkpoint": _exploit(member_dir(options.sweep_dir, source), model_dir)}
   os.makedirs(os.path.dirname(marker), exist_ok=True)
-  with open(marker + ".new", "w") as f:
-    json.dump(exploited, f)
-  os.replace(marker + ".new", marker)
+  whole_file.write_json(marker, exploited)
   return exploited
 
 
@@ -245,18 +238,15 @@ _FILE = re.compile(r"^model\.ckpt-\d+\.")
 
 
 def _exploit(source_dir, target_dir):
-  """Replaces the checkpoints of `target_dir` with the latest of `source_dir`; its name.
-  The copy is remembered complete when the source was, before and after the copy."""
+  """Replaces the checkpoints of `target_dir` with the latest of `source_dir`; its name."""
   try:
-    prefix = vouched_checkpoint.latest_name(source_dir)
+    prefix = checkpoint_names.latest_name(source_dir)
   except OSError:
     prefix = None
   if not prefix:
     raise trial_job.TrialFailed(f"{source_dir} has no checkpoint index to copy a checkpoint "
                                 f"from.")
-  source_known = vouched_checkpoint.holds(source_dir)
   os.makedirs(target_dir, exist_ok=True)
-  vouched_checkpoint.forget(target_dir)
   for name in os.listdir(target_dir):
     if _FILE.match(name) or name == "checkpoint":
       os.remove(os.path.join(target_dir, name))
@@ -269,7 +259,4 @@ def _exploit(source_dir, target_dir):
   with open(index + ".copy", "w") as f:
     f.write(f'model_checkpoint_path: "{prefix}"\nall_model_checkpoint_paths: "{prefix}"\n')
   os.replace(index + ".copy", index)
-  if source_known == os.path.join(source_dir, prefix) == vouched_checkpoint.holds(source_dir):
-    # The same bytes as a checkpoint known complete that did not change meanwhile.
-    vouched_checkpoint.remember(target_dir, step=vouched_checkpoint.step_of(prefix))
   return prefix

@@ -26,8 +26,7 @@ def check(options):
     given = [f"--{name}" for name, is_set in (
         ("population", options.population is not None),
         ("pbt_interval_steps", options.pbt_interval_steps is not None),
-        ("pbt_quantile", options.pbt_quantile != 0.25), ("pbt_keep", bool(options.pbt_keep)),
-        ("nopbt_keep_jobs", not options.pbt_keep_jobs))
+        ("pbt_quantile", options.pbt_quantile != 0.25), ("pbt_keep", bool(options.pbt_keep)))
              if is_set]
     if given:
       raise errors.ConfigError(f"{' and '.join(given)} apply to --scheduler=pbt.")

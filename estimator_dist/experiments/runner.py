@@ -15,7 +15,6 @@ find the trials whose runner died. A trial that fails stops the sweep; a grid's 
 whose trials failed is queued again when the sweep is run again (`fixed_points`).
 """
 
-import contextlib
 import functools
 import os
 import subprocess
@@ -24,7 +23,6 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.experiments import kept_jobs as kept_jobs_lib
 from estimator_dist.experiments import pbt
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import results
@@ -36,15 +34,11 @@ from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 from estimator_dist.task import preemption
-from estimator_dist.instrument import launching
-from estimator_dist.jobs import forkserver
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import spec
-from estimator_dist.strategies import traits as traits_lib
 
 _POLL_SECS = 0.5
-_PAUSE_POLL_SECS = 0.05  # Where a job may pause, which only its file says.
 
 
 def check_program(program, options):
@@ -86,22 +80,10 @@ def sweep(program, *, options: study_lib.SweepOptions, out=sys.stdout, on_study=
   once on disjoint CPUs (and GPUs by index, where there are GPUs); writes and returns the
   report (see `results.summarize`). A sweep run again resumes its study. `on_study` is
   called with the study once it exists."""
-  with (forkserver.started(options.sweep_dir) if _forks(program, options)
-        else contextlib.nullcontext()) as server:
-    gpus = slot_shares.gpu_shares(options.parallel, slot_shares.visible_gpus())
-    slots = [trial_job.LocalSlot(cpus=cpus, gpus=share, options=options, forkserver=server)
-             for cpus, share in zip(slot_shares.cpu_shares(options.parallel), gpus)]
-    return run(program, options=options, slots=slots, out=out, on_study=on_study)
-
-
-def _forks(program, options):
-  """Whether the trials' tasks can be forked from a fork server (jobs/forkserver): a
-  program of this interpreter that the launcher does not instrument, not Horovod's ranks,
-  and root's (another user's tasks run in a user namespace, which the server does not
-  enter)."""
-  return (options.forkserver and os.geteuid() == 0 and forkserver.runs_here(program) and
-          not traits_lib.of(options.strategy).ranks_from_horovodrun and
-          not launching.instrumented(program))
+  gpus = slot_shares.gpu_shares(options.parallel, slot_shares.visible_gpus())
+  slots = [trial_job.LocalSlot(cpus=cpus, gpus=share, options=options)
+           for cpus, share in zip(slot_shares.cpu_shares(options.parallel), gpus)]
+  return run(program, options=options, slots=slots, out=out, on_study=on_study)
 
 
 def run(program, *, options, slots, out=sys.stdout, on_study=None):
@@ -121,20 +103,16 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
   tracked = sweep_tracking.SweepRun.start(
       study, options, warn=lambda message: command_line.write(out, message, command="sweep"))
   report = None
-  kept_jobs, why_not = kept_jobs_lib.for_sweep(program, options=options, slots=slots,
-                                               tracked=tracked)
-  if why_not:
-    command_line.write(out, why_not, command="sweep")
   # One storage for the heartbeats of every trial this runner runs.
   run_here = functools.partial(run_trials, heartbeats=storage_lib.heartbeats(
-      options.storage_url), kept_jobs=kept_jobs)
+      options.storage_url))
   try:
     # It waits for its trials; a signal is said in its own lines.
     with preemption.watched(ends_after_grace=False, command="sweep"):
       if options.scheduler == "pbt":
         try:
           pbt.run(study, program=program, options=options, slots=slots, out=out,
-                  tracked=tracked, run_trials=run_here, kept_jobs=kept_jobs)
+                  tracked=tracked, run_trials=run_here)
         except trial_job.TrialFailed:
           report = results.summarize(study, options=options, out=out)  # What it reached.
           raise
@@ -147,9 +125,6 @@ def run(program, *, options, slots, out=sys.stdout, on_study=None):
     if tracked:
       tracked.finished(report, error=e)
     raise
-  finally:
-    if kept_jobs is not None:
-      kept_jobs.end_all()
   if tracked:
     tracked.finished(report)
   return report
@@ -179,7 +154,7 @@ def check_no_failed_points(report, *, options):
 
 
 def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=None,
-               kept_jobs=None, on_ended=None):
+               on_ended=None):
   """Takes and runs trials, one in each slot at a time, until the study has
   `options.trial_count` finished ones (a grid or --zip: until none of its points is
   queued or running); TrialFailed at once when one fails. `tracked`: the sweep's
@@ -187,8 +162,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
   it passes the request to every running trial, whose job saves where it is, and ends
   with Preempted once they have: each trial then goes stale and is retried, from its
   checkpoint, by the sweep run again. `heartbeats`: the storage (storage.heartbeats') the
-  running trials beat in; None: they do not. `kept_jobs`: where PBT members' jobs wait
-  between generations (kept_jobs.KeptJobs); None: every trial's job ends with it.
+  running trials beat in; None: they do not.
   `on_ended()`, if given, is called once a trial has ended, before a free slot takes the
   next, and every _POLL_SECS while a slot is free and nothing waits (another runner's
   trial may have ended): PBT queues what its results allow."""
@@ -202,7 +176,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
         job.beat(heartbeats, storage_lib.HEARTBEAT_SECS)
       study_lib.fail_stale(study)
       for index, job in list(running.items()):
-        ended = job.process.poll() is not None or job.has_paused()
+        ended = job.process.poll() is not None
         try:
           state = (job.finish(study, preempting=preempting) if ended else
                    job.reporter.poll())
@@ -216,12 +190,8 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
           del running[index]
           if tracked:
             tracked.trial_ended(job.trial, state)
-          waits = kept_jobs is not None and job.process.poll() is None
-          if waits:
-            kept_jobs.keep(job)
           command_line.write(out, f"trial {job.trial.number} {state}: "
-                             f"{_described(job.trial, study)}"
-                             f"{'; its job waits for its next segment' if waits else ''}",
+                             f"{_described(job.trial, study)}",
                              command="sweep")
           if on_ended and not preempting:
             on_ended()
@@ -245,7 +215,7 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
         slot = slots[free[0]]
         running[free[0]] = job = trial_job.TrialJob(
             trial, options=options, program=program, slot=slot,
-            env=tracked.trial_env(trial) if tracked else {}, kept_jobs=kept_jobs)
+            env=tracked.trial_env(trial) if tracked else {})
         job.beat(heartbeats, 0)
         command_line.write(out, f"trial {trial.number} started on {slot}: "
                            f"{' '.join(_flags(trial))} (model_dir {job.model_dir})",
@@ -263,24 +233,19 @@ def run_trials(study, *, program, options, slots, out, tracked=None, heartbeats=
                            f"started; a trial whose runner died is retried once its "
                            f"heartbeat is {storage_lib.GRACE_SECS} s old (a journal storage "
                            f"has no heartbeats).", command="sweep")
-      _sleep(list(running.values()), pauses=kept_jobs is not None)
+      _sleep(list(running.values()))
   finally:
     for job in running.values():  # Stale, so a sweep run again retries them.
       job.stop()
 
 
-def _sleep(jobs, *, pauses):
-  """Until one of `jobs` ends (or, where jobs pause, pauses), or _POLL_SECS: the next
-  trial starts as soon as a slot is free. Spark's stages are polled."""
-  if not all(isinstance(job.process, subprocess.Popen) for job in jobs):
+def _sleep(jobs):
+  """Until one of `jobs` ends, or _POLL_SECS: the next trial starts as soon as a slot is
+  free. Spark's stages are polled."""
+  if all(isinstance(job.process, subprocess.Popen) for job in jobs):
+    process_tree.sleep_until_one_ends([job.process.pid for job in jobs], _POLL_SECS)
+  else:
     time.sleep(_POLL_SECS)
-    return
-  pids, deadline = [job.process.pid for job in jobs], time.monotonic() + _POLL_SECS
-  while True:
-    process_tree.sleep_until_one_ends(pids, _PAUSE_POLL_SECS if pauses else _POLL_SECS)
-    if (not pauses or time.monotonic() >= deadline or
-        any(job.process.poll() is not None or job.has_paused() for job in jobs)):
-      return
 
 
 def _flags(trial):

@@ -70,13 +70,6 @@ class SweepOptions:
   pbt_keep: Tuple[str, ...] = option(
       (), kind="list", flag_default=[], help="pbt: values an exploiting member takes "
       "unperturbed (those that shape the model's variables).")
-  pbt_keep_jobs: bool = option(
-      True, kind="bool", help="pbt: a member that keeps its values trains its next "
-      "generation in the job it has, which waits between generations keeping its memory "
-      "(a process per member): a local or mirrored job, on CPUs, of a sweep run here "
-      "with its own study, not tracked in MLflow. A program that reads its --train_steps "
-      "itself or trains more than once wants --nopbt_keep_jobs: a new job for every "
-      "segment.")
   metric: str = option("accuracy", kind="string",
                        help="The eval metric the sweep optimises.")
   direction: str = option("maximize", kind="enum", values=DIRECTIONS,
@@ -93,11 +86,6 @@ class SweepOptions:
   mlflow_tracking_uri: Optional[str] = option(
       None, kind="string", help="Record the sweep as a run of this MLflow tracking server, "
       "each trial's job a run nested in it (pip install 'estimator_dist[tracking]').")
-  forkserver: bool = option(
-      True, kind="bool", help="Fork each local trial's tasks from one process that imported "
-      "TensorFlow once, instead of starting Python and TensorFlow for each (a program the "
-      "launcher instruments, Horovod's ranks, another interpreter, or other Python or "
-      "TensorFlow start-up variables start as their command).")
   progress_secs: float = option(
       30.0, kind="float", lower_bound=0.0, help="Every this many seconds, say how many "
       "trials finished, run and failed, the best so far and the ETA; 0 never does.")

@@ -16,7 +16,6 @@ import time
 import optuna
 
 from estimator_dist import errors
-from estimator_dist.contract import member_segments
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import failure_cause
@@ -43,12 +42,10 @@ def model_dir_of(sweep_dir, frozen: optuna.trial.FrozenTrial) -> str:
 
 class LocalSlot:
   """Runs a trial's job here, as a job of the launcher pinned to `cpus` and shown only
-  `gpus` (indices; none: the job sees what the sweep sees), its tasks forked from
-  `forkserver` (a jobs.forkserver.ForkServer; None: each starts as its command)."""
+  `gpus` (indices; none: the job sees what the sweep sees)."""
 
-  def __init__(self, *, cpus, gpus=(), options, forkserver=None):
+  def __init__(self, *, cpus, gpus=(), options):
     self.cpus, self.gpus, self._options = frozenset(cpus), tuple(gpus), options
-    self._forkserver = forkserver
 
   def __str__(self):
     return f"CPUs {sorted(self.cpus)}" + (f", GPUs {','.join(self.gpus)}" if self.gpus else "")
@@ -62,7 +59,7 @@ class LocalSlot:
                *([] if curves else ["--curves=false"]), "--", *program]
     log.write(f"{' '.join(command)}\n".encode())
     log.flush()
-    cpus, env = self.cpus, {**env, **(self._forkserver.variables() if self._forkserver else {})}
+    cpus = self.cpus
     if self.gpus:
       env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
 
@@ -76,12 +73,10 @@ class LocalSlot:
 
 
 class TrialJob:
-  """A running trial: its job (started in a slot, with `env` added to this process's, or
-  a PBT member's paused job taken from `kept_jobs`, a kept_jobs.KeptJobs), its reporter,
-  and its heartbeat. With `kept_jobs`, a job that is not its member's last segment pauses
-  after it."""
+  """A running trial: its job (started in a slot, with `env` added to this process's), its
+  reporter, and its heartbeat."""
 
-  def __init__(self, trial, *, options, program, slot, env=None, kept_jobs=None):
+  def __init__(self, trial, *, options, program, slot, env=None):
     self.trial, self.started = trial, time.monotonic()
     frozen = storage_lib.stored(trial.study, trial)
     queued = frozen.user_attrs  # What it was queued with: PBT's segment.
@@ -91,42 +86,18 @@ class TrialJob:
     self.reporter = reporting.Reporter(trial, model_dir=self.model_dir, metric=options.metric,
                                        after_step=queued.get("start_step"))
     self.log_path = os.path.join(self.model_dir, LOG_NAME)
-    last = queued.get("last_segment", True)
-    kept = kept_jobs.take(self.model_dir) if kept_jobs is not None else None
     with open(self.log_path, "ab") as log:
       # Where this run's lines begin: a retried trial's log holds its earlier runs too.
       self._log_start = log.tell()
-      if kept is not None:
-        self.process, self.segment = kept.process, kept.segment + 1
-        self.started_by = kept.started_by  # The trial whose job it is.
-        log.write(f"# trial {trial.number}: segment {self.segment} of the job of trial "
-                  f"{self.started_by}, to step {queued['train_steps']} on {slot}\n".encode())
-        log.flush()
-        try:
-          process_tree.pin(self.process.pid, slot.cpus)  # The launcher; its task moves itself.
-          member_segments.go_on(self.model_dir, segment=self.segment, cpus=slot.cpus,
-                                train_steps=queued["train_steps"], last=last)
-        except BaseException:
-          self.stop()
-          raise
-      else:
-        member_segments.clear(self.model_dir)
-        self.segment, self.started_by = 0, trial.number
-        log.write(f"# trial {trial.number}: ".encode())
-        pauses = kept_jobs is not None and not last
-        self.process = slot.start(
-            [*program, *space_lib.as_flags(trial.params), *queued.get("program_flags", ())],
-            model_dir=self.model_dir, log=log,
-            env={**os.environ, **task_env.task_environment(watch_stop_requests=True,
-                                                           pause_between_segments=pauses),
-                 **(env or {})},
-            # A job the sweep ends between segments draws none: the member's next job does.
-            curves=last or pauses)
+      log.write(f"# trial {trial.number}: ".encode())
+      self.process = slot.start(
+          [*program, *space_lib.as_flags(trial.params), *queued.get("program_flags", ())],
+          model_dir=self.model_dir, log=log,
+          env={**os.environ, **task_env.task_environment(watch_stop_requests=True),
+               **(env or {})},
+          # A PBT member's last segment draws its curves (each segment's would draw them).
+          curves=queued.get("last_segment", True))
     self._last_beat, self._asked_to_save = 0.0, False
-
-  def has_paused(self):
-    """Whether the job paused after this trial's segment (it goes on with the next)."""
-    return member_segments.paused_after(self.model_dir, segment=self.segment) is not None
 
   def beat(self, storage, every_secs):
     """Records the trial's heartbeat in `storage` (storage.heartbeats'; None: keeps
@@ -165,10 +136,6 @@ class TrialJob:
     program failed for another reason than its values. `preempting`: the sweep was asked
     to stop, and a job that did not finish is left untold (it goes stale, and is retried)."""
     code = self.process.poll()
-    if code is None:  # Paused after its segment (`has_paused`).
-      code = 0
-    else:
-      member_segments.clear(self.model_dir)
     results = self.reporter.poll()
     self.trial.set_user_attr("seconds", round(time.monotonic() - self.started, 1))
     if results:

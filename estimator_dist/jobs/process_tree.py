@@ -1,11 +1,17 @@
-"""A job's processes as Linux shows them (/proc): the table of every process, a task's
-descendants, which are alive, which catch a signal, what they map of /dev/shm; signals to
-them all."""
+"""A job's processes: the table of every process, a task's descendants, which are alive,
+which catch a signal, what they map of /dev/shm; signals to them all.
+
+psutil reads the processes, as Horovod's runner does. Two facts it does not give are read
+from Linux's /proc here: the signals a process catches (SigCgt of /proc/PID/status) and
+the device and inode of what it maps (/proc/PID/maps; psutil gives paths only).
+"""
 
 import os
 import select
 import signal
 import time
+
+import psutil
 
 
 def catches(pid, sig):
@@ -46,27 +52,14 @@ def sleep_until_one_ends(pids, secs):
       os.close(end)
 
 
-def pin(pid, cpus):
-  """Pins every thread of process `pid` to `cpus` (nothing for one that has ended)."""
-  try:
-    threads = os.listdir(f"/proc/{pid}/task")
-  except OSError:
-    return
-  for thread in threads:
-    try:
-      os.sched_setaffinity(int(thread), cpus)
-    except OSError:  # A thread that has ended.
-      pass
-
-
 def alive(pids):
+  """Those of `pids` that run (not zombies)."""
   alive = []
   for pid in pids:
     try:
-      with open(f"/proc/{pid}/stat") as f:
-        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-          alive.append(pid)
-    except (OSError, IndexError):
+      if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        alive.append(pid)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
       pass
   return alive
 
@@ -92,18 +85,37 @@ def shared_memory_files(pids):
 
 
 def process_table():
-  """{pid: (parent pid, state, name)} of every process (Linux /proc)."""
+  """{pid: (parent pid, status, name)} of every process; the status is psutil's
+  (psutil.STATUS_STOPPED, ...)."""
   table = {}
-  for entry in os.listdir("/proc"):
-    if entry.isdigit():
-      try:
-        with open(f"/proc/{entry}/stat") as f:
-          name, rest = f.read().split("(", 1)[1].rsplit(")", 1)
-        state, parent = rest.split()[:2]
-        table[int(entry)] = (int(parent), state, name)
-      except (OSError, ValueError, IndexError):
-        continue
+  for pid in psutil.pids():  # Each read now: a cached Process of a reused pid is skipped.
+    try:
+      process = psutil.Process(pid)
+      with process.oneshot():
+        table[pid] = (process.ppid(), process.status(), process.name())
+    except psutil.Error:  # Ended meanwhile.
+      continue
   return table
+
+
+def stopped(status):
+  """Whether a process of `status` (process_table's) is stopped: by a signal, or by a
+  debugger."""
+  return status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+
+
+def cpu_secs(pids):
+  """User and system CPU seconds used by the processes `pids` (those alive) and by their
+  children that ended (counted in their parent once reaped), so that a child's end does
+  not lower the sum."""
+  total = 0.0
+  for pid in pids:
+    try:
+      times = psutil.Process(pid).cpu_times()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+      continue
+    total += times.user + times.system + times.children_user + times.children_system
+  return total
 
 
 def descendants(pid, table=None):

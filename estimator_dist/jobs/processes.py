@@ -16,9 +16,6 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.contract import env_vars
-from estimator_dist.contract import heartbeat
-from estimator_dist.jobs import forkserver
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
@@ -37,7 +34,7 @@ class Task:
   """
 
   def __init__(self, name, command, env, out, *, summary_file=None):
-    self.name, self._forkserver = name, env.get(env_vars.FORKSERVER)
+    self.name = name
     self._output = task_output.Output(name, out, summary_file=summary_file)
     self.tail = self._output.tail
     self.process = subprocess.Popen(
@@ -59,11 +56,10 @@ class Task:
     stop_tasks([self], grace_secs)
 
   def family(self, table=None):
-    """The task's process, every descendant (mpirun starts its ranks in process groups of
-    their own) and what a fork server forked for it; `table`: process_tree.process_table()."""
+    """The task's process and every descendant (mpirun starts its ranks in process groups
+    of their own); `table`: process_tree.process_table()."""
     table = table or process_tree.process_table()
-    return forkserver.with_forked_tasks({self.process.pid, *process_tree.descendants(
-        self.process.pid, table)}, table, socket_path=self._forkserver)
+    return {self.process.pid, *process_tree.descendants(self.process.pid, table)}
 
 
 def stop_tasks(tasks, grace_secs=0.0):
@@ -152,7 +148,6 @@ class TaskGroup:
     self._preemption = None  # (deadline, exit code once it passed, pids signalled)
     self._directories = []
     self.heartbeats = self.temporary_directory("heartbeats") if heartbeats else None
-    self._idleness = progress.Idleness()
 
   def temporary_directory(self, kind, parent=None):
     """A new directory (in `parent`, default the system's), removed when the group
@@ -194,7 +189,7 @@ class TaskGroup:
   def forget_tasks(self):
     """Stops every task and forgets them, for a new start of the job."""
     self.stop_all()
-    self.tasks, self._idleness = [], progress.Idleness()
+    self.tasks = []
     if self.heartbeats:
       for name in os.listdir(self.heartbeats):
         with contextlib.suppress(FileNotFoundError):  # A late task's rename.
@@ -213,7 +208,10 @@ class TaskGroup:
     called at every look (live_progress); `saved_on_preemption()` gives the step the chief
     saved on a preemption of this run, or None.
     """
-    deadline, started, stopped_since = None, time.time(), {}
+    deadline = None
+    hangs = self.hang_timeout_secs and progress.Hangs(
+        heartbeats=self.heartbeats, timeout_secs=self.hang_timeout_secs,
+        expected=training if beating is None else beating, log=self.log)
     while True:
       # One look at every exit code per round: a task that ends after it is still
       # running in this round, so its code is read in the next, never taken for 0.
@@ -234,27 +232,7 @@ class TaskGroup:
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
-      table = process_tree.process_table() if self.hang_timeout_secs else None
-      stopped = progress.stopped(self.tasks, stopped_since, table) if table else []
-      watched = self.heartbeats if self.hang_timeout_secs else None
-      stuck = watched and heartbeat.stalled(
-          self.heartbeats, self.hang_timeout_secs, expected=training if beating is None else beating,
-          started=started)
-      if stuck:
-        self.log(f"no training progress on {', '.join(stuck)} for {self.hang_timeout_secs}s "
-                 f"(heartbeat{''.join(f'; {s}' for s, _ in stopped)}); stopping the job")
-      too_long = [s for s, secs in stopped if secs >= self.hang_timeout_secs]
-      if too_long and not stuck:
-        self.log(f"{'; '.join(too_long)} for {self.hang_timeout_secs}s (SIGSTOP, or a "
-                 f"debugger); stopping the job")
-      idle = watched and self._idleness.stalled(
-          self.tasks, heartbeat.ended(self.heartbeats), self.hang_timeout_secs, table)
-      if idle and not (stuck or too_long):
-        self.log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
-                 f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "
-                 f"something, such as a session that waits for a task that has exited); "
-                 f"stopping the job")
-      if stuck or too_long or idle:
+      if hangs and hangs.found(self.tasks):
         self.stop_all()
         return errors.STALLED_EXIT_CODE
       running = [task for task, code in codes if code is None]

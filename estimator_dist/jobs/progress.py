@@ -1,4 +1,5 @@
-"""Progress the heartbeats cannot tell: stopped processes, and tasks idle after training.
+"""A job's hang checks: heartbeats, and the progress they cannot tell: stopped processes,
+and tasks idle after training.
 
 Every process of a task is watched, not only the one the launcher started: a stopped
 wrapper (the nsenter that starts a task in the job's namespaces) never exits, even after
@@ -12,12 +13,16 @@ session waiting for a gone ps and a server that joins both used 0.00 s of CPU in
 while any work uses about a second per second.
 """
 
-import os
 import time
 
-# The states in /proc/<pid>/stat of a stopped process: by a signal, or by a debugger.
-_STOPPED = ("T", "t")
-_TICK_SECS = 1.0 / os.sysconf("SC_CLK_TCK")
+from estimator_dist.contract import heartbeat
+from estimator_dist.jobs import process_tree
+
+# How often the processes are looked at: the table of every process costs milliseconds of
+# CPU (psutil), on the CPUs a sweep's trial shares with its tasks, and the hang checks
+# count in seconds.
+_LOOK_SECS = 1.0
+
 # Progress: at least this share of one CPU since the last progress (and at least the
 # least CPU time counted), so the slow polling of a waiting process never counts.
 _PROGRESS_SHARE = 0.01
@@ -26,34 +31,19 @@ _PROGRESS_LEAST_SECS = 0.05
 
 def stopped(tasks, since, table):
   """[(what, seconds)]: each stopped process of the running `tasks`, and for how long
-  (`since`: pid -> when first seen stopped; `table`: {pid: (parent, state, name)})."""
+  (`since`: pid -> when first seen stopped; `table`: process_tree.process_table())."""
   now, found = time.monotonic(), []
   for task in tasks:
     if task.process.poll() is not None:
       continue  # Ended: its pid may be another process's by now.
     for pid in sorted(task.family(table)):
       _, state, name = table.get(pid, (None, None, None))
-      if state in _STOPPED:
+      if process_tree.stopped(state):
         found.append((pid, f"{task.name} is stopped: its process {pid} ({name}) has "
                            f"not run", now - since.setdefault(pid, now)))
   for pid in set(since) - {pid for pid, _, _ in found}:
     del since[pid]  # Running again: a later stop counts from then.
   return [(what, secs) for _, what, secs in found]
-
-
-def cpu_secs(pids):
-  """User and system CPU seconds used by the processes `pids` (those alive) and by their
-  children that ended (counted in their parent once reaped), so that a child's end does
-  not lower the sum."""
-  total = 0
-  for pid in pids:
-    try:
-      with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-      total += sum(int(field) for field in fields[11:15])  # utime stime cutime cstime
-    except (OSError, IndexError, ValueError):
-      pass
-  return total * _TICK_SECS
 
 
 class Idleness:
@@ -74,9 +64,46 @@ class Idleness:
     return found
 
   def _idle_secs(self, name, pids):
-    used, now = cpu_secs(pids), time.monotonic()
+    used, now = process_tree.cpu_secs(pids), time.monotonic()
     mark = self._marks.get(name)
     if mark is None or used - mark[0] >= max(_PROGRESS_LEAST_SECS,
                                              _PROGRESS_SHARE * (now - mark[1])):
       self._marks[name] = mark = (used, now)
     return now - mark[1]
+
+
+class Hangs:
+  """The hang checks of a job's tasks, looked at every _LOOK_SECS: a heartbeat (in
+  `heartbeats`, of the tasks `expected`; None: none) `timeout_secs` old, a process stopped
+  that long, a task idle that long after its training. `log(message)` says which."""
+
+  def __init__(self, *, heartbeats, timeout_secs, expected, log):
+    self._heartbeats, self._timeout_secs, self._expected = heartbeats, timeout_secs, expected
+    self._log, self._started, self._next_look = log, time.time(), 0.0
+    self._stopped_since, self._idleness = {}, Idleness()
+
+  def found(self, tasks):
+    """Whether one of the running `tasks` hangs (said); False until a look is due."""
+    if time.monotonic() < self._next_look:
+      return False
+    self._next_look, timeout = time.monotonic() + _LOOK_SECS, self._timeout_secs
+    table = process_tree.process_table()
+    stopped_ = stopped(tasks, self._stopped_since, table)
+    stuck = self._heartbeats and heartbeat.stalled(self._heartbeats, timeout,
+                                                   expected=self._expected,
+                                                   started=self._started)
+    if stuck:
+      self._log(f"no training progress on {', '.join(stuck)} for {timeout}s "
+                f"(heartbeat{''.join(f'; {s}' for s, _ in stopped_)}); stopping the job")
+    too_long = [s for s, secs in stopped_ if secs >= timeout]
+    if too_long and not stuck:
+      self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "
+                f"the job")
+    idle = self._heartbeats and self._idleness.stalled(
+        tasks, heartbeat.ended(self._heartbeats), timeout, table)
+    if idle and not (stuck or too_long):
+      self._log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
+                f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "
+                f"something, such as a session that waits for a task that has exited); "
+                f"stopping the job")
+    return bool(stuck or too_long or idle)

@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 
+import psutil
+
 from estimator_dist import errors
 from estimator_dist.jobs import namespace_holder
 
@@ -79,9 +81,7 @@ def open_sandbox(isolation, preexec_fn=None):
   except OSError as e:
     holder, ready, why = None, False, str(e)
   if ready:
-    children = f"/proc/{holder.pid}/task/{holder.pid}/children"
-    with open(children) as f:
-      init_pid = int(f.read().split()[0])
+    init_pid = psutil.Process(holder.pid).children()[0].pid  # unshare forked it.
     return Sandbox(holder, init_pid, user_namespace=bool(user)), None
   if holder is not None:
     holder.kill()

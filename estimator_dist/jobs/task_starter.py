@@ -13,7 +13,6 @@ from estimator_dist.contract import env_vars
 from estimator_dist.contract import process_identity
 from estimator_dist.contract import task_env
 from estimator_dist.instrument import launching
-from estimator_dist.jobs import forkserver
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launch_tracking
 from estimator_dist.jobs import local_cluster
@@ -84,8 +83,6 @@ class Starter:
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
       env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
-    if self.local and not self.instrumented and not self.job.traits.ranks_from_horovodrun:
-      command = forkserver.client_command(command, env)
     self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env,
                      summary_file=summary_file)
 

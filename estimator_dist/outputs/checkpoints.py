@@ -3,9 +3,7 @@
 - `resume_point` runs before a job starts (the launcher, before every attempt; a chief
   started otherwise, before it trains). It makes the `checkpoint` index name the newest
   checkpoint that is complete (index, data that reads in full, graph) and moves the
-  newer ones that are not into `unreadable/`, so no restart enters them again. What it
-  found complete, or a save wrote, is remembered (`contract.vouched_checkpoint`) and not
-  read again while its files are unchanged.
+  newer ones that are not into `unreadable/`, so no restart enters them again.
 - `kept_complete` wraps the chief's training: when it fails (a save on a full disk), the
   index is made to name the newest complete checkpoint again, the save's leftovers are
   removed, and a full disk is named with the fix.
@@ -24,7 +22,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from estimator_dist import errors
-from estimator_dist.contract import vouched_checkpoint
+from estimator_dist.contract import checkpoint_names
 
 # What TensorFlow leaves of a write that failed: atomic writes' `NAME.tmp<hex>`, a
 # tensor file's `.tempstate<digits>`, a sharded save's `PREFIX_temp` directory.
@@ -38,7 +36,7 @@ def _checkpoints(model_dir):
   """[(step, prefix)] of the checkpoints in `model_dir`, newest first."""
   found = []
   for name in tf.io.gfile.listdir(model_dir) if tf.io.gfile.isdir(model_dir) else ():
-    step = vouched_checkpoint.step_of_index(name)
+    step = checkpoint_names.step_of_index(name)
     if step is not None:
       found.append((step, os.path.join(model_dir, name[:-len(".index")])))
   return sorted(found, reverse=True)
@@ -66,16 +64,11 @@ def resume_point(model_dir, log, *, discard_after=None):
   """
   if "://" in model_dir:
     return tf.train.latest_checkpoint(model_dir)
-  vouched = vouched_checkpoint.holds(model_dir)
-  if vouched:
-    return vouched
   found = _checkpoints(model_dir)
   latest = tf.train.latest_checkpoint(model_dir)
   good_step, good = next(((s, p) for s, p in found if complete(p)), (None, None))
   bad = [prefix for step, prefix in found if good is None or step > good_step]
   if not bad and latest == good:
-    if good:
-      vouched_checkpoint.remember(model_dir, step=good_step)
     return good
   aside = os.path.join(model_dir, UNREADABLE_DIR)
   discarded = [prefix for step, prefix in found
@@ -91,7 +84,6 @@ def resume_point(model_dir, log, *, discard_after=None):
   if good:
     tf.compat.v1.train.update_checkpoint_state(model_dir, good,
                                                all_model_checkpoint_paths=kept)
-    vouched_checkpoint.remember(model_dir, step=good_step)
   elif tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
     os.remove(os.path.join(model_dir, "checkpoint"))
   named = ", ".join(os.path.basename(p) for p in bad) or latest or "none"

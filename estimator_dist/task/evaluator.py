@@ -14,7 +14,7 @@ import time
 from absl import logging
 
 from estimator_dist import command_line
-from estimator_dist.contract import vouched_checkpoint
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.task import preemption
@@ -32,7 +32,7 @@ def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
       raise preemption.Preempted()
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)
-    step = vouched_checkpoint.step_of(path) if path else -1
+    step = checkpoint_names.step_of(path) if path else -1
     final = step >= (max_steps if stopped is None else min(stopped, max_steps))
     try:
       if path and final:

@@ -40,16 +40,6 @@ def own_thread_ids():
     yield int(ids[-1])
 
 
-def pin_threads(cpus):
-  """Pins every thread of this process to `cpus` (TensorFlow's pools among them)."""
-  # Threads inherit their creator's CPUs; the ones running already are set one by one.
-  for thread_id in own_thread_ids():
-    try:
-      os.sched_setaffinity(thread_id, cpus)
-    except OSError:  # A thread that has ended.
-      pass
-
-
 def apply(cpu_affinity, task):
   """Pins this process's threads to its share of CPUs per `cpu_affinity`; returns them."""
   errors.check_choice("cpu_affinity", cpu_affinity, CPU_AFFINITIES)
@@ -58,7 +48,13 @@ def apply(cpu_affinity, task):
   cpus = share(os.sched_getaffinity(0), task.local_rank, task.local_size)
   if cpus is None:
     return None
-  pin_threads(cpus)
+  # Threads inherit their creator's CPUs; the ones running already (TensorFlow's pools
+  # among them) are set one by one.
+  for thread_id in own_thread_ids():
+    try:
+      os.sched_setaffinity(thread_id, cpus)
+    except OSError:  # A thread that has ended.
+      pass
   logging.info(command_line.line("training process %d of %d on this host runs on CPUs %s "
                                  "(cpu_affinity='none' turns this off)"),
                task.local_rank, task.local_size, cpus)

@@ -22,7 +22,6 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.strategies import context
-from estimator_dist.training import between_segments
 from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import learning_rate
 from estimator_dist.training import rate_options
@@ -138,7 +137,7 @@ def _decorate(model_fn, options):
       _check_found(in_optimizer, adapter, params)
     adapter.check_train_spec(spec)
     hooks_lib.record_loss(spec.loss)
-    hooks = [*adapter.training_hooks(), *between_segments.saver_hooks(spec, config)]
+    hooks = adapter.training_hooks()
     if hooks:
       spec = spec._replace(training_hooks=tuple(spec.training_hooks) + tuple(hooks))
     return spec

@@ -18,7 +18,6 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import heartbeat
-from estimator_dist.contract import vouched_checkpoint
 from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
 
@@ -79,23 +78,10 @@ class FiniteCheckpoints(tf.estimator.CheckpointSaverListener):
       raise _diverged("the weights are not finite", global_step_value, self._model_dir)
 
 
-class RememberedComplete(tf.estimator.CheckpointSaverListener):
-  """Remembers each checkpoint its save wrote as complete (`vouched_checkpoint`): the job
-  that resumes from it need not read it in full first."""
-
-  def __init__(self, model_dir):
-    self._model_dir = model_dir
-
-  def after_save(self, session, global_step_value):
-    vouched_checkpoint.remember(self._model_dir, step=global_step_value)
-
-
 def saving_listeners(model_dir):
-  """The chief's listeners to its saves: no checkpoint of weights that are not finite,
-  each written one remembered complete, and the word, as soon as it is written, that it
-  saved on a preemption."""
-  return [FiniteCheckpoints(model_dir), RememberedComplete(model_dir),
-          preemption_save.SaidWhenWritten(model_dir)]
+  """The chief's listeners to its saves: no checkpoint of weights that are not finite, and
+  the word, as soon as it is written, that it saved on a preemption."""
+  return [FiniteCheckpoints(model_dir), preemption_save.SaidWhenWritten(model_dir)]
 
 
 def heartbeat_hooks(task, *, last_step, examples_per_step):

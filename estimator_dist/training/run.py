@@ -14,6 +14,7 @@ from estimator_dist.contract import chief_model_dir
 from estimator_dist.outputs import checkpoints
 from estimator_dist.outputs import model_dir_lock
 from estimator_dist.strategies import factory
+from estimator_dist.strategies import traits
 from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
@@ -23,7 +24,6 @@ from estimator_dist.task import own_port
 from estimator_dist.task import preemption
 from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
-from estimator_dist.training import between_segments
 from estimator_dist.training import decorator
 from estimator_dist.training import evaluate_alone
 from estimator_dist.training import final_summary
@@ -187,13 +187,16 @@ class TrainingRun:
   @contextlib.contextmanager
   def chief_guards(self):
     """Around training: on the chief, the one writer of checkpoints, the model_dir's lock
-    (unless the launcher holds it and has checked the checkpoints), checkpoints kept
-    complete and evaluations beside training; on every task, its port named in errors."""
+    (unless the launcher holds it), its checkpoints checked (unless the launcher checked
+    them for a job of several processes), checkpoints kept complete and evaluations beside
+    training; on every task, its port named in errors."""
     model_dir = self.options.model_dir
     with contextlib.ExitStack() as stack:
       if self.adapter.task.is_chief:
-        if not model_dir_lock.held_by_launcher(model_dir):
+        by_launcher = model_dir_lock.held_by_launcher(model_dir)
+        if not by_launcher:
           stack.enter_context(model_dir_lock.held(model_dir, _warn))
+        if not by_launcher or traits.of(self.options.strategy).one_process:
           checkpoints.resume_point(model_dir, _warn)
         early_stopping.clear_marker(model_dir)  # An earlier run's, under the lock.
         preemption_save.clear(model_dir)
@@ -239,9 +242,9 @@ class TrainingRun:
     raise preemption.Preempted(adapter.preempted_exit_code)
 
   def run(self):
-    """Trains this task's share (an evaluator task evaluates until training ends; a PBT
-    member's, each segment its sweep asks for), then returns the chief's final metrics; the
-    chief writes the job's parameters, and its MLflow run where asked (job_tracking)."""
+    """Trains this task's share (or, on an evaluator task, evaluates until training ends),
+    then returns the chief's final metrics; the chief writes the job's parameters, and its
+    MLflow run where asked (job_tracking)."""
     if self.adapter is None:
       raise RuntimeError("TrainingRun.run() before start(): start() starts the backend.")
     self._started = time.time()
@@ -253,30 +256,13 @@ class TrainingRun:
       tracked = job_tracking.start(params=params, model_dir=self.options.model_dir)
     try:
       with preemption.watched(), run_state.entered():
-        metrics = self._segments()
+        metrics = self._run()
     except BaseException as e:
       if tracked:
         tracked.failed(e)
       raise
     if tracked:
       tracked.finished(self.summary)
-    return metrics
-
-  def _segments(self):
-    """`_run()`, then each next segment a sweep asks of a PBT member (`between_segments`)."""
-    metrics, task, segment = self._run(), self.adapter.task, 0
-    last = not (between_segments.pauses(task, self.options) and self.eval_spec is not None)
-    while not (last or self._stop_together and self._stop_together.stopped_at is not None):
-      step = between_segments.step_of(self.options, metrics)
-      said = between_segments.wait(self.options.model_dir, task=task, after=segment, step=step)
-      if said is None:
-        if preemption.requested():  # Its work is saved.
-          self._end_preempted(self.adapter, step)
-        break
-      segment, last = segment + 1, said["last"]
-      self.options = self.options.replace(train_steps=said["train_steps"])
-      metrics = self._run()
-    between_segments.trained()
     return metrics
 
   def _run(self):
