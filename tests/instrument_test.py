@@ -210,7 +210,10 @@ def test_tensorflows_multi_worker_tutorial_trains_one_pass_under_another_strateg
   assert os.path.exists(os.path.join(tutorial_model_dir, "model.ckpt-11.index"))
   losses = {step: metrics["loss"]
             for step, metrics in event_files.eval_metrics(tutorial_model_dir).items()}
-  assert sorted(losses) == [0, 11] and losses[11] < losses[0], losses  # It learns, slowly.
+  # The final evaluation, and the first checkpoint's where the evaluation beside training
+  # (which looks every 0.5 s for the newest) came before the last: it learns, slowly.
+  assert max(losses) == 11 and set(losses) <= {0, 11}, losses
+  assert 0 not in losses or losses[11] < losses[0], losses
 
 
 @pytest.mark.processes
