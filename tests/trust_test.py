@@ -707,12 +707,25 @@ def test_output_that_looks_like_the_summary_neither_hangs_the_job_nor_forges_it(
         f"forged summary line and 2000 lines ended in {time.monotonic() - started:.1f} s")
 
 
-def test_a_malformed_summary_record_is_ignored_with_one_warning(tmp_path):
-  code, output = helpers.launch("local", "tests.programs.noisy_summary", "--bad_record",
+@pytest.mark.parametrize("kind, why", [
+    ("json", "Expecting ':' delimiter"), ("fifo", "it is not a regular file"),
+    ("large", "it is larger than 1048576 bytes"), ("binary", "it is not UTF-8 text"),
+    ("none", None)])
+def test_whatever_a_program_leaves_for_the_summary_record_is_one_warning(tmp_path, kind, why):
+  """A FIFO there once hung the launcher for ever after the job ended, a large file of
+  random bytes failed a job that had succeeded with a traceback: now each is one line, and
+  the job's own exit code stands. So does a record the chief never wrote."""
+  code, output = helpers.launch("local", "tests.programs.noisy_summary", f"--bad_record={kind}",
                                 "--flood_lines=1", f"--model_dir={tmp_path}", num_workers=1,
                                 timeout=120)
   assert code == 0, output[-3000:]
   warnings = [line for line in output.splitlines() if "summary record" in line]
-  assert len(warnings) == 1 and "ignored, the job has no summary" in warnings[0], warnings
+  assert len(warnings) == 1, warnings
+  if why:
+    assert "ignored, the job has no summary" in warnings[0] and why in warnings[0], warnings
+  else:
+    assert warnings[0] == ("estimator-dist launch: no summary: the chief wrote no summary "
+                           "record (a program that trains without estimator_dist's "
+                           "train_and_evaluate, or that removed it, writes none)"), warnings
   # Not the forged line either.
   assert "estimator-dist launch: summary" not in output, output[-3000:]

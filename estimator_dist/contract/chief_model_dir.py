@@ -3,7 +3,6 @@ own (its RunConfig, its --job-dir) trains there, not in the directory the launch
 was given. The chief writes `model_dir` in the job's directory (env_vars.JOB_DIR) when its
 run starts; the launcher follows it for progress, restarts and curves."""
 
-import json
 import os
 
 from estimator_dist.contract import env_vars
@@ -24,7 +23,6 @@ def read(job_dir):
   if not job_dir:
     return None
   try:
-    with open(os.path.join(job_dir, _FILE)) as f:
-      return json.load(f)["model_dir"]
+    return whole_file.read_json(os.path.join(job_dir, _FILE))["model_dir"]
   except (OSError, ValueError, KeyError, TypeError):
     return None

@@ -9,7 +9,6 @@ there (`write`, called by the strategies' factory), and a job counts as a succes
 when every task it expects did (`not_joined`).
 """
 
-import json
 import os
 
 from estimator_dist.contract import env_vars
@@ -33,8 +32,7 @@ def not_joined(job_dir, expected, *, strategy):
   found = {}
   for name in sorted(expected):
     try:
-      with open(os.path.join(job_dir, "joined", name)) as f:
-        joined = json.load(f).get("strategy")
+      joined = whole_file.read_json(os.path.join(job_dir, "joined", name)).get("strategy")
     except (OSError, ValueError, AttributeError):
       found[name] = "never started the job's strategy"
       continue

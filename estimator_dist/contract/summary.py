@@ -8,7 +8,6 @@ JSON object (`write_record`) and the launcher reads it once the task ended
 (`read_record`): a line of a program's output can neither forge the summary nor break it.
 """
 
-import json
 import os
 
 from estimator_dist.contract import env_vars
@@ -55,19 +54,17 @@ def write_record(fields, *, warn, env=os.environ):
 
 def read_record(path, *, warn):
   """The fields the chief wrote at `path`; None when it wrote none. A record that is not a
-  JSON object of names and plain values is ignored, and `warn` gets one line saying so."""
+  JSON object of names and plain values (whatever a program left there: a FIFO, a large
+  or binary file) is ignored, and `warn` gets one line saying so."""
   try:
-    with open(path) as f:
-      text = f.read()
+    fields = whole_file.read_json(path)
   except FileNotFoundError:
     return None
+  except whole_file.Unreadable as e:
+    fields = e
   except OSError as e:
     warn(f"the summary record {path} could not be read ({e}); the job has no summary")
     return None
-  try:
-    fields = json.loads(text)
-  except ValueError as e:
-    fields = e
   if isinstance(fields, dict) and all(
       isinstance(value, (str, int, float)) for value in fields.values()):
     return fields

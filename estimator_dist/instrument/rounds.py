@@ -8,7 +8,6 @@ directory new for each attempt of the job.
 """
 
 import collections
-import json
 import os
 import time
 
@@ -47,7 +46,6 @@ def wait_for(kind, number, *, poll_secs=0.2, env=os.environ):
   path = _path(kind, number, env)
   while True:
     try:
-      with open(path) as f:
-        return json.load(f)
+      return whole_file.read_json(path)
     except FileNotFoundError:
       time.sleep(poll_secs)

@@ -194,8 +194,12 @@ def _run_attempts(starter, *, new_model_dir):
     code = _joined_or_failed(starter)
   outcome = {0: "finished", errors.PREEMPTED_EXIT_CODE: "was preempted"}.get(code, "failed")
   group.log(f"job {outcome} with exit code {code}")
-  for fields in (f for t in group.tasks for f in t.summaries):
+  summaries = [f for t in group.tasks for f in t.summaries]
+  for fields in summaries:
     group.log("summary\n" + summary.format_table(fields))
+  if code == 0 and starter.summary_dir and not os.listdir(starter.summary_dir):
+    group.log("no summary: the chief wrote no summary record (a program that trains "
+              "without estimator_dist's train_and_evaluate, or that removed it, writes none)")
   drawn = starter.options.curves and curves.draw(model_dir)
   if drawn:
     group.log(drawn)

@@ -3,8 +3,10 @@
 It prints `estimator-dist: summary: none yet` (words without `=`), a well-formed summary
 line of its own making, and more lines than a pipe holds (--flood_lines), as a program
 that logs its own "summary" would: none of it may stop the launcher copying its output,
-nor stand for the job's summary. --bad_record writes a malformed record where the
-launcher said the chief's summary record goes (env_vars.SUMMARY_FILE) and ends at once.
+nor stand for the job's summary. --bad_record=KIND leaves, where the launcher said the
+chief's summary record goes (env_vars.SUMMARY_FILE), a JSON record cut short (json), a FIFO
+(fifo), a file larger than any record (large), bytes that are no text (binary) or nothing
+at all (none), and ends at once without training.
 """
 
 import os
@@ -17,7 +19,8 @@ from estimator_dist.contract import summary
 from tests.programs import plain_model
 
 flags.DEFINE_integer("flood_lines", 2000, "Lines of 100 characters to print first.")
-flags.DEFINE_bool("bad_record", False, "Write a malformed summary record; do not train.")
+flags.DEFINE_enum("bad_record", None, ["json", "fifo", "large", "binary", "none"],
+                  "Leave this instead of a summary record; do not train.")
 FLAGS = flags.FLAGS
 
 FORGED = f"{summary.PREFIX} strategy=forged workers=99 steps=7"
@@ -29,8 +32,13 @@ def main(argv):
   for number in range(FLAGS.flood_lines):
     print(f"flood {number:06d} " + "x" * 87, flush=True)
   if FLAGS.bad_record:
-    with open(os.environ[env_vars.SUMMARY_FILE], "w") as f:
-      f.write('{"steps": [1, 2], "workers"')
+    path = os.environ[env_vars.SUMMARY_FILE]
+    if FLAGS.bad_record == "fifo":
+      os.mkfifo(path)
+    elif FLAGS.bad_record != "none":
+      with open(path, "wb") as f:
+        f.write({"json": b'{"steps": [1, 2], "workers"', "binary": b'{"steps": "\xff\xfe"}',
+                 "large": os.urandom(2 << 20)}[FLAGS.bad_record])
     return
   plain_model.main(argv)
 
