@@ -1,12 +1,14 @@
 """The `estimator-dist` command: `estimator-dist launch ...` and friends.
 
-`estimator-dist COMMAND --help` lists the command's flags; `estimator-dist --version`
+`estimator-dist COMMAND --help` (or `-h`) lists the command's flags; an unknown command is
+named, with the commands; `estimator-dist --version`
 prints the installed version. Only verify and bench run TensorFlow here: where it is not
 installed (a login node), slurm and k8s print their script and manifest, every command's
 --help lists its flags (bench's in a checkout, sweep's with Optuna installed), and verify
 and bench, asked to run, say in one line what to install.
 """
 
+import difflib
 import os
 import sys
 
@@ -38,7 +40,7 @@ _BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
 
 def _usage():
   lines = ["usage: estimator-dist COMMAND [flags] [-- program args]",
-           "       estimator-dist COMMAND --help", "       estimator-dist --version", "",
+           "       estimator-dist COMMAND -h|--help", "       estimator-dist --version", "",
            "commands:"]
   lines += [f"  {name:10s} {text}" for name, (_, text) in _COMMANDS.items()]
   return "\n".join(lines) + "\n"
@@ -51,8 +53,14 @@ def main(argv=None):
     return 0
   if len(argv) < 2 or argv[1] not in _COMMANDS:
     asked = len(argv) > 1 and argv[1] in ("-h", "--help")
+    if len(argv) > 1 and not asked:
+      close = difflib.get_close_matches(argv[1], _COMMANDS, n=1)
+      command_line.write_error(
+          f"unknown command {argv[1]!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+          + f" The commands: {', '.join(_COMMANDS)}.")
     (sys.stdout if asked else sys.stderr).write(_usage())
     return 0 if asked else 2
+  argv = argv[:2] + _with_long_help(argv[2:])
   if argv[1] == "bench":
     return _bench(argv[2:])
   if _missing_tensorflow(argv[1], argv[2:]):
@@ -67,6 +75,13 @@ def main(argv=None):
     return 2
   sys.argv = [f"{command_line.PROGRAM} {argv[1]}"] + argv[2:]
   return module.run()
+
+
+def _with_long_help(args):
+  """`args` with -h, which absl does not know, as --help (before any `--`, after which
+  come a program's own arguments)."""
+  own = args.index("--") if "--" in args else len(args)
+  return ["--help" if a == "-h" else a for a in args[:own]] + args[own:]
 
 
 def _missing_tensorflow(command, args):

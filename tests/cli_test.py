@@ -50,6 +50,23 @@ def test_the_top_level_help_lists_every_command_and_exits_0(capsys):
     assert re.search(rf"^  {command} +\w", out, re.MULTILINE), out
 
 
+@pytest.mark.processes
+def test_a_commands_h_is_its_help_and_a_programs_h_is_the_programs():
+  done = subprocess.run([SCRIPT, "launch", "-h"], capture_output=True, text=True,
+                        env=helpers.child_env(), timeout=120, check=False)
+  assert done.returncode == 0 and "\n  --strategy:" in done.stdout, done.stderr[-2000:]
+  assert cli._with_long_help(["-h", "--", "python", "t.py", "-h"]) == [  # pylint: disable=protected-access
+      "--help", "--", "python", "t.py", "-h"]
+
+
+def test_an_unknown_command_is_named_with_the_nearest_and_the_list(capsys):
+  assert cli.main(["estimator-dist", "lunch", "--strategy=local"]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("estimator-dist: error: unknown command 'lunch'; did you mean "
+                        "'launch'? The commands: launch, k8s, slurm, "), err
+  assert "usage: estimator-dist COMMAND" in err
+
+
 def test_without_a_command_the_usage_goes_to_stderr_and_exits_2(capsys):
   assert cli.main(["estimator-dist"]) == 2
   assert capsys.readouterr().err.startswith("usage: estimator-dist COMMAND")
