@@ -88,7 +88,9 @@ def process_table():
   """{pid: (parent pid, status, name)} of every process; the status is psutil's
   (psutil.STATUS_STOPPED, ...)."""
   table = {}
-  for pid in psutil.pids():  # Each read now: a cached Process of a reused pid is skipped.
+  # A new Process for each pid: psutil.process_iter's cached ones skip a pid that a new
+  # process took since, which would hide it and its descendants from this table.
+  for pid in psutil.pids():
     try:
       process = psutil.Process(pid)
       with process.oneshot():

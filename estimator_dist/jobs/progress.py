@@ -88,14 +88,14 @@ class Hangs:
       return False
     self._next_look, timeout = time.monotonic() + _LOOK_SECS, self._timeout_secs
     table = process_tree.process_table()
-    stopped_ = stopped(tasks, self._stopped_since, table)
+    stops = stopped(tasks, self._stopped_since, table)
     stuck = self._heartbeats and heartbeat.stalled(self._heartbeats, timeout,
                                                    expected=self._expected,
                                                    started=self._started)
     if stuck:
       self._log(f"no training progress on {', '.join(stuck)} for {timeout}s "
-                f"(heartbeat{''.join(f'; {s}' for s, _ in stopped_)}); stopping the job")
-    too_long = [s for s, secs in stopped_ if secs >= timeout]
+                f"(heartbeat{''.join(f'; {s}' for s, _ in stops)}); stopping the job")
+    too_long = [s for s, secs in stops if secs >= timeout]
     if too_long and not stuck:
       self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "
                 f"the job")
