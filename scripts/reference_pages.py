@@ -186,7 +186,14 @@ def exit_codes_page():
       "# Exit codes", "", MARK, "",
       "Every command and every task run by `ed.run_program` ends with one of these codes "
       "(`estimator_dist/errors.py` names them); the launcher exits with its tasks' code.",
-      "", *rows, ""])
+      "", *rows, "",
+      "A program's own exit code is passed on as it is, whatever its number, and "
+      "`--max_restarts` applies to it: the launcher acts on 3, 75 and 200 (no restart, new "
+      "ports, a preemption) only when the toolkit in a task chose that code, which the task "
+      "says in the job's mailbox before it exits; otherwise the launcher names the code as "
+      "the program's (`exit code 75 is the program's own, not a verdict of estimator_dist`). "
+      "Tasks that cannot reach the launcher's mailbox (`--hosts`) have their codes read as "
+      "above.", ""])
 
 
 def api_page():

@@ -59,6 +59,17 @@ def test_a_commands_h_is_its_help_and_a_programs_h_is_the_programs():
       "--help", "--", "python", "t.py", "-h"]
 
 
+@pytest.mark.parametrize("args, said", [
+    ((), "error: flag --mailbox=None: Flag --mailbox must have a value other than None."),
+    (("--mailbox=/no/such/mailbox",), "error: --mailbox=/no/such/mailbox is not a directory")])
+def test_progress_without_a_mailbox_is_one_line_and_exit_2(args, said):
+  done = subprocess.run([SCRIPT, "progress", *args], capture_output=True, text=True,
+                        timeout=60)
+  assert done.returncode == 2 and done.stderr.startswith(
+      f"estimator-dist progress: {said}"), done
+  assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 2, done
+
+
 def test_an_unknown_command_is_named_with_the_nearest_and_the_list(capsys):
   assert cli.main(["estimator-dist", "lunch", "--strategy=local"]) == 2
   err = capsys.readouterr().err

@@ -180,7 +180,7 @@ TABLE = {
          'one agreed step and the chief saves a checkpoint there; 0: no signal.'),
         ('progress_secs', 'float', 30.0, {'lower_bound': 0.0},
          "The job's progress lines in its output this often (the program's --model_dir "
-         "holds the tasks' heartbeats); 0: none."),
+         "holds the job's mailbox, where the tasks beat); 0: none."),
         ('requeue', 'bool', True, {},
          '#SBATCH --requeue: after that save, the job requeues itself and resumes from the '
          'checkpoint.'),
@@ -325,8 +325,8 @@ TABLE = {
          'Where the two runs write (default: a new temp dir).'),
     ],
     'progress': [
-        ('heartbeats', 'string', None, {},
-         'The directory the tasks beat in (their ESTIMATOR_DIST_HEARTBEAT_DIR).'),
+        ('mailbox', 'string', None, {},
+         "The job's mailbox, where its tasks beat (their ESTIMATOR_DIST_MAILBOX); required."),
         ('model_dir', 'string', None, {},
          "The job's model_dir (its evaluations)."),
         ('progress_secs', 'float', 30.0, {'lower_bound': 0.1},

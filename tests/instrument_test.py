@@ -8,14 +8,10 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
-from estimator_dist import errors
 from estimator_dist.instrument import launching
-from estimator_dist.instrument import rounds
 from estimator_dist.outputs import event_files
 from tests import helpers
 
@@ -72,18 +68,6 @@ def test_the_sitecustomize_runs_the_one_it_shadows(tmp_path):
   done = subprocess.run([sys.executable, "-c", "import sys; print('tensorflow' in sys.modules)"],
                         env=env, capture_output=True, text=True, timeout=60, check=True)
   assert done.stdout.split() == ["theirs", "ran", "False"], done  # TensorFlow stays unloaded.
-
-
-def test_a_round_waits_for_the_chiefs_value_in_the_jobs_directory(tmp_path):
-  env = {"ESTIMATOR_DIST_JOB_DIR": str(tmp_path)}
-  later = threading.Timer(0.5, rounds.publish, ("train", 1, {"steps": 200}), {"env": env})
-  later.start()
-  begun = time.time()
-  assert rounds.wait_for("train", 1, poll_secs=0.05, env=env) == {"steps": 200}
-  assert time.time() - begun >= 0.4
-  assert [rounds.next_round("x"), rounds.next_round("x"), rounds.next_round("y")] == [1, 2, 1]
-  with pytest.raises(errors.ConfigError, match="run the program through it"):
-    rounds.publish("train", 1, {}, env={})
 
 
 @pytest.mark.processes

@@ -14,6 +14,7 @@ from estimator_dist.contract import bind_address
 from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import horovodrun_entry
 from estimator_dist.jobs import job_dirs
@@ -353,21 +354,14 @@ def test_a_local_job_listens_on_loopback_only(strategy, args, tmp_path):
   assert {ip for _, ip in listening} <= LOOPBACK, listening
 
 
-def test_a_task_beats_only_where_its_heartbeat_directory_is(tmp_path):
-  task = cluster.TaskInfo(role="worker", index=1, rank=2, size=3)
-  assert heartbeat.path_of(task, {env_vars.HEARTBEAT_DIR: str(tmp_path)}) == str(
-      tmp_path / "worker:1")
-  # A Spark executor that does not share the driver's file system: nobody reads there.
-  assert heartbeat.path_of(task, {env_vars.HEARTBEAT_DIR: str(tmp_path / "gone")}) is None
-  assert heartbeat.path_of(task, {}) is None
-
-
 def test_a_progress_line_names_a_task_behind_by_more_than_its_beats(tmp_path):
+  mailbox = mailbox_lib.Mailbox(str(tmp_path))
+
   def beats(**steps):
     for name, (step, at) in steps.items():
-      heartbeat.beat(str(tmp_path / name), heartbeat.Progress(
+      heartbeat.beat(mailbox.path(mailbox_lib.BEATS, name), heartbeat.Progress(
           step=step, last_step=2000, examples_per_step=64, time=at))
-    return heartbeat.progress_of(str(tmp_path))
+    return heartbeat.progress_of(mailbox)
   # 15 steps/s: one beat a second apart leaves a task up to 15 steps behind.
   tasks = beats(**{"chief:0": (1200, 100.0), "worker:0": (1190, 99.5)})
   assert ", ".join(live_progress.describe(tasks, previous=(900, 80.0), evaluation=(

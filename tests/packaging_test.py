@@ -174,7 +174,7 @@ def test_slurm_k8s_and_help_run_without_tensorflow(wheel, tmp_path):
   # Not sweep, whose --help needs Optuna; bench's needs a checkout (cli_test).
   for command in ("launch", "slurm", "k8s", "progress", "verify"):
     code, out, err = run("estimator-dist", command, "--help")
-    flag = "--heartbeats" if command == "progress" else "--strategy"
+    flag = "--mailbox" if command == "progress" else "--strategy"
     assert code == 0 and f"\n  {flag}:" in out, (command, out, err)
   code, out, err = run("estimator-dist", "verify", "--module=model_zoo.mnist_dnn")
   assert code == 2 and err.startswith(

@@ -12,6 +12,7 @@ from absl import flags
 
 from estimator_dist import launch
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import kubernetes
 from estimator_dist.jobs import launcher
@@ -27,15 +28,15 @@ JOBS = [spec.JobSpec(strategy=name, command=PROGRAM, evaluator=traits.of(name).t
         for name in traits.STRATEGIES]
 # What only one engine's way of running a job adds (the other variables are JOB_WIDE).
 OWN = {"local": {env_vars.STARTUP_TIMEOUT_SECS, env_vars.MODEL_DIR, env_vars.MODEL_DIR_LOCK,
-                 env_vars.HEARTBEAT_DIR},
+                 env_vars.MAILBOX},
        "slurm": {env_vars.NUM_PS, env_vars.EVALUATOR, env_vars.PORT_BASE,
-                 env_vars.HEARTBEAT_DIR},
-       "kubernetes": set(), "spark": {env_vars.HEARTBEAT_DIR}}
+                 env_vars.MAILBOX},
+       "kubernetes": set(), "spark": {env_vars.MAILBOX}}
 
 
 def local_env(job, grace):
   options = launcher.LaunchOptions(model_dir="/shared/run", preemption_grace_secs=grace)
-  return task_starter.job_environment(job, options, heartbeats="/tmp/job/heartbeats")
+  return task_starter.job_environment(job, options, mailbox=mailbox_lib.Mailbox("/tmp/job/mailbox"))
 
 
 def slurm_env(job, grace):
@@ -57,7 +58,7 @@ def kubernetes_envs(job, grace):
 
 
 def spark_env(job):
-  return spark.task_environment(job, spark.SparkOptions(), heartbeats="/shared/run/beats")
+  return spark.task_environment(job, spark.SparkOptions(), mailbox=mailbox_lib.Mailbox("/shared/run/mailbox"))
 
 
 def ours(env):
@@ -115,10 +116,10 @@ def test_a_sweeps_trial_and_an_absent_value_leave_the_rest_to_the_task():
 
 
 def test_renderings_quote_what_a_shell_would_split():
-  env = {env_vars.HEARTBEAT_DIR: "/a dir/it's"}
+  env = {env_vars.MAILBOX: "/a dir/it's"}
   [line] = task_env.shell_exports(env)
-  assert shlex.split(line) == ["export", f"{env_vars.HEARTBEAT_DIR}=/a dir/it's"]
-  assert task_env.kubernetes_env(env) == [{"name": env_vars.HEARTBEAT_DIR,
+  assert shlex.split(line) == ["export", f"{env_vars.MAILBOX}=/a dir/it's"]
+  assert task_env.kubernetes_env(env) == [{"name": env_vars.MAILBOX,
                                            "value": "/a dir/it's"}]
 
 

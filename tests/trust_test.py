@@ -149,8 +149,8 @@ def test_no_other_user_reaches_a_job_and_ctrl_c_stops_it_at_once(strategy, args,
     assert ports, job.output[-3000:]
     assert probe_as_nobody(ports) == []
     made = launcher_dirs(job.process.pid)
-    # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary, the job's records.
-    assert len(made) == 5, made
+    # The job's mailbox, the tasks' TMPDIR, MPI's shared memory.
+    assert len(made) == 3, made
     # Ctrl-C again and again (at least 3 times) until the launcher ends: one during the
     # stop or the removal of the directories must not cut it short.
     start, presses = time.monotonic(), 0
@@ -408,6 +408,33 @@ def test_the_launcher_starts_again_on_new_ports_when_one_is_taken(tmp_path):
       squatter.close()
 
 
+@pytest.mark.parametrize("strategy, exiting, code, launch_args, restarts", [
+    ("local", "chief", 75, (), 0),  # EX_TEMPFAIL: once taken for a taken port.
+    ("multi_worker", "worker", 75, (), 0),
+    ("multi_worker", "worker", 3, ("--max_restarts=1",), 1),  # Once taken for divergence.
+])
+def test_a_programs_own_exit_code_is_its_own(tmp_path, strategy, exiting, code, launch_args,
+                                             restarts):
+  """A program that trains well, then exits with a code the toolkit also uses for its
+  verdicts: the code passes through, named as the program's, and --max_restarts applies
+  to it. The toolkit's verdicts are messages in the job's mailbox, never read from a code
+  (the verdicts themselves: the taken port above, divergence and preemption tests)."""
+  started = time.monotonic()
+  result, output = helpers.launch(
+      strategy, "tests.programs.own_exit_code", f"--exit_code={code}", f"--exiting={exiting}",
+      f"--model_dir={tmp_path}", num_workers=1 if strategy == "local" else 2,
+      launch_args=launch_args, timeout=240)
+  assert result == code, output[-3000:]
+  assert output.count(f"the program exits with its own code {code}") == restarts + 1, (
+      output[-3000:])
+  assert "new ports" not in output and "diverged" not in output, output[-3000:]
+  assert (f"exit code {code} is the program's own, not a verdict of estimator_dist"
+          in output), output[-3000:]
+  assert ("restart 1 of 1" in output) == bool(restarts), output[-3000:]
+  print(f"measured: {strategy}, {exiting} exits {code} after training: the job ended "
+        f"with it in {time.monotonic() - started:.1f} s, {restarts} restart(s)")
+
+
 @pytest.fixture
 def small_disk(tmp_path):
   """A 64 MB file system of its own (tmpfs), unmounted at the end. (A job refuses to start
@@ -632,8 +659,8 @@ def test_the_next_launch_removes_what_a_killed_launcher_left(tmp_path):
     processes = job_processes(job)
     assert len(processes) > 2
     made = launcher_dirs(job.process.pid, temporary)
-    # Heartbeats, the tasks' TMPDIR, MPI's shared memory, summary, the job's records.
-    assert len(made) == 5, made
+    # The job's mailbox, the tasks' TMPDIR, MPI's shared memory.
+    assert len(made) == 3, made
     os.kill(job.process.pid, signal.SIGKILL)
     print(f"measured: SIGKILL of the launcher of parameter_server: every process gone in "
           f"{gone_within(processes, 5):.2f} s")

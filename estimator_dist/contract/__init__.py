@@ -8,10 +8,10 @@ so every engine gives a task the same variables. A task reads who it is from the
 `environment` picks the source, read by `cluster` (`TaskInfo`, TF_CONFIG, Horovod's
 variables) and `slurm_env`. `process_identity` is the launcher's identity its tasks
 watch, `bind_address` the preload library (native/bind_address.c) the launcher puts in
-a task's environment, and `heartbeat` the files a task beats and the launcher reads.
-`stop_files` names the files in a model_dir by which a sweep, the chief and the launcher
-agree on a stop, `summary` is the chief's summary (its line, and its record for the
-launcher), and `joined` the record by which a task tells the launcher it joined the job's
-strategy. The exit codes are in `estimator_dist.errors`, the only module outside the
+a task's environment. `mailbox` is the one channel by which a job's tasks tell its
+launcher and each other what they need, for one attempt: `heartbeat` (a task's beats),
+`summary` (the chief's summary: its line, and its record for the launcher), `joined` (that
+a task joined the job's strategy) and `chief_model_dir` are its messages. `stop_files`
+names the files in a model_dir by which a sweep and the chief agree on a stop. The exit codes are in `estimator_dist.errors`, the only module outside the
 standard library that this folder imports (tests/task_env_test.py).
 """

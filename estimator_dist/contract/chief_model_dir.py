@@ -1,28 +1,22 @@
 """The model_dir the chief trains in, which the launcher learns: a program that names its
 own (its RunConfig, its --job-dir) trains there, not in the directory the launcher made or
-was given. The chief writes `model_dir` in the job's directory (env_vars.JOB_DIR) when its
-run starts; the launcher follows it for progress, restarts and curves."""
+was given. The chief posts it in the job's mailbox when its run starts; the launcher
+follows it for progress, restarts and curves."""
 
-import os
-
-from estimator_dist.contract import env_vars
-from estimator_dist.contract import whole_file
-
-_FILE = "model_dir"
+from estimator_dist.contract import mailbox as mailbox_lib
 
 
-def write(model_dir, *, env=os.environ):
-  """Records the chief's `model_dir` where the launcher asked (nowhere without JOB_DIR)."""
-  job_dir = env.get(env_vars.JOB_DIR)
-  if job_dir and os.path.isdir(job_dir):
-    whole_file.write_json(os.path.join(job_dir, _FILE), {"model_dir": model_dir})
+def write(model_dir):
+  """Posts the chief's `model_dir` (nowhere without a mailbox)."""
+  mailbox = mailbox_lib.Mailbox.of_environment()
+  if mailbox:
+    mailbox.post(mailbox_lib.MODEL_DIR, mailbox_lib.CHIEF, {"model_dir": model_dir})
 
 
-def read(job_dir):
-  """The chief's model_dir recorded in `job_dir`; None before the chief wrote one."""
-  if not job_dir:
-    return None
+def read(mailbox):
+  """The chief's model_dir posted in `mailbox`; None before the chief posted one (or
+  without a mailbox)."""
   try:
-    return whole_file.read_json(os.path.join(job_dir, _FILE))["model_dir"]
-  except (OSError, ValueError, KeyError, TypeError):
+    return mailbox.read(mailbox_lib.MODEL_DIR, mailbox_lib.CHIEF)["model_dir"]
+  except (AttributeError, OSError, ValueError, KeyError, TypeError):
     return None

@@ -57,17 +57,11 @@ PREEMPTION_GRACE_SECS = "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS"
 LAUNCHER = "ESTIMATOR_DIST_LAUNCHER"
 # Set by the launcher from --startup_timeout_secs (or the user); read by the watchdog.
 STARTUP_TIMEOUT_SECS = "ESTIMATOR_DIST_STARTUP_TIMEOUT_SECS"
-# Set by the launcher when it watches for hangs; read by heartbeat: the directory where
-# each training task touches its file.
-HEARTBEAT_DIR = "ESTIMATOR_DIST_HEARTBEAT_DIR"
-# Set by the launcher for a local job's tasks (a file in the job's private directory, one
-# per task); read by summary: the chief writes its summary record there, for the launcher.
-SUMMARY_FILE = "ESTIMATOR_DIST_SUMMARY_FILE"
-# Set by the launcher for a local job's tasks (a directory of the job's, new for each
-# attempt); read by the tasks: a task that starts the job's strategy records it in
-# `joined/` (`joined`; the launcher fails a job whose tasks did not all join), and the
-# tasks of an instrumented program agree on its rounds in `rounds/` (instrument).
-JOB_DIR = "ESTIMATOR_DIST_JOB_DIR"
+# Set by the engines that give a job a mailbox (the launcher for local tasks; SLURM and
+# Spark in the shared model_dir), a directory new for each attempt; read by the tasks
+# (contract/mailbox.py): where they post their summary, that they joined, the chief's
+# model_dir, an instrumented program's rounds, preemption's save and their heartbeats.
+MAILBOX = "ESTIMATOR_DIST_MAILBOX"
 # Set by the launcher (the model_dir whose lock it holds for the whole job); read by
 # model_dir_lock, so the chief does not take that lock itself.
 MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"

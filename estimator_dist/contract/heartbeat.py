@@ -1,7 +1,7 @@
 """Heartbeats: a training task that stops making progress is noticed, not waited for.
 
-When the launcher sets `env_vars.HEARTBEAT_DIR`, every training task touches a file
-named after itself there about once a second from the moment it starts (the watchdog
+In a job with a mailbox (contract/mailbox.py), every training task touches its message
+of the mailbox's BEATS (named after itself) about once a second from the moment it starts (the watchdog
 thread until the first step, then `training.hooks.HeartbeatHook` once per step), and marks it
 ended when its training ends. A file that has not been touched for --hang_timeout_secs means the task
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
@@ -12,25 +12,32 @@ the last step and the examples per step, which the launcher's progress lines rea
 """
 
 import dataclasses
-import json
 import os
 import time
 from typing import Optional
 
-from estimator_dist.contract import env_vars
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import whole_file
 
 _ENDED = ".ended"
 
 
 def path_of(task, env):
-  """The heartbeat file of a training `task`; None when the launcher asked for none, or
-  when its directory is not there (a Spark executor that does not share the driver's
-  file system: nobody could read the beats)."""
-  directory = env.get(env_vars.HEARTBEAT_DIR)
-  if not directory or not task.is_training or not os.path.isdir(directory):
+  """The heartbeat file of a training `task`; None without a mailbox (nobody could read
+  the beats)."""
+  mailbox = mailbox_lib.Mailbox.of_environment(env)
+  if mailbox is None or not task.is_training:
     return None
-  return os.path.join(directory, f"{task.role}:{task.index}")
+  return mailbox.path(mailbox_lib.BEATS, f"{task.role}:{task.index}")
+
+
+def _beats(mailbox):
+  """The directory of the beats in `mailbox`, and the names in it."""
+  directory = os.path.join(mailbox.directory, mailbox_lib.BEATS)
+  try:
+    return directory, set(os.listdir(directory))
+  except FileNotFoundError:
+    return directory, set()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,15 +59,15 @@ def beat(path, progress=None):
   whole_file.write_json(path, dataclasses.asdict(progress))
 
 
-def progress_of(directory):
+def progress_of(mailbox):
   """{task name: Progress} of the tasks whose beats, or whose end, say how far they are."""
   found = {}
-  for name in os.listdir(directory):
+  directory, names = _beats(mailbox)
+  for name in names:
     if name.endswith(whole_file.SUFFIX):
       continue
     try:
-      with open(os.path.join(directory, name)) as f:
-        progress = Progress(**json.load(f))
+      progress = Progress(**whole_file.read_json(os.path.join(directory, name)))
     except (OSError, ValueError, TypeError):
       continue  # Gone, or a beat without progress.
     task = name[:-len(_ENDED)] if name.endswith(_ENDED) else name
@@ -83,12 +90,12 @@ def end(path, progress=None):
     pass
 
 
-def ended(directory):
+def ended(mailbox):
   """Names of the tasks whose training ended."""
-  return {name[:-len(_ENDED)] for name in os.listdir(directory) if name.endswith(_ENDED)}
+  return {name[:-len(_ENDED)] for name in _beats(mailbox)[1] if name.endswith(_ENDED)}
 
 
-def stalled(directory, timeout_secs, expected=(), started=None):
+def stalled(mailbox, timeout_secs, expected=(), started=None):
   """Names of the tasks whose heartbeat is older than `timeout_secs`.
 
   A task of `expected` that has not beaten at all, `timeout_secs` after `started` (a
@@ -96,7 +103,7 @@ def stalled(directory, timeout_secs, expected=(), started=None):
   training ended is not.
   """
   now, names = time.time(), set()
-  present = set(os.listdir(directory))
+  directory, present = _beats(mailbox)
   for name in present | set(expected):
     if name.endswith((_ENDED, whole_file.SUFFIX)) or name + _ENDED in present:
       continue

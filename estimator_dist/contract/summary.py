@@ -2,15 +2,12 @@
 
 The line (`estimator-dist: summary: strategy=... steps=...`) is for people, and for the
 engines that start no launcher of ours (SLURM's script, Spark, Kubernetes, horovodrun on
-other hosts), whose output is all there is. The local launcher instead names a file in the
-job's private directory (env_vars.SUMMARY_FILE); the chief writes its summary there as a
-JSON object (`write_record`) and the launcher reads it once the task ended
+other hosts), whose output is all there is. The local launcher instead reads the record
+the chief posts in the job's mailbox, a JSON object (`write_record`), once the job ended
 (`read_record`): a line of a program's output can neither forge the summary nor break it.
 """
 
-import os
-
-from estimator_dist.contract import env_vars
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import whole_file
 
 # The library writes it, in the chief: it starts as our lines in a task do
@@ -38,37 +35,37 @@ def format_table(fields):
   return "\n".join(f"  {k:14s} {v}" for k, v in fields.items())
 
 
-def write_record(fields, *, warn, env=os.environ):
-  """Writes `fields` where the launcher asked (env_vars.SUMMARY_FILE; nowhere without
-  it), whole or not at all (a rename): the launcher never reads half a record. `warn`
-  gets one line when it cannot: the printed line still has the numbers."""
-  path = env.get(env_vars.SUMMARY_FILE)
-  if not path:
+def write_record(fields, *, warn):
+  """Posts `fields` in the job's mailbox (nowhere without one). `warn` gets one line when
+  it cannot: the printed line still has the numbers."""
+  mailbox = mailbox_lib.Mailbox.of_environment()
+  if mailbox is None:
     return
   try:
-    whole_file.write_json(path, fields)
+    mailbox.post(mailbox_lib.SUMMARY, mailbox_lib.CHIEF, fields)
   except OSError as e:
-    warn(f"the summary record {path} was not written ({e}): the launcher shows no summary "
-         f"table; the summary line below has the same numbers")
+    warn(f"the summary record in {mailbox.directory} was not written ({e}): the launcher "
+         f"shows no summary table; the summary line below has the same numbers")
 
 
-def read_record(path, *, warn):
-  """The fields the chief wrote at `path`; None when it wrote none. A record that is not a
-  JSON object of names and plain values (whatever a program left there: a FIFO, a large
-  or binary file) is ignored, and `warn` gets one line saying so."""
+def read_record(mailbox, *, warn):
+  """The fields the chief posted in `mailbox`; None when it posted none. A record that is
+  not a JSON object of names and plain values (whatever a program left there: a FIFO, a
+  large or binary file) is ignored, and `warn` gets one line saying so."""
   try:
-    fields = whole_file.read_json(path)
-  except FileNotFoundError:
-    return None
+    fields = mailbox.read(mailbox_lib.SUMMARY, mailbox_lib.CHIEF)
   except whole_file.Unreadable as e:
     fields = e
   except OSError as e:
-    warn(f"the summary record {path} could not be read ({e}); the job has no summary")
+    warn(f"the summary record in {mailbox.directory} could not be read ({e}); the job "
+         f"has no summary")
+    return None
+  if fields is None:
     return None
   if isinstance(fields, dict) and all(
       isinstance(value, (str, int, float)) for value in fields.values()):
     return fields
-  warn(f"the summary record {path} is not a JSON object of names and values "
-       f"({str(fields)[:200]}); ignored, the job has no summary (only the chief writes "
-       f"that file: a program must leave ${env_vars.SUMMARY_FILE} alone)")
+  warn(f"the summary record in {mailbox.directory} is not a JSON object of names and "
+       f"values ({str(fields)[:200]}); ignored, the job has no summary (only the chief "
+       f"writes it: a program must leave the job's mailbox alone)")
   return None

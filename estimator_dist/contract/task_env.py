@@ -10,9 +10,9 @@ Every engine that starts the same job gives its tasks the same job-wide values
 (JOB_WIDE: the strategy, the replicas of a one-process job, the preemption grace, each
 formatted one way), so a task behaves the same whoever started it. The other variables belong to an
 engine's own way of running a job (the launcher's lock and watchdog, SLURM's cluster
-variables, heartbeats where the engine watches them, a sweep's trial), and this function
+variables, the job's mailbox where the engine gives one, a sweep's trial), and this function
 gives them too, from the values that engine passes. Values that differ per task (the
-launcher's identity, where a task writes its summary record, a bind address) are set
+launcher's identity, a bind address) are set
 where each task is started, under the names of `env_vars`.
 
 Imports nothing of TensorFlow and no layer above the base: the launcher's programs, the
@@ -58,7 +58,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
                      port_base: Optional[int] = None,
                      startup_timeout_secs: Optional[int] = None,
                      model_dir: Optional[str] = None, model_dir_lock: Optional[str] = None,
-                     heartbeat_dir: Optional[str] = None, watch_stop_requests: bool = False,
+                     mailbox: Optional[str] = None, watch_stop_requests: bool = False,
                      mlflow_tracking_uri: Optional[str] = None,
                      mlflow_run_id: Optional[str] = None) -> dict:
   """The variables (name: value, both strings) an engine gives every task of a job.
@@ -73,7 +73,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
   startup_timeout_secs, model_dir_lock: the launcher's watchdog timeout, and the model_dir
     whose lock it holds for the whole job.
   model_dir: the job's model_dir, for an engine that decides it (the launcher).
-  heartbeat_dir: where the training tasks beat, for an engine that watches them.
+  mailbox: the job's mailbox (contract/mailbox.py), for an engine that gives one.
   watch_stop_requests, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL);
   A value left None (or False) leaves its variable out: the task's default applies.
   """
@@ -90,7 +90,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
                 env_vars.PORT_BASE: str(port_base)})
   if startup_timeout_secs is not None:
     env[env_vars.STARTUP_TIMEOUT_SECS] = str(startup_timeout_secs)
-  named = ((env_vars.MODEL_DIR, model_dir), (env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.HEARTBEAT_DIR, heartbeat_dir),
+  named = ((env_vars.MODEL_DIR, model_dir), (env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.MAILBOX, mailbox),
            (env_vars.WATCH_STOP_REQUESTS, "1" if watch_stop_requests else None),
            (env_vars.MLFLOW_TRACKING_URI, mlflow_tracking_uri),
            (env_vars.MLFLOW_RUN_ID, mlflow_run_id))

@@ -1,6 +1,6 @@
 """The temporary directories of a local job, named after the launcher that made them.
 
-A job's directories (its heartbeats, the private TMPDIR of its tasks, Open MPI's shared
+A job's directories (its mailbox, the private TMPDIR of its tasks, Open MPI's shared
 memory in /dev/shm, a new model_dir) are removed when the job ends, however it ends. A
 launcher killed with SIGKILL cannot remove them, so their names say which launcher made
 them, `estimator_dist_<pid>-<start time>_<kind>_...` (the start time tells a reused pid
@@ -31,7 +31,7 @@ _held = []  # Descriptors of this launcher's directories, locked until it exits.
 
 def make(kind, parent=None):
   """A new directory in `parent` (default: the system's temporary directory), named after
-  this launcher; `kind` says what it holds (heartbeats, job, shm, ...)."""
+  this launcher; `kind` says what it holds (mailbox, job, shm, ...)."""
   pid, _, start = process_identity.launcher_identity().partition(":")
   path = tempfile.mkdtemp(prefix=f"estimator_dist_{pid}-{start}_{kind}_", dir=parent)
   _held.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY))

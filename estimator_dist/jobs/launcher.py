@@ -21,14 +21,13 @@ import os
 import shutil
 import signal
 import sys
-import time
 
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
-from estimator_dist.contract import stop_files
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import curves
@@ -76,7 +75,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
   # Heartbeats go through a directory of this machine: local jobs only. A remote
   # horovodrun gets a moment to stop the ranks it started over SSH.
   group = processes.TaskGroup(
-      out=out, heartbeats=local, hang_timeout_secs=options.hang_timeout_secs if local else None,
+      out=out, mailbox=local, hang_timeout_secs=options.hang_timeout_secs if local else None,
       stop_grace_secs=0.0 if local else 2.0, preemption_grace_secs=options.preemption_grace_secs)
   sandbox = made = code = tracked = None
   previous = {}
@@ -124,11 +123,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     resolved = dataclasses.replace(options, model_dir=model_dir, horovod=run)
     starter = task_starter.Starter(job=job, command=list(job.command), options=resolved,
                                    group=group, sandbox=sandbox, local=local,
-                                   private_env=private,
-                                   summary_dir=group.temporary_directory("summary") if local
-                                   else None,
-                                   job_dir=group.temporary_directory("records") if local
-                                   else None, instrumented=instrumented or None)
+                                   private_env=private, instrumented=instrumented or None)
     with model_dir_lock.held(model_dir, group.log):
       tracked = launch_tracking.start(options.mlflow_tracking_uri, job=job,
                                       model_dir=model_dir, log=group.log)
@@ -169,7 +164,7 @@ def _run_attempts(starter, *, new_model_dir):
                                          every_secs=starter.options.progress_secs)
 
   def on_tick():
-    lines.model_dir = chief_model_dir.read(starter.job_dir) or lines.model_dir
+    lines.model_dir = chief_model_dir.read(group.mailbox) or lines.model_dir
     lines.tick()
   try:
     code = _attempts(starter, on_tick=on_tick)
@@ -180,24 +175,33 @@ def _run_attempts(starter, *, new_model_dir):
     group.log(f"the program trained in its own model_dir, {own} (the chief's), not in "
               f"{model_dir}: its checkpoints, evaluations and curves are there")
     model_dir = own
-  if code == errors.DIVERGED_EXIT_CODE:
+  ours = group.ours(code)
+  if code in _VERDICT_CODES and not ours:
+    group.log(f"exit code {code} is the program's own, not a verdict of estimator_dist "
+              f"(no task said it chose that code): passed on as it is")
+  if ours and code == errors.DIVERGED_EXIT_CODE:
     group.log("training diverged; a restart from the same checkpoint would diverge again")
-  if code == errors.PORT_IN_USE_EXIT_CODE:
+  if ours and code == errors.PORT_IN_USE_EXIT_CODE:
     group.log(f"other processes kept taking the job's ports ({PORT_RETRIES} tries on new "
               f"ports); run the job with --isolation=private, where no process outside "
               f"the job can")
-  if code == errors.PREEMPTED_EXIT_CODE:
+  if ours and code == errors.PREEMPTED_EXIT_CODE:
     again = f" with --model_dir={model_dir}" if new_model_dir else ""
     group.log(f"every task stopped at one step and the chief saved a checkpoint in "
               f"{model_dir}; run the same command again{again} to resume from it")
   if code == 0:
     code = _joined_or_failed(starter)
-  outcome = {0: "finished", errors.PREEMPTED_EXIT_CODE: "was preempted"}.get(code, "failed")
+  outcome = {0: "finished", errors.PREEMPTED_EXIT_CODE: "was preempted" if ours else "failed"
+             }.get(code, "failed")
   group.log(f"job {outcome} with exit code {code}")
-  summaries = [f for t in group.tasks for f in t.summaries]
+  if group.mailbox:
+    record = summary.read_record(group.mailbox, warn=group.log)
+    summaries = [record] if record else []
+  else:
+    summaries = [f for t in group.tasks for f in t.printed_summaries]
   for fields in summaries:
     group.log("summary\n" + summary.format_table(fields))
-  if code == 0 and starter.summary_dir and not os.listdir(starter.summary_dir):
+  if code == 0 and group.mailbox and not group.mailbox.names(mailbox_lib.SUMMARY):
     group.log("no summary: the chief wrote no summary record (a program that trains "
               "without estimator_dist's train_and_evaluate, or that removed it, writes none)")
   drawn = starter.options.curves and curves.draw(model_dir)
@@ -210,7 +214,7 @@ def _joined_or_failed(starter):
   """0 when every task the job expects joined its strategy (contract/joined.py), else 1
   with why: tasks that exit 0 without joining trained alone, if at all."""
   job = starter.job
-  missing = joined.not_joined(starter.job_dir, starter.expected_to_join(),
+  missing = joined.not_joined(starter.group.mailbox, starter.expected_to_join(),
                               strategy=job.strategy)
   if not missing:
     return 0
@@ -223,6 +227,11 @@ def _joined_or_failed(starter):
   return 1
 
 
+# The exit codes the launcher acts on when a task's toolkit chose them (its verdict).
+_VERDICT_CODES = (errors.DIVERGED_EXIT_CODE, errors.PORT_IN_USE_EXIT_CODE,
+                  errors.PREEMPTED_EXIT_CODE)
+
+
 def _attempts(starter, *, on_tick):
   group, options, model_dir = starter.group, starter.options, starter.options.model_dir
   attempt = port_retries = 0
@@ -232,23 +241,22 @@ def _attempts(starter, *, on_tick):
       group.log(f"restart {attempt} of {options.max_restarts}: starting every task "
                 f"again; training resumes from "
                 f"{resume or f'the start (no checkpoint in {model_dir})'}")
-    started = time.time()
     code = group.wait(starter.start_tasks(), options.shutdown_timeout_secs,
-                      beating=starter.beating(), on_tick=on_tick,
-                      saved_on_preemption=lambda: stop_files.saved_on_preemption(
-                          model_dir, since=started))
-    if code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
+                      beating=starter.beating(), on_tick=on_tick)
+    ours = group.ours(code)  # Codes the toolkit chose, not the program (contract/mailbox).
+    if ours and code == errors.PORT_IN_USE_EXIT_CODE and port_retries < PORT_RETRIES:
       port_retries += 1
       group.log(f"another process took a port of the job before its task listened on "
                 f"it; starting every task again on new ports ({port_retries} of "
                 f"{PORT_RETRIES})")
-    elif (code in (0, errors.DIVERGED_EXIT_CODE, errors.PREEMPTED_EXIT_CODE) or
+    elif (code == 0 or (ours and code in (errors.DIVERGED_EXIT_CODE,
+                                           errors.PREEMPTED_EXIT_CODE)) or
           group.preemption_asked or attempt == options.max_restarts):  # No restart then.
       break
     else:
       attempt, port_retries = attempt + 1, 0
     # A program that names its own model_dir resumes there.
-    model_dir = chief_model_dir.read(starter.job_dir) or model_dir
+    model_dir = chief_model_dir.read(group.mailbox) or model_dir
     group.forget_tasks()
   return code
 

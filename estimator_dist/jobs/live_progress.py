@@ -23,11 +23,11 @@ _BEATS_BEHIND = 2.0
 
 
 class ProgressLines:
-  """Prints the progress of one job from its heartbeats directory and model_dir, each
+  """Prints the progress of one job from its heartbeats (in its mailbox) and model_dir, each
   line through `log`, after `label` (none where all the lines are progress lines)."""
 
-  def __init__(self, *, heartbeats, model_dir, every_secs, log, bar=None, label="progress: "):
-    self._heartbeats, self.model_dir, self._log = heartbeats, model_dir, log
+  def __init__(self, *, mailbox, model_dir, every_secs, log, bar=None, label="progress: "):
+    self._mailbox, self.model_dir, self._log = mailbox, model_dir, log
     self._label = label
     self._every_secs, self._bar = every_secs, bar  # bar: a terminal_bar.TerminalBar
     self._next = time.monotonic() + every_secs
@@ -40,7 +40,7 @@ class ProgressLines:
     """The progress of `group`'s job (a processes.TaskGroup); on a terminal, also a live
     bar that takes over the group's output until `close`."""
     bar = terminal_bar.TerminalBar.on(group) if every_secs else None
-    return cls(heartbeats=group.heartbeats, model_dir=model_dir, every_secs=every_secs,
+    return cls(mailbox=group.mailbox, model_dir=model_dir, every_secs=every_secs,
                log=group.log, bar=bar)
 
   def close(self):
@@ -60,18 +60,18 @@ class ProgressLines:
       self._log(f"no more progress lines: {type(e).__name__}: {e}")
 
   def _tick(self):
-    if self._bar and self._heartbeats and time.monotonic() >= self._next_bar:
+    if self._bar and self._mailbox and time.monotonic() >= self._next_bar:
       self._next_bar = time.monotonic() + 1  # As often as the tasks beat.
-      tasks = heartbeat.progress_of(self._heartbeats)
+      tasks = heartbeat.progress_of(self._mailbox)
       if tasks:  # tqdm says the rate and the ETA; the latest line the slowest and the eval.
         self._bar.show(_job_step(tasks)[0], max(p.last_step for p in tasks.values()),
                        self._details)
-    if not self._every_secs or not self._heartbeats or time.monotonic() < self._next:
-      if self._previous is None and self._heartbeats:
-        self._previous = _job_step(heartbeat.progress_of(self._heartbeats))
+    if not self._every_secs or not self._mailbox or time.monotonic() < self._next:
+      if self._previous is None and self._mailbox:
+        self._previous = _job_step(heartbeat.progress_of(self._mailbox))
       return
     self._next = time.monotonic() + self._every_secs
-    tasks = heartbeat.progress_of(self._heartbeats)
+    tasks = heartbeat.progress_of(self._mailbox)
     now, ended = _job_step(tasks), all(p.ended for p in tasks.values())
     if now is None or (ended and self._end_said):
       return  # Nothing yet, or training ended and was said.

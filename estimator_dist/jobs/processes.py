@@ -16,6 +16,7 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
@@ -28,14 +29,13 @@ _GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is pr
 class Task:
   """One child process, its output copied line by line with a prefix (task_output).
 
-  `tail` keeps its last lines, for an error message; `summaries` are the summaries it
-  gave; summary_file: where its chief writes its summary record (`env` names it to the
-  task), None where its output's summary lines count instead.
+  `tail` keeps its last lines, for an error message; `printed_summaries` are the summary
+  lines it printed.
   """
 
-  def __init__(self, name, command, env, out, *, summary_file=None):
+  def __init__(self, name, command, env, out):
     self.name = name
-    self._output = task_output.Output(name, out, summary_file=summary_file)
+    self._output = task_output.Output(name, out)
     self.tail = self._output.tail
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -44,8 +44,8 @@ class Task:
     self._output.copy(self.process)
 
   @property
-  def summaries(self):
-    return self._output.summaries
+  def printed_summaries(self):
+    return self._output.printed_summaries
 
   def join_output(self, timeout):
     """Waits (at most `timeout` seconds) until the task's output is copied."""
@@ -135,10 +135,11 @@ class TaskGroup:
   """The tasks of one job: starts them, watches them, and stops them all on failure or
   signal; `log` writes the launcher's own lines."""
 
-  def __init__(self, *, out=sys.stdout, heartbeats=False, hang_timeout_secs=None,
+  def __init__(self, *, out=sys.stdout, mailbox=False, hang_timeout_secs=None,
                stop_grace_secs=0.0, preemption_grace_secs=0.0):
-    """heartbeats: whether the tasks get a directory to beat in (`self.heartbeats`);
-    preemption_grace_secs: how long tasks asked to save and stop get (`preempt`)."""
+    """mailbox: whether the tasks get a mailbox (`self.mailbox`: contract/mailbox.py),
+    made new for each start of the job; preemption_grace_secs: how long tasks asked to
+    save and stop get (`preempt`)."""
     self.out = out
     self.tasks = []
     self.hang_timeout_secs = hang_timeout_secs
@@ -147,7 +148,7 @@ class TaskGroup:
     self.preemption_asked = None  # (why, exit code if the grace runs out), by a signal.
     self._preemption = None  # (deadline, exit code once it passed, pids signalled)
     self._directories = []
-    self.heartbeats = self.temporary_directory("heartbeats") if heartbeats else None
+    self.mailbox = mailbox and mailbox_lib.Mailbox(self.temporary_directory("mailbox"))
 
   def temporary_directory(self, kind, parent=None):
     """A new directory (in `parent`, default the system's), removed when the group
@@ -158,8 +159,8 @@ class TaskGroup:
   def log(self, message):
     command_line.write(self.out, message, command="launch")
 
-  def start(self, name, command, env, *, summary_file=None):
-    self.tasks.append(Task(name, command, env, self.out, summary_file=summary_file))
+  def start(self, name, command, env):
+    self.tasks.append(Task(name, command, env, self.out))
 
   def preempt(self, why, *, exit_code):
     """Asks every task to save and stop: SIGUSR1 to each of their processes that catches
@@ -190,27 +191,34 @@ class TaskGroup:
     """Stops every task and forgets them, for a new start of the job."""
     self.stop_all()
     self.tasks = []
-    if self.heartbeats:
-      for name in os.listdir(self.heartbeats):
-        with contextlib.suppress(FileNotFoundError):  # A late task's rename.
-          os.remove(os.path.join(self.heartbeats, name))
 
   def close(self):
     self.stop_all()
     for directory in self._directories:
       shutil.rmtree(directory, ignore_errors=True)
 
-  def wait(self, training, shutdown_timeout_secs, beating=None, on_tick=None,
-           saved_on_preemption=None):
+  def ours(self, code):
+    """Whether the toolkit chose exit `code` in a task of this attempt (its verdict in the
+    mailbox): only then is it read as the toolkit's. Without a mailbox (tasks on other
+    hosts) a code of the toolkit's is taken for its verdict."""
+    if not self.mailbox or (code == errors.PREEMPTED_EXIT_CODE and
+                            self._saved_on_preemption() is not None):
+      return True
+    return code in mailbox_lib.verdict_codes(self.mailbox)
+
+  def _saved_on_preemption(self):
+    """The step the chief saved on a preemption of this attempt (its mailbox), or None."""
+    return mailbox_lib.saved_on_preemption(self.mailbox) if self.mailbox else None
+
+  def wait(self, training, shutdown_timeout_secs, beating=None, on_tick=None):
     """Waits for the `training` tasks; returns the exit code of the job.
 
     `beating` names the heartbeats expected (None: the training tasks'); `on_tick` is
-    called at every look (live_progress); `saved_on_preemption()` gives the step the chief
-    saved on a preemption of this run, or None.
+    called at every look (live_progress).
     """
     deadline = None
     hangs = self.hang_timeout_secs and progress.Hangs(
-        heartbeats=self.heartbeats, timeout_secs=self.hang_timeout_secs,
+        mailbox=self.mailbox, timeout_secs=self.hang_timeout_secs,
         expected=training if beating is None else beating, log=self.log)
     while True:
       # One look at every exit code per round: a task that ends after it is still
@@ -220,10 +228,11 @@ class TaskGroup:
         why, exit_code = self.preemption_asked
         self.preempt(why, exit_code=exit_code)
       for task, code in codes:
-        if code == errors.PREEMPTED_EXIT_CODE and not self._preemption:
+        preempted = code == errors.PREEMPTED_EXIT_CODE and self.ours(code)
+        if preempted and not self._preemption:
           self.preempt(f"{task.name} was preempted", exit_code=1)
-        if code not in (None, 0, errors.PREEMPTED_EXIT_CODE):
-          saved = saved_on_preemption and saved_on_preemption()
+        if code not in (None, 0) and not preempted:
+          saved = self._saved_on_preemption()
           if saved is not None:  # The work is saved: a preempted job, however it ends.
             self.log(f"{task.name} exited with code {code} after the chief saved step "
                      f"{saved} on the preemption; stopping the other tasks")
@@ -245,7 +254,7 @@ class TaskGroup:
           names = ", ".join(t.name for t in running)
           self.stop_all()
           trained = [code for t, code in codes if t.name in training]
-          saved = saved_on_preemption and saved_on_preemption()
+          saved = self._saved_on_preemption()
           if saved is not None or (
               trained and all(code == errors.PREEMPTED_EXIT_CODE for code in trained)):
             self.log(f"the chief saved {'' if saved is None else f'step {saved} '}on the "

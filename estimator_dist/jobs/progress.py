@@ -74,11 +74,11 @@ class Idleness:
 
 class Hangs:
   """The hang checks of a job's tasks, looked at every _LOOK_SECS: a heartbeat (in
-  `heartbeats`, of the tasks `expected`; None: none) `timeout_secs` old, a process stopped
+  `mailbox`, of the tasks `expected`; None: none) `timeout_secs` old, a process stopped
   that long, a task idle that long after its training. `log(message)` says which."""
 
-  def __init__(self, *, heartbeats, timeout_secs, expected, log):
-    self._heartbeats, self._timeout_secs, self._expected = heartbeats, timeout_secs, expected
+  def __init__(self, *, mailbox, timeout_secs, expected, log):
+    self._mailbox, self._timeout_secs, self._expected = mailbox, timeout_secs, expected
     self._log, self._started, self._next_look = log, time.time(), 0.0
     self._stopped_since, self._idleness = {}, Idleness()
 
@@ -89,7 +89,7 @@ class Hangs:
     self._next_look, timeout = time.monotonic() + _LOOK_SECS, self._timeout_secs
     table = process_tree.process_table()
     stops = stopped(tasks, self._stopped_since, table)
-    stuck = self._heartbeats and heartbeat.stalled(self._heartbeats, timeout,
+    stuck = self._mailbox and heartbeat.stalled(self._mailbox, timeout,
                                                    expected=self._expected,
                                                    started=self._started)
     if stuck:
@@ -99,8 +99,8 @@ class Hangs:
     if too_long and not stuck:
       self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "
                 f"the job")
-    idle = self._heartbeats and self._idleness.stalled(
-        tasks, heartbeat.ended(self._heartbeats), timeout, table)
+    idle = self._mailbox and self._idleness.stalled(
+        tasks, heartbeat.ended(self._mailbox), timeout, table)
     if idle and not (stuck or too_long):
       self._log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
                 f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "

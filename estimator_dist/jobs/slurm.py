@@ -52,7 +52,7 @@ class SlurmOptions:
       "CPUs (read with sinfo).")
   progress_secs: float = option(
       30.0, kind="float", lower_bound=0.0, help="The job's progress lines in its output this "
-      "often (the program's --model_dir holds the tasks' heartbeats); 0: none.")
+      "often (the program's --model_dir holds the job's mailbox, where the tasks beat); 0: none.")
   preemption_grace_secs: float = option(
       task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
       help="#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at "
@@ -117,7 +117,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
   program = shlex.join(job.command)
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"
-  lines += _progress_lines(job, options)
+  lines += _mailbox_lines(job, options)
   # The tasks' variables, the grace also when it is 0 (SIGTERM and USR1 then end a task).
   env = task_env.task_environment(job=job, port_base=options.port_base,
                                   preemption_grace_secs=grace)
@@ -168,22 +168,28 @@ def _preemptible(step, options):
       after, "fi", 'exit "$code"']
 
 
-def _progress_lines(job, options):
-  """The batch step's watcher of the tasks' heartbeats, in the shared model_dir, which
-  prints the job's progress lines into its output (`progress_watch`)."""
+def _mailbox_lines(job, options):
+  """The job's mailbox (contract/mailbox.py), in the shared model_dir and new for each
+  attempt (its job id and restart count), and the batch step's watcher of the tasks'
+  heartbeats there, which prints the job's progress lines into its output
+  (`progress_watch`). None where the model_dir is not a directory here."""
   model_dir = model_dir_arg.program_model_dir(list(job.command[1:]))
-  if not options.progress_secs or not model_dir or "://" in model_dir:
+  if not model_dir or "://" in model_dir:
     return []
-  beats = shlex.quote(f"{model_dir}/estimator_dist/heartbeats-") + "${SLURM_JOB_ID}"
+  mailbox = (shlex.quote(f"{model_dir}/estimator_dist/mailbox-") +
+             '"${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"')
+  lines = ["# The job's mailbox: its tasks' messages to each other, for this attempt.",
+           f"export {env_vars.MAILBOX}={mailbox}",
+           f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}"']
+  if not options.progress_secs:
+    return [*lines, f"trap 'rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
   watch = shlex.join([sys.executable, "-m", "estimator_dist.cli", "progress",
                       f"--model_dir={model_dir}", f"--progress_secs={options.progress_secs:g}"])
-  return ["# Progress lines: the tasks beat in the model_dir, and a watcher here reads them.",
-          f"export {env_vars.HEARTBEAT_DIR}={beats}",
-          f'rm -rf "${env_vars.HEARTBEAT_DIR}" && mkdir -p "${env_vars.HEARTBEAT_DIR}"',
-          f'{watch} --heartbeats="${env_vars.HEARTBEAT_DIR}" &',
+  return [*lines, "# Progress lines: the tasks beat in the mailbox, and a watcher here reads them.",
+          f'{watch} --mailbox="${env_vars.MAILBOX}" &',
           "progress_pid=$!",
           f"trap '{{ kill $progress_pid; wait $progress_pid; }} 2>/dev/null || true; "
-          f"rm -rf \"${env_vars.HEARTBEAT_DIR}\"' EXIT", ""]
+          f"rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -28,11 +28,13 @@ import sys
 import tempfile
 import threading
 import types
+import uuid
 from typing import Any, Mapping, Optional
 
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import local_cluster
@@ -56,8 +58,9 @@ class SparkOptions:
     interfaces every executor shares, and the ranks listen on every interface).
   env: environment variables every task gets on top of its executor's.
   model_dir: the model_dir `train_fn` trains in, when the driver reaches it at this path
-    too: the driver then prints progress lines (none when the executors' tasks do not see
-    the directory the driver makes in it: they do not beat, `heartbeat.path_of`).
+    too: the driver makes the job's mailbox there (contract/mailbox.py) and prints
+    progress lines from the tasks' beats in it (none when the executors' tasks do not see
+    it: they have no mailbox then).
   progress_secs: a progress line this often; 0: none.
   """
   spark_context: Optional[Any] = None
@@ -124,21 +127,22 @@ def run_job(job, train_fn, *, options=SparkOptions()):
         f"{int(job.evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
         f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
         f"or more executors or cores).")
-  with _progress_lines(options, sc.applicationId) as beats:
-    env = task_environment(job, options, heartbeats=beats)
+  with _mailbox(options, sc.applicationId) as mailbox:
+    env = task_environment(job, options, mailbox=mailbox)
     if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
       return _run_horovod(train_fn, job, options, env)
     return _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
 
 
-def task_environment(job, options, *, heartbeats=None):
+def task_environment(job, options, *, mailbox=None):
   """The variables every task of `job` gets on top of its executor's: the job's
   (`task_env.task_environment`; the preemption grace at its default, which
-  `options.env` may change like any other), `options.env`, and `heartbeats`: the
-  directory the training tasks beat in, if the driver watches it."""
+  `options.env` may change like any other), `options.env`, and the job's `mailbox` (a
+  Mailbox), if it has one."""
   job_wide = task_env.task_environment(
       job=job, preemption_grace_secs=task_env.DEFAULT_PREEMPTION_GRACE_SECS)
-  return {**job_wide, **options.env, **task_env.task_environment(heartbeat_dir=heartbeats)}
+  return {**job_wide, **options.env,
+          **task_env.task_environment(mailbox=mailbox and mailbox.directory)}
 
 
 def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
@@ -171,33 +175,36 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
 
 
 @contextlib.contextmanager
-def _progress_lines(options, application_id):
-  """The directory in the model_dir where the tasks beat, while a thread of the driver
-  prints progress lines from them; None when there is no model_dir the driver can write."""
+def _mailbox(options, application_id):
+  """The job's mailbox, new in the model_dir, while a thread of the driver prints progress
+  lines from the beats there; None when there is no model_dir the driver can write."""
   model_dir = options.model_dir
-  if not options.progress_secs or not model_dir or "://" in model_dir:
+  if not model_dir or "://" in model_dir:
     yield None
     return
-  beats = os.path.join(os.path.abspath(model_dir), "estimator_dist",
-                       f"heartbeats-spark-{application_id}-{os.getpid()}")
+  mailbox = mailbox_lib.Mailbox(os.path.join(
+      os.path.abspath(model_dir), "estimator_dist",
+      f"mailbox-spark-{application_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}"))
   try:
-    os.makedirs(beats)
+    mailbox.emptied()
   except OSError as e:
-    logging.warning(command_line.line("no progress lines: %s"), e)
+    logging.warning(command_line.line("no mailbox, no progress lines: %s"), e)
     yield None
     return
   stop = threading.Event()
-  watcher = threading.Thread(target=progress_watch.watch, name="estimator_dist progress",
-                             daemon=True, kwargs=dict(heartbeats=beats, model_dir=model_dir,
-                                                      every_secs=options.progress_secs,
-                                                      stop=stop))
-  watcher.start()
+  watcher = options.progress_secs and threading.Thread(
+      target=progress_watch.watch, name="estimator_dist progress", daemon=True,
+      kwargs=dict(mailbox=mailbox, model_dir=model_dir, every_secs=options.progress_secs,
+                  stop=stop))
+  if watcher:
+    watcher.start()
   try:
-    yield beats
+    yield mailbox
   finally:
     stop.set()
-    watcher.join()
-    shutil.rmtree(beats, ignore_errors=True)
+    if watcher:
+      watcher.join()
+    shutil.rmtree(mailbox.directory, ignore_errors=True)
 
 
 # How a task's failure reads in the Spark job's error (its RuntimeError, in the executor's).

@@ -24,7 +24,7 @@ def check_job(job, model_dir, *, local):
   """Raises ConfigError where `job` would fail at its start: its model_dir (the program's,
   else `model_dir`, the launcher's) or the temporary directory cannot be written or has
   too little space, or the program of a local job cannot be run."""
-  temporary = _temporary_directory()  # The launcher's own files (heartbeats) go there.
+  temporary = _temporary_directory()  # The launcher's own files (the job's mailbox) go there.
   given = model_dir_arg.given_model_dir(list(job.command), model_dir)
   if given is None:
     model_dir_check.check(

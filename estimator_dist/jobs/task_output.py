@@ -1,14 +1,12 @@
-"""A task's output, copied line by line with the task's prefix, and the summary it gave.
+"""A task's output, copied line by line with the task's prefix, and the summary lines it
+printed (which count where the job has no mailbox: contract/summary.py).
 
 Nothing a program prints stops the copying: a task whose output is no longer read blocks
-on its next write once the pipe is full, and the job with it. The summary is the chief's
-record in the file the launcher named (contract/summary.py), read once the task ended; a
-task without one (its ranks may run on other hosts) gives the summary lines it printed.
+on its next write once the pipe is full, and the job with it.
 """
 
 import collections
 import contextlib
-import os
 import re
 import threading
 
@@ -22,20 +20,14 @@ _LINE_LIMIT = 1 << 20  # Bytes: a longer line is copied in pieces, never held wh
 
 class Output:
   """The output of the task `name`, copied to `out`; `tail` keeps its last lines, for an
-  error message.
-
-  summary_file: where the task's chief writes its summary record (removed here: it may
-  be a previous start's); None: the summary lines of its output count instead.
+  error message; `printed_summaries` the fields of the summary lines it printed.
   """
 
-  def __init__(self, name, out, *, summary_file=None):
+  def __init__(self, name, out):
     self.tail = collections.deque(maxlen=20)
-    self._name, self._out, self._summary_file = name, out, summary_file
-    self._record, self._printed, self._uncopied = None, [], False
+    self._name, self._out = name, out
+    self.printed_summaries, self._uncopied = [], False
     self._process = self._thread = None
-    if summary_file:
-      with contextlib.suppress(FileNotFoundError):
-        os.remove(summary_file)
 
   def copy(self, process):
     """Copies the output of `process` (a Popen with stdout a pipe) in a thread."""
@@ -45,17 +37,6 @@ class Output:
 
   def join(self, timeout):
     self._thread.join(timeout)
-
-  @property
-  def summaries(self):
-    """The summaries the task gave: its chief's record, read once the task ended, where it
-    has a summary file; else the summary lines of its output."""
-    if not self._summary_file:
-      return list(self._printed)
-    if self._record is None and self._process.poll() is not None:
-      record = summary.read_record(self._summary_file, warn=self._warn)
-      self._record = [record] if record else []
-    return self._record or []
 
   def _warn(self, message):
     command_line.write(self._out, f"{self._name}: {message}", command="launch")
@@ -77,8 +58,8 @@ class Output:
     prefix = f"[worker:{match.group(1)}]" if match else f"[{self._name}]"
     text = match.group(2) if match else line
     self.tail.append(text)
-    fields = None if self._summary_file else summary.parse_line(text)
+    fields = summary.parse_line(text)
     if fields:
-      self._printed.append(fields)
+      self.printed_summaries.append(fields)
     self._out.write(f"{prefix} {text}\n")
     self._out.flush()

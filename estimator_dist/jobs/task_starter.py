@@ -1,10 +1,8 @@
 """Starts the tasks of one job of the local launcher: inside its sandbox, with the
-environment a local job's tasks get (its lock, the watchdog's settings, heartbeats, where
-the chief's summary record goes, the bind library, never the tracking variables)."""
+environment a local job's tasks get (its lock, the watchdog's settings, its mailbox, the
+bind library, never the tracking variables)."""
 
 import dataclasses
-import os
-import shutil
 from typing import Optional
 
 from estimator_dist.contract import bind_address
@@ -29,15 +27,14 @@ def _horovodrun_env():
   return env
 
 
-def job_environment(job, options, *, heartbeats=None):
+def job_environment(job, options, *, mailbox=None):
   """The variables every task of a local job gets (`task_env.task_environment`): the
   job's, and the launcher's `options` (LaunchOptions): grace, watchdog, model_dir lock;
-  `heartbeats`: the directory the training tasks beat in, if the launcher watches it."""
+  `mailbox`: the job's (contract/mailbox.py), if it has one."""
   return task_env.task_environment(
       job=job, preemption_grace_secs=options.preemption_grace_secs,
       startup_timeout_secs=options.startup_timeout_secs, model_dir=options.model_dir,
-      model_dir_lock=options.model_dir,
-      heartbeat_dir=heartbeats or None)
+      model_dir_lock=options.model_dir, mailbox=mailbox and mailbox.directory)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -48,12 +45,8 @@ class Starter:
   options: the LaunchOptions as the job resolved them (model_dir, horovod).
   group: the job's TaskGroup; sandbox: its private namespaces, or None.
   local: every task on this machine; private_env: where the tasks' temporary files go.
-  summary_dir: the job's directory for the summary records (one file per task, which
-    the launcher reads once the task ended: contract/summary.py); None where the tasks may
-    run on other hosts, whose summary is the chief's printed line.
-  job_dir: the job's directory on this machine, new for each attempt, where each task
-    records that it joined the job's strategy (contract/joined.py) and an instrumented
-    program's tasks agree on its rounds; None where nobody could read it.
+  The tasks of a local job get the group's mailbox, made new for each attempt; tasks
+  that may run on other hosts get none (their summary is the chief's printed line).
   instrumented: the main file of a program the tasks instrument (estimator_dist/
     instrument), or None.
   """
@@ -64,18 +57,11 @@ class Starter:
   sandbox: Optional[sandbox_lib.Sandbox]
   local: bool
   private_env: dict
-  summary_dir: Optional[str] = None
-  job_dir: Optional[str] = None
   instrumented: Optional[str] = None
 
   def _start(self, name, command, env):
     env = {**env, **self.private_env, env_vars.LAUNCHER: process_identity.launcher_identity(),
-           **job_environment(self.job, self.options, heartbeats=self.group.heartbeats)}
-    summary_file = self.summary_dir and os.path.join(self.summary_dir, f"{name}.json")
-    if summary_file:
-      env = {**env, env_vars.SUMMARY_FILE: summary_file}
-    if self.job_dir:
-      env = {**env, env_vars.JOB_DIR: self.job_dir}
+           **job_environment(self.job, self.options, mailbox=self.group.mailbox)}
     env = launch_tracking.task_env(env)
     if self.instrumented:
       env = launching.task_env(env, self.instrumented)
@@ -83,8 +69,7 @@ class Starter:
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
       env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)
-    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env,
-                     summary_file=summary_file)
+    self.group.start(name, self.sandbox.command(command) if self.sandbox else command, env)
 
   def beating(self):
     """The heartbeats of the job's training tasks: None for one per task, else per
@@ -101,7 +86,7 @@ class Starter:
     where nobody reads the records, where ranks come and go (elastic Horovod), or where
     one process on its own is the whole job (`local`)."""
     job = self.job
-    if not self.job_dir or job.strategy == "local" or self.options.horovod.elastic:
+    if not self.group.mailbox or job.strategy == "local" or self.options.horovod.elastic:
       return set()
     if job.traits.ranks_from_horovodrun:
       return self.beating()
@@ -111,9 +96,8 @@ class Starter:
 
   def start_tasks(self):
     """Starts every task of the job; returns the names of the training tasks."""
-    if self.job_dir:  # An earlier attempt's records do not count.
-      shutil.rmtree(self.job_dir, ignore_errors=True)
-      os.makedirs(self.job_dir)
+    if self.group.mailbox:  # An earlier attempt's messages do not count.
+      self.group.mailbox.emptied()
     job, command = self.job, self.command
     if job.traits.ranks_from_horovodrun:
       ranks = horovodrun.command(command, num_workers=job.num_workers, run=self.options.horovod)

@@ -24,7 +24,7 @@ class TerminalBar:
   def on(cls, group):
     """A bar that takes over `group`'s output, where that is a terminal; else None."""
     isatty = getattr(group.out, "isatty", None)
-    if not (isatty and isatty() and group.heartbeats) or importlib.util.find_spec("tqdm") is None:
+    if not (isatty and isatty() and group.mailbox) or importlib.util.find_spec("tqdm") is None:
       return None
     return cls(group)
 

@@ -8,7 +8,7 @@ checkpoints, `evaluation` and `evaluator` evaluate and export, `early_stopping` 
 task at one step, also when `preemption` asks it to save (`preemption_save`); what their
 options name is in `evaluation_settings` and `early_stopping_options`, without
 TensorFlow. What the engines tell a task and what it tells back (the cluster view, the
-variables, the heartbeats, the stop files, the summary record) is the contract, in
+variables, the mailbox, the stop files) is the contract, in
 `estimator_dist.contract`; what a job leaves in its model_dir (checkpoints, event files,
 its lock) is in `estimator_dist.outputs`. No module here imports from `strategies/` or
 above; above `training/`, only the programs that run as a task themselves import from here

@@ -26,9 +26,8 @@ def evaluate_until(estimator, eval_spec, *, task, max_steps, poll_secs=0.5):
   started, next_time = time.time(), 0.0
   evaluations = evaluation.Evaluations(estimator, eval_spec)
   while True:
-    if preemption.requested() or preemption_save.saved(estimator.model_dir, started):
-      preemption_save.end_elsewhere(estimator.model_dir, task, since=started,
-                                    timeout_secs=preemption.remaining_secs())
+    if preemption.requested() or preemption_save.saved():
+      preemption_save.end_elsewhere(task, timeout_secs=preemption.remaining_secs())
       raise preemption.Preempted()
     path = estimator.latest_checkpoint()
     stopped = early_stopping.stopped_at(estimator.model_dir, since=started)

@@ -26,6 +26,7 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import task_env
 
@@ -46,6 +47,8 @@ class Preempted(SystemExit):
   def __init__(self, code=errors.PREEMPTED_EXIT_CODE):
     super().__init__(code)
     ignore()
+    if code:
+      mailbox_lib.post_verdict(code, "preempted")
 
 
 def ignore():
@@ -147,6 +150,7 @@ def _end_at_once():
       f"ended: it ends at once and {how}; its threads were here:\n", _command).encode())
   faulthandler.dump_traceback(sys.stderr, all_threads=True)
   if _work_saved:
+    mailbox_lib.post_verdict(errors.PREEMPTED_EXIT_CODE, "preempted")
     os._exit(errors.PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access
   os.kill(os.getpid(), signal.SIGKILL)
 

@@ -10,6 +10,7 @@ adds the adapter's training hooks. Outside an adapter it is one local process. T
 scales is logged, and the chief records it in the model_dir (`rate_record`).
 """
 
+import collections.abc
 import contextlib
 import dataclasses
 import functools
@@ -116,6 +117,14 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
   return _decorate(model_fn, options)
 
 
+def copied_params(params):
+  """A copy of a dict of params (the rate is scaled in the copy); params of any other type
+  TensorFlow accepts (an HParams, an argparse.Namespace) as the program gave them."""
+  if params is None:
+    return {}
+  return dict(params) if isinstance(params, collections.abc.Mapping) else params
+
+
 def _decorate(model_fn, options):
   args = set(check_model_fn(model_fn))
   name = getattr(model_fn, "__name__", "model_fn")
@@ -123,7 +132,7 @@ def _decorate(model_fn, options):
 
   def distributed_model_fn(features, labels, mode, params, config):
     adapter = context.current_adapter() or _LOCAL_PROCESS
-    params, in_optimizer = _scaled_params(dict(params or {}), adapter, mode, config)
+    params, in_optimizer = _scaled_params(copied_params(params), adapter, mode, config)
     values = {"features": features, "labels": labels, "mode": mode, "params": params,
               "config": config}
     call = functools.partial(model_fn, **{k: v for k, v in values.items() if k in args})
@@ -150,7 +159,8 @@ def _decorate(model_fn, options):
     rate_at = functools.partial(_rate_at, warmup_steps=warmup_steps if factor != 1.0 else 0,
                                 log=functools.partial(_log_once, adapter, factor, scaling,
                                                       warmup_steps, record_dir))
-    if "params" not in args or lr_param not in params:
+    if ("params" not in args or not isinstance(params, collections.abc.Mapping) or
+        lr_param not in params):
       in_optimizer = factor != 1.0 and mode == tf.estimator.ModeKeys.TRAIN
       return params, learning_rate.Scaling(factor, rate_at) if in_optimizer else None
     base_rate = float(params[lr_param])
@@ -167,6 +177,8 @@ def _decorate(model_fn, options):
       return
     scaling = options.lr_scaling or adapter.default_lr_scaling
     why = ("the model_fn takes no params argument" if "params" not in args else
+           f"params is a {type(params).__name__}, not a dict"
+           if not isinstance(params, collections.abc.Mapping) else
            f"params has no '{lr_param}' (its keys: {sorted(params) or 'none'})")
     raise errors.ConfigError(
         f"model_fn {name} trains on {adapter.num_replicas} replicas with {scaling} "

@@ -81,7 +81,7 @@ class FiniteCheckpoints(tf.estimator.CheckpointSaverListener):
 def saving_listeners(model_dir):
   """The chief's listeners to its saves: no checkpoint of weights that are not finite, and
   the word, as soon as it is written, that it saved on a preemption."""
-  return [FiniteCheckpoints(model_dir), preemption_save.SaidWhenWritten(model_dir)]
+  return [FiniteCheckpoints(model_dir), preemption_save.SaidWhenWritten()]
 
 
 def heartbeat_hooks(task, *, last_step, examples_per_step):

@@ -7,6 +7,7 @@ from absl import flags
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.strategies import factory
 from estimator_dist.task import preemption
 from estimator_dist.training import flags as flags_lib
@@ -49,6 +50,7 @@ def exit_if_ours(error, command=None):
   if kind is None:
     return
   command_line.write_error(message, command)
+  mailbox_lib.post_verdict(_EXIT_CODES[kind], kind.__name__)
   sys.exit(_EXIT_CODES[kind])
 
 

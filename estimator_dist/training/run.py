@@ -1,9 +1,9 @@
 """`TrainingRun`: one task's part of a job, built from the model, its inputs and options;
 `start()` starts the backend and `run()` trains, evaluates or serves the task's role."""
 
+import collections.abc
 import contextlib
 import os
-import time
 
 import tensorflow as tf
 from absl import logging
@@ -44,11 +44,15 @@ def _model_fn_and_params(model, params):
   `model_to_estimator` warm-starts from the Keras model's weights.
   """
   if isinstance(model, tf.compat.v1.estimator.Estimator):
-    params = {**(model.params or {}), **(params or {})}
+    own = model.params
+    if isinstance(own, collections.abc.Mapping) and isinstance(params, collections.abc.Mapping):
+      params = {**own, **params}
+    elif params is None:
+      params = own  # Of any type TensorFlow accepts: the model_fn gets it as it is.
     # pylint: disable-next=protected-access
-    return model._model_fn, params, model._warm_start_settings, model._config
+    return model._model_fn, decorator.copied_params(params), model._warm_start_settings, model._config
   decorator.check_model_fn(model)
-  return model, dict(params or {}), None, None
+  return model, decorator.copied_params(params), None, None
 
 
 class TrainingRun:
@@ -75,6 +79,11 @@ class TrainingRun:
     self.model_fn, rate_options = decorator.decorated(
         model_fn, lr_scaling=options.lr_scaling, warmup_steps=options.warmup_steps)
     if options.learning_rate is not None:
+      if not isinstance(self.params, collections.abc.MutableMapping):
+        raise errors.ConfigError(
+            f"--learning_rate sets params['{rate_options.lr_param}'], but the program's "
+            f"params is a {type(self.params).__name__}, not a dict: set the rate where "
+            f"the program reads it.")
       self.params[rate_options.lr_param] = options.learning_rate
     self.options = options
     self._hooks, self._stop_conditions = early_stopping.split_hooks(hooks)
@@ -199,7 +208,6 @@ class TrainingRun:
         if not by_launcher or traits.of(self.options.strategy).one_process:
           checkpoints.resume_point(model_dir, _warn)
         early_stopping.clear_marker(model_dir)  # An earlier run's, under the lock.
-        preemption_save.clear(model_dir)
         stack.enter_context(checkpoints.kept_complete(model_dir, _warn))
       stack.enter_context(own_port.named(self.adapter.task))
       if self._evaluates_beside_training:
@@ -235,10 +243,9 @@ class TrainingRun:
       print(command_line.line(f"preempted at global step {step}: saved "
                               f"{tf.train.latest_checkpoint(model_dir)}; run the same "
                               f"command again to resume from it"), flush=True)
-      preemption_save.end_on_chief(model_dir, task, step=step, since=self._started,
-                                   timeout_secs=grace)
+      preemption_save.end_on_chief(task, step=step, timeout_secs=grace)
     else:
-      preemption_save.end_elsewhere(model_dir, task, since=self._started, timeout_secs=grace)
+      preemption_save.end_elsewhere(task, timeout_secs=grace)
     raise preemption.Preempted(adapter.preempted_exit_code)
 
   def run(self):
@@ -247,7 +254,6 @@ class TrainingRun:
     MLflow run where asked (job_tracking)."""
     if self.adapter is None:
       raise RuntimeError("TrainingRun.run() before start(): start() starts the backend.")
-    self._started = time.time()
     tracked = None
     if self.adapter.task.is_chief:
       chief_model_dir.write(self.options.model_dir)  # The launcher learns where it trains.

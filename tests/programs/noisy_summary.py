@@ -4,7 +4,7 @@ It prints `estimator-dist: summary: none yet` (words without `=`), a well-formed
 line of its own making, and more lines than a pipe holds (--flood_lines), as a program
 that logs its own "summary" would: none of it may stop the launcher copying its output,
 nor stand for the job's summary. --bad_record=KIND leaves, where the launcher said the
-chief's summary record goes (env_vars.SUMMARY_FILE), a JSON record cut short (json), a FIFO
+chief's summary record goes (in the job's mailbox), a JSON record cut short (json), a FIFO
 (fifo), a file larger than any record (large), bytes that are no text (binary) or nothing
 at all (none), and ends at once without training.
 """
@@ -14,7 +14,7 @@ import os
 from absl import flags
 
 import estimator_dist as ed
-from estimator_dist.contract import env_vars
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import summary
 from tests.programs import plain_model
 
@@ -32,7 +32,7 @@ def main(argv):
   for number in range(FLAGS.flood_lines):
     print(f"flood {number:06d} " + "x" * 87, flush=True)
   if FLAGS.bad_record:
-    path = os.environ[env_vars.SUMMARY_FILE]
+    path = mailbox_lib.Mailbox.of_environment().path(mailbox_lib.SUMMARY, mailbox_lib.CHIEF)
     if FLAGS.bad_record == "fifo":
       os.mkfifo(path)
     elif FLAGS.bad_record != "none":

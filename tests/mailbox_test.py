@@ -1,0 +1,118 @@
+"""The job's mailbox: each message a task posts (that it joined, the chief's model_dir, its
+summary, a round, preemption's save and acknowledgements, its heartbeat), read back the
+one way the launcher and the other tasks read it."""
+
+import os
+import threading
+import time
+
+import pytest
+
+import estimator_dist as ed
+from estimator_dist import errors
+from estimator_dist.contract import chief_model_dir
+from estimator_dist.contract import env_vars
+from estimator_dist.contract import heartbeat
+from estimator_dist.contract import joined
+from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import summary
+from estimator_dist.instrument import rounds
+
+
+@pytest.fixture(name="mailbox")
+def fixture_mailbox(tmp_path, monkeypatch):
+  mailbox = mailbox_lib.Mailbox(str(tmp_path / "mailbox")).emptied()
+  monkeypatch.setenv(env_vars.MAILBOX, mailbox.directory)
+  return mailbox
+
+
+def test_a_message_is_posted_whole_read_back_and_gone_with_the_attempt(mailbox):
+  assert mailbox.read("topic", "a") is None and mailbox.names("topic") == []
+  mailbox.post("topic", "a", {"x": 1})
+  mailbox.post("topic", "b", [2])
+  open(mailbox.path("topic", "c.tmp" + ".partial"), "w").close()  # One being written.
+  assert mailbox.read("topic", "a") == {"x": 1} and mailbox.names("topic") == ["a", "b"]
+  assert oct(os.stat(mailbox.path("topic", "a")).st_mode & 0o777) == "0o644"
+  mailbox.emptied()  # The next attempt's: an earlier attempt's messages do not count.
+  assert mailbox.names("topic") == [] and os.path.isdir(mailbox.directory)
+
+
+def test_a_wait_returns_the_message_once_posted_or_none_at_its_timeout(mailbox):
+  later = threading.Timer(0.5, mailbox.post, ("topic", "a", {"step": 3}))
+  later.start()
+  begun = time.monotonic()
+  assert mailbox.wait("topic", "a", poll_secs=0.05) == {"step": 3}
+  assert time.monotonic() - begun >= 0.4
+  assert mailbox.wait("topic", "b", timeout_secs=0.2, poll_secs=0.05) is None
+
+
+def test_without_a_mailbox_a_task_tells_nobody(tmp_path, monkeypatch):
+  monkeypatch.delenv(env_vars.MAILBOX, raising=False)
+  task = ed.TaskInfo("chief", 0, 0, 1)
+  joined.write(task, strategy="local")
+  chief_model_dir.write("/elsewhere")
+  summary.write_record({"steps": 1}, warn=pytest.fail)
+  assert heartbeat.path_of(task, os.environ) is None
+  # A Spark executor that does not share the driver's file system: nobody reads there.
+  monkeypatch.setenv(env_vars.MAILBOX, str(tmp_path / "gone"))
+  joined.write(task, strategy="local")
+  assert heartbeat.path_of(task, os.environ) is None and not list(tmp_path.iterdir())
+  with pytest.raises(errors.ConfigError, match="run the program through it"):
+    rounds.publish("train", 1, {})
+
+
+def test_a_task_that_joined_is_told_apart_from_one_that_did_not(mailbox):
+  joined.write(ed.TaskInfo("chief", 0, 0, 3), strategy="multi_worker")
+  joined.write(ed.TaskInfo("worker", 0, 1, 3), strategy="horovod")
+  with open(mailbox.path(mailbox_lib.JOINED, "worker:1"), "w") as f:
+    f.write("not json")
+  assert joined.not_joined(mailbox, {"chief:0", "worker:0", "worker:1", "ps:0"},
+                           strategy="multi_worker") == {
+      "ps:0": "never started the job's strategy",
+      "worker:0": "started horovod, not the job's multi_worker",
+      "worker:1": "never started the job's strategy"}
+
+
+def test_the_launcher_learns_the_chiefs_model_dir_and_summary(mailbox):
+  assert chief_model_dir.read(mailbox) is None and chief_model_dir.read(None) is None
+  chief_model_dir.write("/their/own")
+  assert chief_model_dir.read(mailbox) == "/their/own"
+  warned = []
+  assert summary.read_record(mailbox, warn=warned.append) is None
+  summary.write_record({"strategy": "horovod", "steps": 20}, warn=pytest.fail)
+  assert summary.read_record(mailbox, warn=warned.append) == {"strategy": "horovod",
+                                                              "steps": 20}
+  mailbox.post(mailbox_lib.SUMMARY, mailbox_lib.CHIEF, ["not", "fields"])
+  assert summary.read_record(mailbox, warn=warned.append) is None
+  assert len(warned) == 1 and "not a JSON object of names and values" in warned[0], warned
+
+
+def test_a_round_waits_for_the_chiefs_value(mailbox):
+  later = threading.Timer(0.5, rounds.publish, ("train", 1, {"steps": 200}))
+  later.start()
+  begun = time.time()
+  assert rounds.wait_for("train", 1) == {"steps": 200}
+  assert time.time() - begun >= 0.4
+  assert mailbox.names(mailbox_lib.ROUNDS) == ["train-1"]
+  assert [rounds.next_round("x"), rounds.next_round("x"), rounds.next_round("y")] == [1, 2, 1]
+
+
+def test_the_chiefs_save_on_preemption_is_read_as_its_step(mailbox):
+  assert mailbox_lib.saved_on_preemption(mailbox) is None
+  mailbox.post(mailbox_lib.PREEMPTION, mailbox_lib.CHIEF, {"step": "x"})  # A program's.
+  assert mailbox_lib.saved_on_preemption(mailbox) is None
+  mailbox.post(mailbox_lib.PREEMPTION, mailbox_lib.CHIEF, {"step": 120})
+  assert mailbox_lib.saved_on_preemption(mailbox) == 120
+
+
+def test_a_task_beats_in_the_mailbox(mailbox):
+  task = ed.TaskInfo("worker", 1, 2, 3)
+  path = heartbeat.path_of(task, os.environ)
+  assert path == os.path.join(mailbox.directory, mailbox_lib.BEATS, "worker:1")
+  assert heartbeat.path_of(ed.TaskInfo("ps", 0, 0, 3), os.environ) is None  # Not training.
+  heartbeat.beat(path)
+  assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
+  assert heartbeat.stalled(mailbox, 60, expected={"chief:0"}, started=0) == ["chief:0"]
+  heartbeat.end(path, heartbeat.Progress(step=5, last_step=5))
+  assert heartbeat.ended(mailbox) == {"worker:1"}
+  assert heartbeat.progress_of(mailbox)["worker:1"].ended
