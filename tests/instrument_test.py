@@ -96,6 +96,25 @@ def test_a_program_of_train_and_evaluate_rounds_then_an_export_trains_unchanged(
 
 
 @pytest.mark.processes
+def test_hyperparameters_as_an_object_and_train_and_evaluates_result_on_every_task(tmp_path):
+  """tests/programs/hparams_object.py under multi_worker, as TensorFlow's cifar10_estimator
+  and canned-Estimator examples are written: params an argparse.Namespace read as
+  attributes (once `'Namespace' object is not a mapping` inside the toolkit), and
+  `eval_result, _ = tf.estimator.train_and_evaluate(...)` printed on every task (once
+  None on the worker: `argument after ** must be a mapping`)."""
+  code, output = helpers.launch("multi_worker", "tests.programs.hparams_object",
+                                f"--model_dir={tmp_path}", "--train_steps=40", timeout=300)
+  assert code == 0, output[-3000:]
+  printed = {task: [line.split("] ", 1)[1] for line in output.splitlines()
+                    if line.startswith(f"[{task}] Test set accuracy: ")]
+             for task in ("chief:0", "worker:0")}
+  assert len(printed["chief:0"]) == 1 and printed["worker:0"] == printed["chief:0"], printed
+  assert printed["chief:0"][0].endswith(" at step 40"), printed
+  # The rate was found in the program's optimizer and scaled for two replicas.
+  assert "learning rate" in output and "x 2" in output, output[-3000:]
+
+
+@pytest.mark.processes
 def test_tensorflows_keras_model_to_estimator_tutorial_trains_unchanged_under_parameter_server(
     tmp_path):
   """Its model_to_estimator(model_dir=tempfile.mkdtemp()) on every task, train(steps=500)

@@ -16,7 +16,7 @@ from estimator_dist.contract import heartbeat
 from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import summary
-from estimator_dist.instrument import rounds
+from estimator_dist.contract import rounds
 
 
 @pytest.fixture(name="mailbox")

@@ -11,7 +11,8 @@ watch, `bind_address` the preload library (native/bind_address.c) the launcher p
 a task's environment. `mailbox` is the one channel by which a job's tasks tell its
 launcher and each other what they need, for one attempt: `heartbeat` (a task's beats),
 `summary` (the chief's summary: its line, and its record for the launcher), `joined` (that
-a task joined the job's strategy) and `chief_model_dir` are its messages. `stop_files`
+a task joined the job's strategy), `chief_model_dir` and `rounds` (what the chief decided
+for a program's n-th call of a kind) are its messages. `stop_files`
 names the files in a model_dir by which a sweep and the chief agree on a stop. The exit codes are in `estimator_dist.errors`, the only module outside the
 standard library that this folder imports (tests/task_env_test.py).
 """

@@ -17,16 +17,16 @@ import functools
 import os
 import sys
 
-import numpy as np
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.instrument import bound_names
-from estimator_dist.instrument import rounds
+from estimator_dist.contract import rounds
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
+from estimator_dist.training import chief_results
 from estimator_dist.training import entry_point
 from estimator_dist.training import evaluate_alone
 from estimator_dist.training import final_summary
@@ -169,28 +169,26 @@ def _alone(estimator):
 
 
 def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-  number = rounds.next_round("evaluate")
-  if not _task().is_chief:
-    return {key: np.asarray(value, dtype)[()]  # The chief's numpy scalars.
-            for key, (value, dtype) in rounds.wait_for("evaluate", number).items()}
-  with run_state.entered():
-    metrics = _original["evaluate"](
-        _alone(estimator), evaluate_alone.evaluated_input_fn(input_fn), steps=steps,
-        hooks=hooks, checkpoint_path=checkpoint_path, name=name)
-  values = {key: np.asarray(value) for key, value in metrics.items()}
-  rounds.publish("evaluate", number,
-                 {key: (value.tolist(), str(value.dtype)) for key, value in values.items()})
-  final_summary.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
-                              metrics)
-  return metrics
+  def on_chief():
+    with run_state.entered():
+      metrics = _original["evaluate"](
+          _alone(estimator), evaluate_alone.evaluated_input_fn(input_fn), steps=steps,
+          hooks=hooks, checkpoint_path=checkpoint_path, name=name)
+    final_summary.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
+                                metrics)
+    return metrics
+  return chief_results.shared("evaluate", is_chief=_task().is_chief, on_chief=on_chief,
+                              encode=chief_results.encode_metrics,
+                              decode=chief_results.decode_metrics)
 
 
 def _export_saved_model(estimator, export_dir_base, serving_input_receiver_fn, **kwargs):
-  number = rounds.next_round("export")
-  if not _task().is_chief:
-    return rounds.wait_for("export", number).encode()
-  with run_state.entered():
-    path = _original["export_saved_model"](_alone(estimator), export_dir_base,
-                                           serving_input_receiver_fn, **kwargs)
-  rounds.publish("export", number, path.decode() if isinstance(path, bytes) else path)
+  def on_chief():
+    with run_state.entered():
+      return _original["export_saved_model"](_alone(estimator), export_dir_base,
+                                             serving_input_receiver_fn, **kwargs)
+  path, = chief_results.shared("export", is_chief=_task().is_chief,
+                               on_chief=lambda: [on_chief()],
+                               encode=chief_results.encode_exports,
+                               decode=chief_results.decode_exports)
   return path

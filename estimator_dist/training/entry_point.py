@@ -1,7 +1,9 @@
 """`train_and_evaluate`: one call that trains under any strategy and evaluates on the chief,
 as a short wrapper of `TrainingRun`; TensorFlow's form of it too (`spec_form`)."""
 
+from estimator_dist.contract import rounds
 from estimator_dist.strategies import base
+from estimator_dist.training import chief_results
 from estimator_dist.training import flags as flags_lib
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import run as run_lib
@@ -44,10 +46,11 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
 
   Returns:
     The final evaluation metrics on the chief; None on other tasks or without
-    eval_input_fn. In TensorFlow's form, `(metrics, export_results)` on every task: the
-    chief's final metrics and what each exporter exported of the final checkpoint;
-    `(None, [])` on the other training tasks, which end before the chief's final
-    evaluation; an evaluator task's own final metrics and [] (it exports).
+    eval_input_fn. In TensorFlow's form, `(metrics, export_results)`, as TensorFlow
+    returns them on one machine: the chief's final metrics and what each exporter
+    exported of the final checkpoint, on the chief and on every other training task
+    (which waits for them in the job's mailbox; `(None, [])` in a job without one); an
+    evaluator task's own final metrics and [] (it exports); `(None, [])` on a ps task.
   """
   if options is None and "strategy" not in fields and flags_lib.job_strategy():
     fields["strategy"] = flags_lib.job_strategy()  # A job's task: the job's strategy.
@@ -72,4 +75,15 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   metrics = run.run()
   if not tf_form:
     return metrics
-  return metrics, (run.evaluations.export_results if run.adapter.task.is_chief else [])
+  task = run.adapter.task
+  if task.role == "evaluator":
+    return metrics, []
+  if not task.is_training or not rounds.available():
+    return metrics, (run.evaluations.export_results if task.is_chief else [])
+  return chief_results.shared(
+      "train_and_evaluate", is_chief=task.is_chief,
+      on_chief=lambda: (metrics, run.evaluations.export_results),
+      encode=lambda result: {"metrics": chief_results.encode_metrics(result[0] or {}),
+                             "exports": chief_results.encode_exports(result[1])},
+      decode=lambda value: (chief_results.decode_metrics(value["metrics"]) or None,
+                            chief_results.decode_exports(value["exports"])))

@@ -1,6 +1,7 @@
-"""What the tasks of an instrumented program agree on, round by round: the chief decides
-(the model_dir and the step of a train() round, the metrics of an evaluate(), the path of
-an export) and posts it in the job's mailbox; every other task waits for it there.
+"""What the tasks of a program agree on, round by round: the chief decides (the model_dir
+and the step of a train() round, the metrics of an evaluate() or a train_and_evaluate(),
+the path of an export) and posts it in the job's mailbox; every other task waits for it
+there.
 
 Tasks make the same calls in the same order, so the n-th call of a kind on every task is
 one round: message `<kind>-<n>` of the mailbox's ROUNDS, which is new for each attempt.
@@ -21,6 +22,11 @@ def _mailbox():
                              "mailbox, which `estimator-dist launch` gives them; run the "
                              "program through it.")
   return mailbox
+
+
+def available():
+  """Whether this task has a mailbox to agree through."""
+  return mailbox_lib.Mailbox.of_environment() is not None
 
 
 def next_round(kind):
