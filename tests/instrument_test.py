@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -93,6 +94,34 @@ def test_a_program_of_train_and_evaluate_rounds_then_an_export_trains_unchanged(
   assert os.path.dirname(export) == str(job_dir / "export") and os.path.isdir(export)
   assert (f"the program trained in its own model_dir, {job_dir / 'model'} (the chief's)"
           in output), output[-3000:]
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("extra_on, args, code, says", [
+    # The chief ended, or made its export first (which comes first, the worker sees).
+    ("worker", (), 2, "[worker:0] estimator-dist: error: worker:0 made train() call 2, "
+                      "which the chief never makes: it "),
+    ("chief", (), 2, "[worker:0] estimator-dist: error: worker:0 made export() call 1, which "
+                     "the chief never makes: it made train() call 2 first, where worker:0 "
+                     "had made 1 train() call."),
+    # The worker ends (exit 0) while the chief waits for it in its round: the launcher.
+    ("chief", ("--no-export",), 1, "estimator-dist launch: the chief made train() call 2, "
+                                   "which worker:0 never made: it ended after 1 train() "
+                                   "call.")])
+def test_a_round_no_other_task_reaches_ends_the_job_in_one_line(tmp_path, extra_on, args, code,
+                                                                  says):
+  """tests/programs/train_rounds.py with one train() round more on one task, under
+  multi_worker: the job once waited for the hang timeout (300 s by default) and said only
+  that a heartbeat stopped; now the waiting worker names the call in one line, at once."""
+  started = time.monotonic()
+  result, output = helpers.launch("multi_worker", "tests.programs.train_rounds",
+                                f"--job-dir={tmp_path}", "--rounds=1", "--steps-per-round=10",
+                                f"--extra-round-on={extra_on}", *args, timeout=240)
+  assert result == code, output[-3000:]
+  assert says in output, output[-3000:]
+  assert "heartbeat" not in output.split(says)[1], output[-3000:]
+  print(f"measured: one more train() on the {extra_on}: the job ended with the one line "
+        f"in {time.monotonic() - started:.1f} s (hang timeout 300 s)")
 
 
 @pytest.mark.processes

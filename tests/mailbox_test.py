@@ -94,7 +94,28 @@ def test_a_round_waits_for_the_chiefs_value(mailbox):
   assert rounds.wait_for("train", 1) == {"steps": 200}
   assert time.time() - begun >= 0.4
   assert mailbox.names(mailbox_lib.ROUNDS) == ["train-1"]
-  assert [rounds.next_round("x"), rounds.next_round("x"), rounds.next_round("y")] == [1, 2, 1]
+  worker = ed.TaskInfo("worker", 0, 1, 2)
+  assert [rounds.next_round(k, worker) for k in ("x", "x", "y")] == [1, 2, 1]
+
+
+def test_a_round_the_chief_never_makes_is_named(mailbox, monkeypatch):
+  monkeypatch.setattr(rounds, "_counts", __import__("collections").Counter())
+  monkeypatch.setattr(rounds, "_me", [])
+  worker = ed.TaskInfo("worker", 0, 1, 2)
+  assert rounds.next_round("train", worker) == 1
+  rounds.publish("train", 1, {})
+  rounds.publish("export", 1, "/e")  # The chief exported before a second train().
+  assert rounds.next_round("train", worker) == 2
+  with pytest.raises(errors.ConfigError, match=r"worker:0 made train\(\) call 2, which the "
+                     r"chief never makes: it made export\(\) call 1 first"):
+    rounds.wait_for("train", 2)
+  # The worker ended after one train() while the chief is in its second: the launcher's.
+  assert rounds.unmatched(mailbox) is None
+  rounds.publish("train", 2, {})
+  mailbox.post(mailbox_lib.ROUNDS, "ended-worker:0", {"train": 1, "export": 1})
+  mailbox.post(mailbox_lib.ROUNDS, "ended-evaluator:0", {})  # Makes no train() calls.
+  assert rounds.unmatched(mailbox).startswith(
+      "the chief made train() call 2, which worker:0 never made: it ended after 1 train() call.")
 
 
 def test_the_chiefs_save_on_preemption_is_read_as_its_step(mailbox):

@@ -5,14 +5,25 @@ there.
 
 Tasks make the same calls in the same order, so the n-th call of a kind on every task is
 one round: message `<kind>-<n>` of the mailbox's ROUNDS, which is new for each attempt.
+A task that took part in rounds posts, as it exits, how many calls of each kind it made
+(`ended-<task>`), so that a round no other task reaches ends the job at once instead of at
+the hang timeout: a training task waiting for a round the chief will never make (it ended
+without it, or made another call first) fails in one line (`wait_for`), and the launcher
+stops a job whose chief is in a round that a training task ended without (`unmatched`).
 """
 
+import atexit
 import collections
+import time
 
 from estimator_dist import errors
 from estimator_dist.contract import mailbox as mailbox_lib
 
+_ENDED = "ended-"
+_CHIEF = "chief:0"
+_POLL_SECS = 0.2
 _counts = collections.Counter()
+_me = []  # This process's task name, once it took part in a round.
 
 
 def _mailbox():
@@ -29,10 +40,27 @@ def available():
   return mailbox_lib.Mailbox.of_environment() is not None
 
 
-def next_round(kind):
-  """The number of this process's next `kind` round (1, 2, ...)."""
+def _calls(kind, count):
+  return f"{count} {kind}() call{'s' if count != 1 else ''}"
+
+
+def next_round(kind, task):
+  """The number of this process's next `kind` round (1, 2, ...); `task` (a TaskInfo) is
+  this process's, which says at its exit how many calls it made."""
+  if not _me:
+    _me.append(f"{task.role}:{task.index}")
+    atexit.register(_say_ended)
   _counts[kind] += 1
   return _counts[kind]
+
+
+def _say_ended():
+  mailbox = mailbox_lib.Mailbox.of_environment()
+  if mailbox:
+    try:
+      mailbox.post(mailbox_lib.ROUNDS, _ENDED + _me[0], dict(_counts))
+    except OSError:
+      pass  # An exit is not held up by a mailbox it cannot write.
 
 
 def publish(kind, number, value):
@@ -41,6 +69,66 @@ def publish(kind, number, value):
 
 
 def wait_for(kind, number):
-  """The chief's value of round `number` of `kind`, once it posted it. The launcher ends a
-  task that waits for a chief that failed (it stops the job) or hangs (its heartbeats)."""
-  return _mailbox().wait(mailbox_lib.ROUNDS, f"{kind}-{number}")["value"]
+  """The chief's value of round `number` of `kind`, once it posted it; ConfigError once the
+  chief ended without it. The launcher ends a task that waits for a chief that failed (it
+  stops the job) or hangs (its heartbeats)."""
+  mailbox = _mailbox()
+  while (posted := mailbox.read(mailbox_lib.ROUNDS, f"{kind}-{number}")) is None:
+    if _me and _me[0].startswith("worker:"):  # Makes the chief's calls (an evaluator, some).
+      _check_reachable(mailbox, kind, number)
+    time.sleep(_POLL_SECS)
+  return posted["value"]
+
+
+def _check_reachable(mailbox, kind, number):
+  """ConfigError when the chief will never post round `number` of `kind`."""
+  ended = _counts_of(mailbox, _CHIEF)
+  if ended is not None and ended.get(kind, 0) < number:
+    why = f"it ended after {_calls(kind, ended.get(kind, 0))}"
+  else:
+    ahead = [(other, made) for other, made in sorted(_posted(mailbox).items())
+             if made > _counts[other]]
+    if not ahead:
+      return
+    other, made = ahead[0]
+    why = (f"it made {other}() call {made} first, where {_me[0]} had made "
+           f"{_calls(other, _counts[other])}")
+  raise errors.ConfigError(
+      f"{_me[0]} made {kind}() call {number}, which the chief never makes: {why}. Every "
+      f"task of the program must make the same Estimator calls in the same order (the "
+      f"same loop, the same number of rounds on each).")
+
+
+def _posted(mailbox):
+  """{kind: the number of its latest round the chief posted}."""
+  posted = collections.Counter()
+  for name in mailbox.names(mailbox_lib.ROUNDS):
+    kind, _, number = name.rpartition("-")
+    if not name.startswith(_ENDED) and number.isdigit():
+      posted[kind] = max(posted[kind], int(number))
+  return posted
+
+
+def _counts_of(mailbox, name):
+  try:
+    counts = mailbox.read(mailbox_lib.ROUNDS, _ENDED + name)
+  except (OSError, ValueError):
+    return None
+  return counts if isinstance(counts, dict) else None
+
+
+def unmatched(mailbox):
+  """Why the job cannot go on: a round the chief made that a training task ended without
+  (a worker whose loop is shorter than the chief's); None while every round can be met."""
+  posted = _posted(mailbox)
+  for name in mailbox.names(mailbox_lib.ROUNDS):
+    task = name[len(_ENDED):]
+    if not name.startswith(_ENDED) or not task.startswith("worker:"):
+      continue  # An evaluator makes some of the chief's calls; a ps none.
+    counts = _counts_of(mailbox, task) or {}
+    for kind, number in sorted(posted.items()):
+      if counts.get(kind, 0) < number:
+        return (f"the chief made {kind}() call {number}, which {task} never made: it "
+                f"ended after {_calls(kind, counts.get(kind, 0))}. Every task of the "
+                f"program must make the same Estimator calls in the same order.")
+  return None

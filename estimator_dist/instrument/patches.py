@@ -108,7 +108,7 @@ def _take(estimator, model_dir):
 def _agree(kind, estimator, decide=lambda model_dir: {}):
   """The chief's model_dir for the job and what `decide(model_dir)` adds, on every task
   (round `kind`); every Estimator takes that model_dir."""
-  number = rounds.next_round(kind)
+  number = rounds.next_round(kind, _task())
   if _task().is_chief:
     model_dir = _model_dir(estimator)
     agreed = {**decide(model_dir), "model_dir": model_dir}
@@ -177,7 +177,7 @@ def _evaluate(estimator, input_fn, steps=None, hooks=None, checkpoint_path=None,
     final_summary.print_summary(_adapter(), int(metrics.get("global_step", 0)), None, None,
                                 metrics)
     return metrics
-  return chief_results.shared("evaluate", is_chief=_task().is_chief, on_chief=on_chief,
+  return chief_results.shared("evaluate", task=_task(), on_chief=on_chief,
                               encode=chief_results.encode_metrics,
                               decode=chief_results.decode_metrics)
 
@@ -187,7 +187,7 @@ def _export_saved_model(estimator, export_dir_base, serving_input_receiver_fn, *
     with run_state.entered():
       return _original["export_saved_model"](_alone(estimator), export_dir_base,
                                              serving_input_receiver_fn, **kwargs)
-  path, = chief_results.shared("export", is_chief=_task().is_chief,
+  path, = chief_results.shared("export", task=_task(),
                                on_chief=lambda: [on_chief()],
                                encode=chief_results.encode_exports,
                                decode=chief_results.decode_exports)

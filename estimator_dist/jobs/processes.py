@@ -17,13 +17,17 @@ import time
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import rounds
 from estimator_dist.jobs import job_dirs
 from estimator_dist.jobs import process_tree
 from estimator_dist.jobs import progress
 from estimator_dist.jobs import task_output
 
 
-_GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is preempted.
+_GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)
+# A round the chief made that a worker ended without (contract/rounds.py) stops the job
+# after this long: a worker that failed, and posted its calls as it exited, is seen to.
+_UNEVEN_SECS = 2.0  # The signals by which a job is preempted.
 
 
 class Task:
@@ -216,7 +220,7 @@ class TaskGroup:
     `beating` names the heartbeats expected (None: the training tasks'); `on_tick` is
     called at every look (live_progress).
     """
-    deadline = None
+    deadline = uneven_since = None
     hangs = self.hang_timeout_secs and progress.Hangs(
         mailbox=self.mailbox, timeout_secs=self.hang_timeout_secs,
         expected=training if beating is None else beating, log=self.log)
@@ -244,6 +248,12 @@ class TaskGroup:
       if hangs and hangs.found(self.tasks):
         self.stop_all()
         return errors.STALLED_EXIT_CODE
+      uneven = self.mailbox and rounds.unmatched(self.mailbox)
+      uneven_since = (uneven_since or time.monotonic()) if uneven else None
+      if uneven and time.monotonic() - uneven_since >= _UNEVEN_SECS:
+        self.log(f"{uneven} Stopping the job")
+        self.stop_all()
+        return 1
       running = [task for task, code in codes if code is None]
       if not running:
         preempted = any(code == errors.PREEMPTED_EXIT_CODE for _, code in codes)

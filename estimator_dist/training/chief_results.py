@@ -11,12 +11,13 @@ import numpy as np
 from estimator_dist.contract import rounds
 
 
-def shared(kind, *, is_chief, on_chief, encode=lambda value: value,
+def shared(kind, *, task, on_chief, encode=lambda value: value,
            decode=lambda value: value):
   """On the chief, `on_chief()`, posted (as `encode` makes it JSON) as the next round of
-  `kind`; on another task, the chief's value of that round (as `decode` reads it back)."""
-  number = rounds.next_round(kind)
-  if not is_chief:
+  `kind`; on another task (`task`: this one's TaskInfo), the chief's value of that round
+  (as `decode` reads it back)."""
+  number = rounds.next_round(kind, task)
+  if not task.is_chief:
     return decode(rounds.wait_for(kind, number))
   value = on_chief()
   rounds.publish(kind, number, encode(value))

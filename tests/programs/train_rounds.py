@@ -1,9 +1,13 @@
 """A trainer in the shape of Cloud ML Engine's samples, which never imports estimator_dist:
 its own argparse flags (--job-dir), rounds of `train()` and `evaluate()` on a
 LinearClassifier in a model_dir of its own, then `export_saved_model()`, which it loads
-and predicts with. Each task prints what its calls returned."""
+and predicts with. Each task prints what its calls returned. --extra-round-on=ROLE makes
+that task (chief, or worker 0) train one round more than the others before the export,
+as a program whose loop length differs between tasks would; --no-export ends the program
+after its rounds."""
 
 import argparse
+import json
 import os
 
 import numpy as np
@@ -13,6 +17,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--job-dir", required=True)
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--steps-per-round", type=int, default=40)
+parser.add_argument("--extra-round-on", choices=["chief", "worker"], default=None)
+parser.add_argument("--no-export", action="store_true")
 args = parser.parse_args()
 
 x = np.random.RandomState(0).rand(512, 4).astype(np.float32)
@@ -34,6 +40,11 @@ for number in range(args.rounds):
   metrics = estimator.evaluate(eval_input_fn)
   print(f"round {number}: step {metrics['global_step']} accuracy {metrics['accuracy']:.4f}",
         flush=True)
+if json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("type") == (
+    args.extra_round_on):
+  estimator.train(train_input_fn, steps=args.steps_per_round)
+if args.no_export:
+  raise SystemExit(0)
 
 
 
