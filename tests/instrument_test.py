@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 
 from estimator_dist.instrument import launching
 from estimator_dist.outputs import event_files
@@ -141,6 +142,28 @@ def test_hyperparameters_as_an_object_and_train_and_evaluates_result_on_every_ta
   assert printed["chief:0"][0].endswith(" at step 40"), printed
   # The rate was found in the program's optimizer and scaled for two replicas.
   assert "learning rate" in output and "x 2" in output, output[-3000:]
+
+
+@pytest.mark.processes
+def test_a_model_dir_the_program_made_in_its_temporary_directory_is_kept():
+  """tests/programs/hparams_object.py without --model_dir: its chief trains in its own
+  tempfile.mkdtemp(), inside the job's TMPDIR, which the launcher removes with the job.
+  Once the job exited 0 with every checkpoint gone; now they are moved to the job's
+  model_dir and resume from there."""
+  code, output = helpers.launch("local", "tests.programs.hparams_object", "--train_steps=30",
+                                num_workers=1, timeout=240)
+  assert code == 0, output[-3000:]
+  made = re.search(r"model_dir=(\S+) \(a new temporary directory\)", output).group(1)
+  own = re.search(r"trained in a temporary directory of its own, (\S+) \(the chief's\), "
+                  r"which goes with the job: its checkpoints, evaluations and exports were "
+                  r"moved to (\S+)\n", output)
+  assert own and own.group(2) == made and not os.path.exists(own.group(1)), output[-3000:]
+  try:
+    assert re.search(rf"summary\n(.*\n)*  model_dir +{re.escape(made)}\n", output), output[-2000:]
+    assert tf.train.latest_checkpoint(made) == os.path.join(made, "model.ckpt-30")
+    assert os.listdir(os.path.join(made, "eval")), os.listdir(made)
+  finally:
+    shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.mark.processes

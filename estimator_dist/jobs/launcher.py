@@ -170,8 +170,16 @@ def _run_attempts(starter, *, new_model_dir):
     code = _attempts(starter, on_tick=on_tick)
   finally:
     lines.close()
-  own = lines.model_dir
-  if os.path.normpath(own) != os.path.normpath(model_dir):
+  own, kept = lines.model_dir, None
+  if starter.local and os.path.normpath(own) != os.path.normpath(model_dir):
+    kept = model_dir_arg.kept_from_scratch(own, scratch=starter.private_env["TMPDIR"],
+                                           job_model_dir=model_dir)
+  if kept:
+    group.log(f"the program trained in a temporary directory of its own, {own} (the "
+              f"chief's), which goes with the job: its checkpoints, evaluations and exports "
+              f"were moved to {kept}")
+    model_dir = kept
+  elif os.path.normpath(own) != os.path.normpath(model_dir):
     group.log(f"the program trained in its own model_dir, {own} (the chief's), not in "
               f"{model_dir}: its checkpoints, evaluations and curves are there")
     model_dir = own
@@ -200,7 +208,8 @@ def _run_attempts(starter, *, new_model_dir):
   else:
     summaries = [f for t in group.tasks for f in t.printed_summaries]
   for fields in summaries:
-    group.log("summary\n" + summary.format_table(fields))
+    group.log("summary\n" + summary.format_table({**fields, **(
+        {"model_dir": model_dir} if kept else {})}))
   if code == 0 and group.mailbox and not group.mailbox.names(mailbox_lib.SUMMARY):
     group.log("no summary: the chief wrote no summary record (a program that trains "
               "without estimator_dist's train_and_evaluate, or that removed it, writes none)")

@@ -2,8 +2,10 @@
 one."""
 
 import os
+import shutil
 
 from estimator_dist.jobs import job_dirs
+from estimator_dist.outputs import model_dir_lock
 
 
 def program_model_dir(args):
@@ -49,3 +51,35 @@ def has_checkpoint(model_dir):
   """Whether the local `model_dir` holds checkpoint files or a checkpoint index."""
   return os.path.isdir(model_dir) and any(
       name.startswith("model.ckpt") or name == "checkpoint" for name in os.listdir(model_dir))
+
+
+def kept_from_scratch(own, *, scratch, job_model_dir):
+  """Where the chief's model_dir `own` is kept when it lies in the job's `scratch`
+  directory (its TMPDIR: a program's `tempfile.mkdtemp()`), which goes with the job: its
+  files are moved into `job_model_dir` (into a directory of its own name there when the
+  job's holds files already), and the checkpoint index's paths follow them. None when
+  `own` lies elsewhere, or holds nothing."""
+  own, scratch = os.path.realpath(own), os.path.realpath(scratch)
+  if os.path.commonpath([own, scratch]) != scratch or not _files(own):
+    return None
+  target = job_model_dir
+  if _files(target):
+    target = os.path.join(target, os.path.basename(own))
+  os.makedirs(target, exist_ok=True)
+  for name in _files(own):
+    shutil.move(os.path.join(own, name), os.path.join(target, name))
+  index = os.path.join(target, "checkpoint")  # Its paths name `own`: TensorFlow writes them.
+  if os.path.isfile(index):
+    with open(index) as f:
+      text = f.read()
+    with open(index, "w") as f:
+      f.write(text.replace(f'"{own}/', f'"{target}/'))
+  return target
+
+
+def _files(directory):
+  """The names in `directory` but its lock (none if it is not there)."""
+  try:
+    return [name for name in os.listdir(directory) if name != model_dir_lock.LOCK_NAME]
+  except (FileNotFoundError, NotADirectoryError):
+    return []

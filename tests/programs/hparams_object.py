@@ -3,9 +3,12 @@ which never imports estimator_dist: its hyperparameters are an object, not a dic
 (cifar10_estimator's HParams, here an argparse.Namespace), given to the Estimator as its
 params and read as attributes by its model_fn; then what train_and_evaluate returns is
 unpacked and printed on every task, as the canned examples do
-(`eval_result, _ = tf.estimator.train_and_evaluate(...)`, `'{accuracy:0.3f}'.format(**eval_result)`)."""
+(`eval_result, _ = tf.estimator.train_and_evaluate(...)`, `'{accuracy:0.3f}'.format(**eval_result)`).
+Without --model_dir it trains in `tempfile.mkdtemp(prefix="hparams_")`, as trainers that
+want a fresh directory do."""
 
 import argparse
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -39,7 +42,9 @@ def model_fn(features, labels, mode, params):
   return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
-estimator = tf.estimator.Estimator(model_fn, model_dir=hparams.model_dir, params=hparams)
+estimator = tf.estimator.Estimator(
+    model_fn, model_dir=hparams.model_dir or tempfile.mkdtemp(prefix="hparams_"),
+    params=hparams)
 train_spec = tf.estimator.TrainSpec(train_input_fn, max_steps=hparams.train_steps)
 eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=None)
 eval_result, _ = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
