@@ -126,6 +126,31 @@ def test_a_round_no_other_task_reaches_ends_the_job_in_one_line(tmp_path, extra_
 
 
 @pytest.mark.processes
+def test_train_without_steps_trains_one_pass_over_the_input_each_round(tmp_path):
+  """tests/programs/train_rounds.py --one-pass under multi_worker: train(input_fn) with
+  neither steps nor max_steps, as TensorFlow's official r1 MNIST loop calls it (once
+  refused: `Estimator.train() in a job needs steps or max_steps`). 512 examples in
+  batches of 32 are 16 batches, dealt to 2 workers: 8 synchronous steps a pass."""
+  code, output = helpers.launch("multi_worker", "tests.programs.train_rounds",
+                                f"--job-dir={tmp_path}", "--rounds=2", "--one-pass",
+                                "--no-export", timeout=240)
+  assert code == 0, output[-3000:]
+  for task in ("chief:0", "worker:0"):
+    steps = re.findall(rf"\[{task}\] round \d: step (\d+) ", output)
+    assert steps == ["8", "16"], (task, steps, output[-3000:])
+  assert ("Estimator.train() has neither steps nor max_steps: one pass over the input is 8 "
+          "steps (the smallest worker's share; batches per worker [8, 8])") in output
+  code, output = helpers.launch("multi_worker", "tests.programs.train_rounds",
+                                f"--job-dir={tmp_path}/endless", "--one-pass", "--endless",
+                                timeout=240)
+  assert code == 2, output[-3000:]
+  assert ("[chief:0] estimator-dist: error: Estimator.train() has neither steps nor "
+          "max_steps and its input_fn's dataset is endless (it repeats): a job needs its end "
+          "before training, so give train() steps=... (or max_steps=...).") in output, (
+              output[-3000:])
+
+
+@pytest.mark.processes
 def test_hyperparameters_as_an_object_and_train_and_evaluates_result_on_every_task(tmp_path):
   """tests/programs/hparams_object.py under multi_worker, as TensorFlow's cifar10_estimator
   and canned-Estimator examples are written: params an argparse.Namespace read as

@@ -30,6 +30,7 @@ from estimator_dist.training import chief_results
 from estimator_dist.training import entry_point
 from estimator_dist.training import evaluate_alone
 from estimator_dist.training import final_summary
+from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import program
 from estimator_dist.training import run as run_lib
@@ -139,17 +140,23 @@ def _train_and_evaluate(estimator, train_spec, eval_spec):
 
 def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
            saving_listeners=None):
-  if (steps is None) == (max_steps is None):
-    raise errors.ConfigError(
-        "Estimator.train() in a job needs steps or max_steps (one of them): every task "
-        "trains to the same step, and a job of many tasks needs an end.")
+  if steps is not None and max_steps is not None:
+    raise ValueError("Can not provide both steps and max_steps.")  # As TensorFlow says.
   _check_horovod_of_its_own()
   if _task().role == "evaluator":  # It evaluates (evaluate()), it does not train.
     return estimator
+
+  def to_step(model_dir):
+    """The step this round trains to: max_steps, or steps (else one pass over the input,
+    as TensorFlow trains until it ends) from where the job stands."""
+    if max_steps is not None:
+      return max_steps
+    more = steps if steps is not None else one_pass.steps(
+        input_fn, _adapter(), params=estimator.params, config=estimator.config,
+        why=one_pass.TRAIN_CALL)
+    return max(checkpoints.latest_step(model_dir), 0) + more
   # Where the job trains, and to which step from where it stands.
-  agreed = _agree("train", estimator, lambda model_dir: {
-      "steps": (max_steps if max_steps is not None else
-                max(checkpoints.latest_step(model_dir), 0) + steps)})
+  agreed = _agree("train", estimator, lambda model_dir: {"steps": to_step(model_dir)})
   model_dir, target = agreed["model_dir"], agreed["steps"]
   options = options_lib.TrainOptions(strategy=_strategy, model_dir=model_dir,
                                      train_steps=max(int(target), 1))

@@ -30,8 +30,15 @@ def resolved(options, input_fn, adapter, *, params, config):
   return options.replace(train_steps=steps(input_fn, adapter, params=params, config=config))
 
 
-def steps(input_fn, adapter, *, params, config):
-  """The global steps of one pass over `input_fn`'s training data under `adapter`."""
+_SPEC = ("the TrainSpec has no max_steps", "set TrainSpec(max_steps=...)")
+TRAIN_CALL = ("Estimator.train() has neither steps nor max_steps",
+              "give train() steps=... (or max_steps=...)")
+
+
+def steps(input_fn, adapter, *, params, config, why=_SPEC):
+  """The global steps of one pass over `input_fn`'s training data under `adapter`; `why`:
+  (what asks for it, how to give the steps instead), for its lines."""
+  asked, fix = why
   if array_inputs.made_by(input_fn):
     input_fn = array_inputs.as_dataset_input_fn(input_fn)
   args = inputs.check_input_fn(input_fn)
@@ -45,16 +52,15 @@ def steps(input_fn, adapter, *, params, config):
           input_context=context))
       if not isinstance(dataset, tf.data.Dataset):
         raise errors.ConfigError(
-            f"the TrainSpec has no max_steps and its input_fn returns "
-            f"{type(dataset).__name__}, whose end cannot be counted before training: return "
-            f"a tf.data.Dataset, or set TrainSpec(max_steps=...).")
+            f"{asked} and its input_fn returns {type(dataset).__name__}, whose end cannot "
+            f"be counted before training: return a tf.data.Dataset, or {fix}.")
       count = int(dataset.cardinality())
     if count < 0:
       what = ("endless (it repeats)" if count == tf.data.INFINITE_CARDINALITY else
               "of a size tf.data cannot tell before reading it (a filter, files)")
       raise errors.ConfigError(
-          f"the TrainSpec has no max_steps and its input_fn's dataset is {what}: a job "
-          f"needs its end before training, so set TrainSpec(max_steps=...).")
+          f"{asked} and its input_fn's dataset is {what}: a job needs its end before "
+          f"training, so {fix}.")
     return count
 
   if "input_context" in args:  # It shards itself: count each worker's share.
@@ -69,9 +75,8 @@ def steps(input_fn, adapter, *, params, config):
     count, how = sum(shares), "every worker's share, one batch a step"
   if count < 1:
     raise errors.ConfigError(
-        f"the TrainSpec has no max_steps and one pass over its input is no step "
-        f"({shares} batches for {pipelines} worker(s), {replicas} replica(s) each): give it "
-        f"more data or set TrainSpec(max_steps=...).")
-  logging.info(command_line.line("the TrainSpec has no max_steps: one pass over the input is "
-                                 "%d steps (%s; batches per worker %s)"), count, how, shares)
+        f"{asked} and one pass over its input is no step ({shares} batches for "
+        f"{pipelines} worker(s), {replicas} replica(s) each): give it more data or {fix}.")
+  logging.info(command_line.line("%s: one pass over the input is %d steps (%s; batches per "
+                                 "worker %s)"), asked, count, how, shares)
   return count

@@ -4,7 +4,9 @@ LinearClassifier in a model_dir of its own, then `export_saved_model()`, which i
 and predicts with. Each task prints what its calls returned. --extra-round-on=ROLE makes
 that task (chief, or worker 0) train one round more than the others before the export,
 as a program whose loop length differs between tasks would; --no-export ends the program
-after its rounds."""
+after its rounds. --one-pass trains each round without steps, until the input ends (one
+pass over it), as TensorFlow's official r1 MNIST loop does; with --endless its input
+repeats for ever."""
 
 import argparse
 import json
@@ -19,6 +21,8 @@ parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--steps-per-round", type=int, default=40)
 parser.add_argument("--extra-round-on", choices=["chief", "worker"], default=None)
 parser.add_argument("--no-export", action="store_true")
+parser.add_argument("--one-pass", action="store_true")
+parser.add_argument("--endless", action="store_true")
 args = parser.parse_args()
 
 x = np.random.RandomState(0).rand(512, 4).astype(np.float32)
@@ -27,7 +31,8 @@ columns = [tf.feature_column.numeric_column("x", shape=[4])]
 
 
 def train_input_fn():
-  return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).shuffle(512).repeat().batch(32)
+  dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, y)).shuffle(512)
+  return (dataset if args.one_pass and not args.endless else dataset.repeat()).batch(32)
 
 
 def eval_input_fn():
@@ -36,7 +41,10 @@ def eval_input_fn():
 
 estimator = tf.estimator.LinearClassifier(columns, model_dir=os.path.join(args.job_dir, "model"))
 for number in range(args.rounds):
-  estimator.train(train_input_fn, steps=args.steps_per_round)
+  if args.one_pass:
+    estimator.train(train_input_fn)
+  else:
+    estimator.train(train_input_fn, steps=args.steps_per_round)
   metrics = estimator.evaluate(eval_input_fn)
   print(f"round {number}: step {metrics['global_step']} accuracy {metrics['accuracy']:.4f}",
         flush=True)
