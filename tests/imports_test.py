@@ -88,7 +88,8 @@ def test_the_circle_finder_finds_a_circle_through_a_function_import(tmp_path):
 # use the contract between engines and tasks (estimator_dist/contract/). Above the base,
 # what a job leaves behind (estimator_dist/outputs/: written by tasks, read by the
 # launcher and the sweep), then what runs inside a task (estimator_dist/task/).
-LAYERS = (("command_line", "contract", "errors", "extras", "lazy_names", "option_flags"),
+LAYERS = (("bound_names", "command_line", "contract", "errors", "extras", "lazy_names",
+           "option_flags"),
           ("outputs",), ("task",),
           ("strategies",), ("training",), ("instrument",), ("jobs",), ("experiments",))
 

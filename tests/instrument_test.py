@@ -126,6 +126,23 @@ def test_a_round_no_other_task_reaches_ends_the_job_in_one_line(tmp_path, extra_
 
 
 @pytest.mark.processes
+@pytest.mark.parametrize("strategy, args", [("multi_worker", ("--pop_label",)),
+                                            ("parameter_server", ())])
+def test_a_tf1_input_fn_that_returns_its_iterators_tensors_is_sharded(tmp_path, strategy, args):
+  """tests/programs/iterator_input.py, in the shape of Cloud ML Engine's census sample: its
+  input_fn returns `make_one_shot_iterator(dataset).get_next()` (as they are, or with the
+  label popped out of the features). Once every task failed: `input_fn returned tuple,
+  which cannot be split among 2 workers`; now each worker reads its shard of the Dataset."""
+  code, output = helpers.launch(strategy, "tests.programs.iterator_input",
+                                f"--job-dir={tmp_path}", *args, timeout=240)
+  assert code == 0, output[-3000:]
+  for index in range(2):
+    assert f"training input is shard {index} of 2, by batch" in output, output[-3000:]
+  summary, = helpers.summaries(output)
+  assert int(summary["steps"]) >= 40 and float(summary["eval_accuracy"]) > 0.5, summary
+
+
+@pytest.mark.processes
 def test_train_without_steps_trains_one_pass_over_the_input_each_round(tmp_path):
   """tests/programs/train_rounds.py --one-pass under multi_worker: train(input_fn) with
   neither steps nor max_steps, as TensorFlow's official r1 MNIST loop calls it (once

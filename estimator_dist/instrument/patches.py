@@ -22,7 +22,7 @@ from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
-from estimator_dist.instrument import bound_names
+from estimator_dist import bound_names
 from estimator_dist.contract import rounds
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory

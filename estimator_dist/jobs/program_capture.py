@@ -16,7 +16,7 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import errors
-from estimator_dist.instrument import bound_names
+from estimator_dist import bound_names
 
 
 class _Captured(BaseException):  # Not an Exception: a program's `except Exception` passes it.

@@ -18,7 +18,8 @@ Either way:
   step wait forever, and every worker runs exactly `train_steps` steps.
 
 A `numpy_input_fn` or `pandas_input_fn` is read as a Dataset of its arrays first
-(`array_inputs`). An input_fn that takes `input_context` shards itself; it gets the
+(`array_inputs`), a TF1 input_fn that returns its iterator's tensors as that iterator's
+Dataset (`iterator_inputs`). An input_fn that takes `input_context` shards itself; it gets the
 context of this worker (under Horovod too) and is only repeated.
 
 A process that may run on one CPU only reads its Datasets without tf.data's autotuning
@@ -36,6 +37,7 @@ from tensorflow.python.eager import context as eager_context  # pylint: disable=
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.task import array_inputs
+from estimator_dist.task import iterator_inputs
 
 _INPUT_FN_ARGS = ("mode", "params", "config", "input_context")
 
@@ -60,11 +62,14 @@ def wrap_input_fn(input_fn, input_context_for):
     kwargs = estimator_kwargs(args, mode=mode, params=params, config=config)
     if "input_context" in args:
       kwargs["input_context"] = context
-    result = input_fn(**kwargs)
-    if mode == tf.estimator.ModeKeys.TRAIN:
-      result = _training_share(result, lambda: input_fn(**kwargs), context,
-                               shards_itself="input_context" in args,
-                               name=getattr(input_fn, "__name__", "input_fn"))
+    if mode != tf.estimator.ModeKeys.TRAIN:
+      return read_on_one_cpu(input_fn(**kwargs))
+
+    def make_dataset():
+      return iterator_inputs.dataset_of(lambda: input_fn(**kwargs))
+    result = _training_share(make_dataset(), make_dataset, context,
+                             shards_itself="input_context" in args,
+                             name=getattr(input_fn, "__name__", "input_fn"))
     return read_on_one_cpu(result)
 
   return sharded_input_fn

@@ -17,6 +17,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.task import array_inputs
 from estimator_dist.task import inputs
+from estimator_dist.task import iterator_inputs
 
 # The train_steps of a run whose TrainSpec has no max_steps, until `steps` counts them.
 UNTIL_THE_INPUT_ENDS = 2**62
@@ -47,9 +48,9 @@ def steps(input_fn, adapter, *, params, config, why=_SPEC):
 
   def batches(context):
     with eager_context.eager_mode():  # Its size, without a session.
-      dataset = input_fn(**inputs.estimator_kwargs(
+      dataset = iterator_inputs.dataset_of(lambda: input_fn(**inputs.estimator_kwargs(
           args, mode=tf.estimator.ModeKeys.TRAIN, params=params, config=config,
-          input_context=context))
+          input_context=context)))
       if not isinstance(dataset, tf.data.Dataset):
         raise errors.ConfigError(
             f"{asked} and its input_fn returns {type(dataset).__name__}, whose end cannot "
