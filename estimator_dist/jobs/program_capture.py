@@ -12,6 +12,7 @@ import runpy
 import sys
 
 import tensorflow as tf
+from absl import flags
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
@@ -35,10 +36,15 @@ def _train_and_evaluate(estimator, train_spec, eval_spec):
   raise _Captured(estimator, train_spec.input_fn)
 
 
-def captured(command):
+def captured(command, *, our_flags=()):
   """(Estimator, input_fn) of the first training call of `command`, a Python program's
-  command line (its interpreter first)."""
+  command line (its interpreter first). The absl flags named `our_flags` (verify's, read
+  already) are removed first: the program defines its own, whatever their names
+  (`--model_dir`, `--train_steps`), as it does when it runs alone."""
   script, args, run = _runner(command)
+  for name in our_flags:
+    if name in flags.FLAGS:
+      delattr(flags.FLAGS, name)
   original = training_lib.train_and_evaluate, estimator_lib.Estimator.train
   bound = bound_names.modules_binding("train_and_evaluate", original[0])
   argv = sys.argv

@@ -47,12 +47,14 @@ class VerifyFlags:
   work_dir: flags.FlagHolder
   train_only: flags.FlagHolder
   join_batches: flags.FlagHolder
+  names: frozenset  # Of every flag above: a program run by verify may define its own.
 
 
 def define_flags(flag_values=flags.FLAGS) -> VerifyFlags:
   """Defines the flags of `estimator-dist verify` on `flag_values`."""
   f = flag_values
-  defined = VerifyFlags(
+  before = set(f)
+  defined = dict(
       training=task_flags.define_flags(f, strategy="horovod", batch_size=32,
                                        learning_rate=0.01, train_steps=10),
       module=flags.DEFINE_string("module", None, "Module with model_fn and input_fn(params) "
@@ -71,7 +73,7 @@ def define_flags(flag_values=flags.FLAGS) -> VerifyFlags:
       join_batches=flags.DEFINE_integer("join_batches", 1, "Internal: train on this many "
                                         "of the program's batches joined into one.",
                                         lower_bound=1, flag_values=f))
-  return defined
+  return VerifyFlags(**defined, names=frozenset(set(f) - before))
 
 
 def run():

@@ -37,9 +37,9 @@ def _train(verify_flags, program):
   # A collective strategy must exist before a Keras model or canned Estimator is built.
   adapter = factory.create_strategy(options.strategy, **options.strategy_options)
   if program:
-    model, input_fn = program_capture.captured(program)
-    input_fn, params = program_capture.joined_batches(
-        input_fn, verify_flags.join_batches.value), None
+    join = verify_flags.join_batches.value  # Read before the program defines its flags.
+    model, input_fn = program_capture.captured(program, our_flags=verify_flags.names)
+    input_fn, params = program_capture.joined_batches(input_fn, join), None
   else:
     module = importlib.import_module(verify_flags.module.value)
     model, input_fn = _model(module), module.input_fn
