@@ -168,6 +168,20 @@ def test_train_without_steps_trains_one_pass_over_the_input_each_round(tmp_path)
 
 
 @pytest.mark.processes
+def test_a_programs_own_multi_worker_strategy_under_parameter_server_is_one_line():
+  """TensorFlow's multi-worker tutorial builds MultiWorkerMirroredStrategy into its
+  RunConfig; under parameter_server that once ended in TensorFlow's traceback (`Collective
+  ops must be configured at program startup`) on every task."""
+  code, output = helpers.launch("parameter_server", TUTORIAL, timeout=240)
+  assert code == 2, output[-3000:]
+  assert ("estimator-dist: error: the program builds its own MultiWorkerMirroredStrategy, "
+          "which cannot run in a task of the job's parameter_server strategy: run the job with --strategy=multi_worker, or "
+          "let the job's strategy distribute the program's Estimator (drop its own "
+          "strategy).") in output, output[-3000:]
+  assert "Traceback" not in output and "Collective ops" not in output, output[-3000:]
+
+
+@pytest.mark.processes
 def test_hyperparameters_as_an_object_and_train_and_evaluates_result_on_every_task(tmp_path):
   """tests/programs/hparams_object.py under multi_worker, as TensorFlow's cifar10_estimator
   and canned-Estimator examples are written: params an argparse.Namespace read as

@@ -17,6 +17,7 @@ import functools
 import os
 import sys
 
+from tensorflow.python.distribute import collective_all_reduce_strategy  # pylint: disable=g-direct-tensorflow-import
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
@@ -26,6 +27,7 @@ from estimator_dist import bound_names
 from estimator_dist.contract import rounds
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
+from estimator_dist.strategies import traits
 from estimator_dist.training import chief_results
 from estimator_dist.training import entry_point
 from estimator_dist.training import evaluate_alone
@@ -58,7 +60,24 @@ def install(*, strategy):
     module.train_and_evaluate = routed
   _ESTIMATOR.train = _routed(_train, "train")
   _ESTIMATOR.evaluate = _routed(_evaluate, "evaluate")
+  if traits.of(strategy).needs_ps:  # Its server started without collectives.
+    for cls in (collective_all_reduce_strategy.CollectiveAllReduceStrategy,
+                collective_all_reduce_strategy.CollectiveAllReduceStrategyV1):
+      cls.__init__ = _refused_collective
   _ESTIMATOR.export_saved_model = _routed(_export_saved_model, "export_saved_model")
+
+
+def _refused_collective(self, *args, **kwargs):
+  """A MultiWorkerMirroredStrategy the program builds itself cannot run in a task of a
+  parameter_server job: its collective ops are set up as the process starts, and the
+  job's server started without them (TensorFlow's `Collective ops must be configured at
+  program startup`). One line where the program builds it, and the job's exit code 2."""
+  del self, args, kwargs
+  program.exit_if_ours(errors.ConfigError(
+      f"the program builds its own MultiWorkerMirroredStrategy, which cannot run in a task "
+      f"of the job's {_strategy} strategy: run the job with --strategy=multi_worker, or "
+      f"let the job's strategy distribute the program's Estimator (drop its own "
+      f"strategy)."))
 
 
 def _routed(route, name):
