@@ -202,12 +202,12 @@ def test_hyperparameters_as_an_object_and_train_and_evaluates_result_on_every_ta
 
 @pytest.mark.processes
 def test_a_model_dir_the_program_made_in_its_temporary_directory_is_kept():
-  """tests/programs/hparams_object.py without --model_dir: its chief trains in its own
+  """tests/programs/hparams_object.py --fresh: its chief trains in its own
   tempfile.mkdtemp(), inside the job's TMPDIR, which the launcher removes with the job.
   Once the job exited 0 with every checkpoint gone; now they are moved to the job's
   model_dir and resume from there."""
   code, output = helpers.launch("local", "tests.programs.hparams_object", "--train_steps=30",
-                                num_workers=1, timeout=240)
+                                "--fresh", num_workers=1, timeout=240)
   assert code == 0, output[-3000:]
   made = re.search(r"model_dir=(\S+) \(a new temporary directory\)", output).group(1)
   own = re.search(r"trained in a temporary directory of its own, (\S+) \(the chief's\), "

@@ -509,6 +509,27 @@ def test_a_first_rung_past_the_last_step_is_refused_before_any_trial(tmp_path):
 
 
 @pytest.mark.processes
+def test_each_trial_of_an_unmodified_program_trains_in_its_own_directory(tmp_path):
+  """tests/programs/hparams_object.py never imports estimator_dist and its --model_dir has
+  a default, as most programs' do: every trial once trained (and resumed) there, and the
+  sweep stopped (`trial 0 ended without an evaluation in .../trial_0/eval`)."""
+  code, output = _sweep(tmp_path, "--space=learning_rate=choice(0.05,0.2)", "--sampler=grid",
+                        "--metric=accuracy", "--direction=maximize",
+                        program=[helpers.PYTHON, "-m", "tests.programs.hparams_object",
+                                 "--train_steps=20"])
+  assert code == 0, output[-3000:]
+  trials = _trials(tmp_path)
+  assert len(trials) == 2 and all(t["state"] == "complete" for t in trials), trials
+  for number in range(2):
+    trial_dir = tmp_path / f"trial_{number}"
+    assert tf.train.latest_checkpoint(str(trial_dir)).endswith("model.ckpt-20"), number
+    log = (trial_dir / "launch.log").read_text()
+    # The program's default: in the system's temporary directory (the job's, for a task).
+    assert re.search(rf"the sweep's trial trains in its own model_dir, {trial_dir}, not in "
+                     rf"the program's /\S+/hparams_model\n", log), log[-2000:]
+
+
+@pytest.mark.processes
 def test_a_metric_the_program_does_not_report_fails_the_first_trial(tmp_path):
   code, output = _sweep(tmp_path, "--space=learning_rate=choice(0.1)", "--metric=auc",
                         program=[*DNN, "--train_steps=300"])

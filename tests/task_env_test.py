@@ -109,9 +109,9 @@ def test_slurm_tasks_derive_their_cluster_from_the_contracts_variables():
 
 def test_a_sweeps_trial_and_an_absent_value_leave_the_rest_to_the_task():
   assert task_env.task_environment() == {}
-  assert task_env.task_environment(watch_stop_requests=True, mlflow_run_id="r1") == {
-      env_vars.WATCH_STOP_REQUESTS: "1", env_vars.MLFLOW_RUN_ID: "r1"}
-  assert set(task_env.TRIAL) == {env_vars.WATCH_STOP_REQUESTS, env_vars.MLFLOW_TRACKING_URI,
+  assert task_env.task_environment(trial=True, mlflow_run_id="r1") == {
+      env_vars.TRIAL: "1", env_vars.MLFLOW_RUN_ID: "r1"}
+  assert set(task_env.TRIAL) == {env_vars.TRIAL, env_vars.MLFLOW_TRACKING_URI,
                                  env_vars.MLFLOW_RUN_ID}
 
 

@@ -65,9 +65,10 @@ MAILBOX = "ESTIMATOR_DIST_MAILBOX"
 # Set by the launcher (the model_dir whose lock it holds for the whole job); read by
 # model_dir_lock, so the chief does not take that lock itself.
 MODEL_DIR_LOCK = "ESTIMATOR_DIST_MODEL_DIR_LOCK"
-# Set by a sweep's engines (experiments: trial_job, spark_engine) for a trial; read by
-# early_stopping: the chief watches the model_dir for the sweep's stop request.
-WATCH_STOP_REQUESTS = "ESTIMATOR_DIST_WATCH_STOP_REQUESTS"
+# Set by a sweep (experiments.trial_job) for a trial's job; read by early_stopping (the
+# chief watches the model_dir for the sweep's stop request) and by an instrumented
+# program's tasks (its Estimators train in the trial's model_dir, over their own).
+TRIAL = "ESTIMATOR_DIST_TRIAL"
 # Set by the launcher's and the sweep's --mlflow_tracking_uri (or the user, for SLURM,
 # Kubernetes, Spark); read by the chief (training.job_tracking): the MLflow server.
 MLFLOW_TRACKING_URI = "ESTIMATOR_DIST_MLFLOW_TRACKING_URI"

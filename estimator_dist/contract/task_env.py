@@ -40,7 +40,7 @@ DEFAULT_STARTUP_TIMEOUT_SECS = 120
 JOB_WIDE = (env_vars.STRATEGY, env_vars.NUM_DEVICES, env_vars.PREEMPTION_GRACE_SECS)
 # What a sweep passes from a trial's environment to the trial's job (its engine: the
 # launcher, or Spark's tasks): watch for the sweep's stop request, record into its run.
-TRIAL = (env_vars.WATCH_STOP_REQUESTS, env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
+TRIAL = (env_vars.TRIAL, env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
 
 
 def seconds(value) -> str:
@@ -58,7 +58,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
                      port_base: Optional[int] = None,
                      startup_timeout_secs: Optional[int] = None,
                      model_dir: Optional[str] = None, model_dir_lock: Optional[str] = None,
-                     mailbox: Optional[str] = None, watch_stop_requests: bool = False,
+                     mailbox: Optional[str] = None, trial: bool = False,
                      mlflow_tracking_uri: Optional[str] = None,
                      mlflow_run_id: Optional[str] = None) -> dict:
   """The variables (name: value, both strings) an engine gives every task of a job.
@@ -74,7 +74,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
     whose lock it holds for the whole job.
   model_dir: the job's model_dir, for an engine that decides it (the launcher).
   mailbox: the job's mailbox (contract/mailbox.py), for an engine that gives one.
-  watch_stop_requests, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL);
+  trial, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL);
   A value left None (or False) leaves its variable out: the task's default applies.
   """
   env = {}
@@ -91,7 +91,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
   if startup_timeout_secs is not None:
     env[env_vars.STARTUP_TIMEOUT_SECS] = str(startup_timeout_secs)
   named = ((env_vars.MODEL_DIR, model_dir), (env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.MAILBOX, mailbox),
-           (env_vars.WATCH_STOP_REQUESTS, "1" if watch_stop_requests else None),
+           (env_vars.TRIAL, "1" if trial else None),
            (env_vars.MLFLOW_TRACKING_URI, mlflow_tracking_uri),
            (env_vars.MLFLOW_RUN_ID, mlflow_run_id))
   env.update({name: value for name, value in named if value is not None})

@@ -93,7 +93,7 @@ class TrialJob:
       self.process = slot.start(
           [*program, *space_lib.as_flags(trial.params), *queued.get("program_flags", ())],
           model_dir=self.model_dir, log=log,
-          env={**os.environ, **task_env.task_environment(watch_stop_requests=True),
+          env={**os.environ, **task_env.task_environment(trial=True),
                **(env or {})},
           # A PBT member's last segment draws its curves (each segment's would draw them).
           curves=queued.get("last_segment", True))

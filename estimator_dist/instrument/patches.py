@@ -21,6 +21,7 @@ from tensorflow.python.distribute import collective_all_reduce_strategy  # pylin
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
+from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist import bound_names
@@ -42,6 +43,7 @@ from estimator_dist.training import run_state
 _ESTIMATOR = estimator_lib.Estimator  # Every Estimator's base: canned, Keras, custom.
 _original = {}
 _strategy = None
+_said = []  # That a trial's model_dir goes over the program's own, said once.
 
 
 def install(*, strategy):
@@ -105,9 +107,16 @@ def _task():
 
 
 def _model_dir(estimator):
-  """The chief's model_dir for the job: the Estimator's own, else the job's."""
+  """The chief's model_dir for the job: the Estimator's own, else the job's; a sweep's
+  trial's, over the Estimator's own (a program's --model_dir default would put every
+  trial in one directory)."""
   own = run_config_merge.own_model_dir(estimator.config)
-  job = own or os.environ.get(env_vars.MODEL_DIR)
+  trial = os.environ.get(env_vars.TRIAL) and os.environ.get(env_vars.MODEL_DIR)
+  if trial and own and os.path.normpath(own) != os.path.normpath(trial) and not _said:
+    _said.append(own)
+    command_line.write(sys.stderr, f"the sweep's trial trains in its own model_dir, {trial}, "
+                       f"not in the program's {own}")
+  job = trial or own or os.environ.get(env_vars.MODEL_DIR)
   if not job:
     raise errors.ConfigError("the Estimator has no model_dir (RunConfig(model_dir=...)) and "
                              "the job names none: run it through `estimator-dist launch`.")

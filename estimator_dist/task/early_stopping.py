@@ -11,7 +11,7 @@ request for the synchronous strategies, a variable on a ps for parameter_server)
 together when it says so. Updates, not session runs: under gradient accumulation the
 ranks make different numbers of runs per update. The chief then leaves a marker, which ends the evaluator task.
 A sweep stops a trial it prunes the same way: it leaves a stop request in the model_dir,
-which the chief of a job told to watch for one (`env_vars.WATCH_STOP_REQUESTS`) takes as
+which the chief of a job told to watch for one (`env_vars.TRIAL`) takes as
 its reason. Any task asked to stop by a signal (`preemption`) requests a stop the same way,
 with a larger value, so every task learns that this stop is a preemption, not the end.
 """
@@ -120,8 +120,8 @@ def decision(options, conditions, eval_dir):
 def requested_stop(model_dir):
   """A condition that holds once a stop request is left in model_dir (by a sweep whose
   pruner stops this trial); its text says why. None unless the job was told to watch
-  for one (env_vars.WATCH_STOP_REQUESTS)."""
-  if not os.environ.get(env_vars.WATCH_STOP_REQUESTS):
+  for one (env_vars.TRIAL)."""
+  if not os.environ.get(env_vars.TRIAL):
     return None
   path = os.path.join(model_dir, stop_files.STOP_REQUEST)
 

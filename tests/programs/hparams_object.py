@@ -4,17 +4,20 @@ which never imports estimator_dist: its hyperparameters are an object, not a dic
 params and read as attributes by its model_fn; then what train_and_evaluate returns is
 unpacked and printed on every task, as the canned examples do
 (`eval_result, _ = tf.estimator.train_and_evaluate(...)`, `'{accuracy:0.3f}'.format(**eval_result)`).
-Without --model_dir it trains in `tempfile.mkdtemp(prefix="hparams_")`, as trainers that
-want a fresh directory do."""
+Its --model_dir has a default, as most programs' do (census: /tmp/census_model); with
+--fresh it trains in `tempfile.mkdtemp(prefix="hparams_")`, as trainers that want a new
+directory do."""
 
 import argparse
+import os
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--model_dir", default=None)
+parser.add_argument("--model_dir", default=os.path.join(tempfile.gettempdir(), "hparams_model"))
+parser.add_argument("--fresh", action="store_true")
 parser.add_argument("--train_steps", type=int, default=40)
 parser.add_argument("--learning_rate", type=float, default=0.1)
 hparams = parser.parse_args()
@@ -43,7 +46,7 @@ def model_fn(features, labels, mode, params):
 
 
 estimator = tf.estimator.Estimator(
-    model_fn, model_dir=hparams.model_dir or tempfile.mkdtemp(prefix="hparams_"),
+    model_fn, model_dir=tempfile.mkdtemp(prefix="hparams_") if hparams.fresh else hparams.model_dir,
     params=hparams)
 train_spec = tf.estimator.TrainSpec(train_input_fn, max_steps=hparams.train_steps)
 eval_spec = tf.estimator.EvalSpec(eval_input_fn, steps=None)
