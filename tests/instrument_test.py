@@ -182,6 +182,30 @@ def test_a_programs_own_multi_worker_strategy_under_parameter_server_is_one_line
 
 
 @pytest.mark.processes
+@pytest.mark.parametrize("strategy", ["multi_worker", "parameter_server"])
+def test_a_sites_sitecustomize_that_imports_tensorflow_is_no_obstacle(tmp_path, strategy):
+  """A site's own sitecustomize imports TensorFlow (to set its logging) before the program
+  starts: instrumentation once gave up silently, every task trained alone and waited, and
+  the job ended at the hang timeout naming a heartbeat. Now the job's strategy starts
+  there, and a ps task serves from there."""
+  site = tmp_path / "site"
+  site.mkdir()
+  (site / "sitecustomize.py").write_text(
+      "import tensorflow as tf\ntf.get_logger().setLevel('ERROR')\n")
+  command = helpers.launch_command(
+      f"--strategy={strategy}", "--num_workers=2", "--hang_timeout_secs=60",
+      program=(helpers.PYTHON, "-m", "tests.programs.hparams_object",
+               f"--model_dir={tmp_path / 'model'}"))
+  code, output = helpers.run(command, timeout=240, env=helpers.child_env(
+      PYTHONPATH=os.pathsep.join([helpers.REPO, str(site)])))
+  assert code == 0, output[-3000:]
+  printed = {line.split("] ", 1)[1] for line in output.splitlines()
+             if re.match(r"\[(chief|worker):0\] Test set accuracy: ", line)}
+  assert len(printed) == 1, output[-3000:]  # One job, the chief's result on both tasks.
+  assert "instrumented hparams_object.py" in output, output[-3000:]
+
+
+@pytest.mark.processes
 def test_hyperparameters_as_an_object_and_train_and_evaluates_result_on_every_task(tmp_path):
   """tests/programs/hparams_object.py under multi_worker, as TensorFlow's cifar10_estimator
   and canned-Estimator examples are written: params an argparse.Namespace read as

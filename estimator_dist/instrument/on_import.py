@@ -5,12 +5,16 @@ job's strategy starts and the program's Estimator calls are routed through the t
 import importlib.util
 import os
 import sys
+import time
 
 from absl import logging
 
 from estimator_dist import command_line
 from estimator_dist.contract import env_vars
 
+
+
+_CLOSE_SECS = 1.0
 
 
 def install(env=os.environ):
@@ -24,14 +28,25 @@ def install(env=os.environ):
     sys.meta_path.insert(0, _AfterImport("tensorflow", _on_tensorflow))
 
 
-def main_file():
-  """The program's main file; None for `python -c` or a session without one."""
-  return getattr(sys.modules.get("__main__"), "__file__", None)
+def runs_the_program(path):
+  """Whether this process runs the program whose main file is `path`. Known from its main
+  module once that runs; before it, while Python runs the site's own start-up (a
+  sitecustomize or a .pth file that imports TensorFlow), from the command it was given."""
+  main = getattr(sys.modules.get("__main__"), "__file__", None)
+  argv = getattr(sys, "orig_argv", [])
+  if main:
+    return os.path.realpath(main) == os.path.realpath(path)
+  if len(argv) > 1 and argv[1].endswith(".py"):
+    return os.path.realpath(argv[1]) == os.path.realpath(path)
+  if len(argv) > 2 and argv[1] == "-m":
+    stem, module = os.path.splitext(os.path.realpath(path))[0], argv[2].replace(".", os.sep)
+    return stem.endswith((os.sep + module, os.sep + os.path.join(module, "__main__")))
+  return False
 
 
 def _on_tensorflow():
-  main = main_file()  # Known now: Python runs sitecustomize before it.
-  if not main or os.path.realpath(main) != os.path.realpath(os.environ[env_vars.INSTRUMENT]):
+  main = os.environ[env_vars.INSTRUMENT]
+  if not runs_the_program(main):
     return  # Another program of the task (horovodrun, a helper it starts).
   # pylint: disable=g-import-not-at-top
   from estimator_dist.instrument import patches
@@ -68,7 +83,16 @@ def _serve(adapter, main):
   command_line.write(sys.stderr, f"instrumented {main}: ps:{adapter.task.index} serves the "
                      f"job's variables and runs nothing of the program")
   adapter.train(None, None, None)
-  sys.exit(0)
+  if getattr(sys.modules.get("__main__"), "__file__", None):
+    sys.exit(0)
+  # Still in the site's start-up (its sitecustomize imported TensorFlow), where an exit is
+  # a failure to start Python: this process ends here, its work done, once the sessions by
+  # which the training tasks told it so have closed (an exit at once resets them, and
+  # TensorFlow retries their CloseSession for ever; Python's own exit takes as long).
+  time.sleep(_CLOSE_SECS)
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(0)  # pylint: disable=protected-access
 
 
 class _AfterImport:
