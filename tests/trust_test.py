@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import types
@@ -587,6 +588,20 @@ def test_the_other_start_up_checks_are_one_line_too(tmp_path):
   assert refused_at_the_door("--isolation=host", program=(str(a_file), model_dir)) == (
       f"{prefix}the program {a_file} is not executable: chmod +x it, or run it with its "
       f"interpreter (-- python train.py).")
+  # Once the cluster was built and every task failed on its own.
+  assert refused_at_the_door(program=(helpers.PYTHON, "nosuch.py", model_dir)) == (
+      f"{prefix}the program file nosuch.py does not exist (in {helpers.REPO}): give the "
+      f"path of the program to run after --.")
+  # A `python` on PATH of another environment, without TensorFlow (a Python of its own).
+  bare = tmp_path / "bare"
+  subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True,
+                 timeout=120)
+  env = helpers.child_env(PATH=f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}")
+  assert refused_at_the_door(program=("python", "-m", "tests.programs.ignores_cluster"),
+                             env=env) == (
+      f"{prefix}-- python runs {bare / 'bin' / 'python'}, which cannot import tensorflow; "
+      f"the launcher's own Python can: -- {helpers.PYTHON} -m "
+      f"tests.programs.ignores_cluster (or activate its environment first).")
 
 
 def test_a_job_whose_servers_would_listen_on_every_interface_needs_a_flag(tmp_path):

@@ -11,11 +11,15 @@ launch` prints as it is and exits 2 on).
 """
 
 import os
+import shlex
 import shutil
+import subprocess
+import sys
 import tempfile
 
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
+from estimator_dist.instrument import launching
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.outputs import model_dir_check
 
@@ -36,6 +40,7 @@ def check_job(job, model_dir, *, local):
       model_dir_check.check_best(given)
   if local:  # Elsewhere the program is on the other hosts.
     _check_program(job.command[0])
+    _check_python(list(job.command))
 
 
 def _keeps_best_checkpoints(program):
@@ -70,6 +75,34 @@ def _check_program(program):
   else:
     why = "is not executable: chmod +x it, or run it with its interpreter (-- python train.py)"
   raise errors.ConfigError(f"the program {program} {why}.")
+
+
+def _check_python(command):
+  """A Python program's file must exist (its tasks would fail one by one after the cluster
+  started), and a `python` of another environment than the launcher's must import
+  TensorFlow, and estimator_dist for a program the tasks instrument."""
+  if not os.path.basename(command[0]).startswith("python") or len(command) < 2:
+    return
+  if command[1].endswith(".py") and not os.path.isfile(command[1]):
+    raise errors.ConfigError(f"the program file {command[1]} does not exist (in "
+                             f"{os.getcwd()}): give the path of the program to run after --.")
+  interpreter = shutil.which(command[0])
+  if os.path.abspath(interpreter) == os.path.abspath(sys.executable):
+    return
+  needed = ["tensorflow"] + (["estimator_dist"] if launching.instrumented(command) else [])
+  try:
+    found = subprocess.run(
+        [interpreter, "-c", "import importlib.util, sys; print(*(n for n in sys.argv[1:] "
+         "if importlib.util.find_spec(n) is None))", *needed],
+        capture_output=True, text=True, timeout=60, check=False)
+  except (OSError, subprocess.TimeoutExpired):
+    return  # Its tasks say what is wrong with it.
+  missing = found.stdout.split()
+  if found.returncode == 0 and missing:
+    raise errors.ConfigError(
+        f"-- {command[0]} runs {interpreter}, which cannot import {' or '.join(missing)}; "
+        f"the launcher's own Python can: -- {sys.executable} {shlex.join(command[1:])} (or "
+        f"activate its environment first).")
 
 
 def exposure(options, *, on_host_network, why_no_namespace=None):
