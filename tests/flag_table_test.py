@@ -160,8 +160,15 @@ TABLE = {
          'multi_worker, parameter_server: add an evaluator.'),
         ('gpus_per_task', 'int', None, {'lower_bound': 0},
          '#SBATCH --gpus-per-task.'),
+        ('instrument', 'string enum', 'auto', {'values': ('auto', 'off')},
+         'auto: a program that does not import estimator_dist trains as written (as under '
+         '`estimator-dist launch`); off: it runs as it is.'),
         ('job_name', 'string', 'estimator-dist', {},
          '#SBATCH --job-name.'),
+        ('model_dir', 'string', None, {},
+         "The job's model_dir, where the Estimators of a program that names none train "
+         "(default: the program's --model_dir); the job's mailbox goes there (else into the "
+         "directory the job is submitted from)."),
         ('nodes', 'int', None, {'lower_bound': 1},
          'Nodes to allocate (default: SLURM decides).'),
         ('num_ps', 'int', None, {'lower_bound': 0},
@@ -179,8 +186,8 @@ TABLE = {
          '#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at '
          'one agreed step and the chief saves a checkpoint there; 0: no signal.'),
         ('progress_secs', 'float', 30.0, {'lower_bound': 0.0},
-         "The job's progress lines in its output this often (the program's --model_dir "
-         "holds the job's mailbox, where the tasks beat); 0: none."),
+         "The job's progress lines in its output this often (the tasks beat in the job's "
+         "mailbox); 0: none."),
         ('requeue', 'bool', True, {},
          '#SBATCH --requeue: after that save, the job requeues itself and resumes from the '
          'checkpoint.'),

@@ -124,6 +124,44 @@ def test_the_printed_script_runs_under_sbatch(cluster, monkeypatch, tmp_path, st
     assert any("ALLREDUCE" in e.get("name", "") for e in events), events[:20]
 
 
+@pytest.mark.parametrize("program, code", [
+    ("tests.programs.upstream.premade_estimator", "0:0"),
+    ("tests.programs.ignores_cluster", "1:0")])
+def test_an_unmodified_program_trains_distributed_under_sbatch(cluster, monkeypatch, tmp_path,
+                                                               program, code):
+  """TensorFlow's premade-Estimator tutorial, which never imports estimator_dist, through
+  `estimator-dist slurm --model_dir=DIR` under multi_worker: its tasks instrument it as
+  the local launcher's do (once only `launch` did) and agree on its train and evaluate
+  rounds through the job's mailbox in the model_dir. A program that ignores the cluster
+  (every task trains alone) fails the job, naming the tasks that never joined."""
+  model_dir, output = tmp_path / "run", str(tmp_path / "job.out")
+  monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+  text = slurm.script_from_args([
+      "--strategy=multi_worker", "--num_workers=2",
+      f"--port_base={helpers.consecutive_free_ports(8)}", f"--model_dir={model_dir}",
+      *(["--instrument=off"] if "ignores" in program else []), "--",
+      helpers.PYTHON, "-m", program, *(["--model_dir", str(model_dir)]
+                                       if "ignores" in program else [])])
+  job_id = cluster.sbatch(text, output=output)
+  fields = cluster.wait(job_id, timeout=300)
+  with open(output) as f:
+    printed = f.read()
+  assert fields["ExitCode"] == code, printed[-5000:]
+  if code != "0:0":
+    assert ("estimator-dist slurm: error: every task exited 0, but the job did not train "
+            "together under multi_worker: chief:0 never started the job's strategy; "
+            "worker:0 never started the job's strategy.") in printed, printed[-5000:]
+    return
+  assert printed.count("estimator-dist: instrumented premade_estimator.py: its Estimators "
+                       "train, evaluate and export under the job's multi_worker") == 2, (
+                           printed[-5000:])
+  accuracies = re.findall(r"Test set accuracy: (\S+)", printed)
+  assert len(accuracies) == 2 and len(set(accuracies)) == 1, accuracies  # The chief's.
+  summary, = helpers.summaries(printed)
+  assert summary["steps"] == "5000" and float(summary["eval_accuracy"]) > 0.8, summary
+  assert not glob.glob(str(model_dir / "estimator_dist" / "mailbox-*"))  # Gone with the job.
+
+
 def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):
   """A multi_worker job that trains until it is stopped, once it has a checkpoint."""
   model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")

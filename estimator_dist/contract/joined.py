@@ -33,3 +33,14 @@ def not_joined(mailbox, expected, *, strategy):
     if joined != strategy:
       found[name] = f"started {joined}, not the job's {strategy}"
   return found
+
+
+def failure(missing, *, strategy):
+  """The line that fails a job whose tasks exited 0 without all joining `strategy`
+  (`missing`: `not_joined`'s)."""
+  return (f"every task exited 0, but the job did not train together under {strategy}: "
+          + "; ".join(f"{name} {why}" for name, why in missing.items())
+          + ". The program ignores the job's cluster: each task trained alone, or not at "
+          "all (--instrument=off runs a program as it is; a program that imports "
+          "estimator_dist joins through ed.train_and_evaluate, and ed.run_program with "
+          "ed.define_flags()).")

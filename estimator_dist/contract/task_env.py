@@ -72,7 +72,7 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
     EVALUATOR.
   startup_timeout_secs, model_dir_lock: the launcher's watchdog timeout, and the model_dir
     whose lock it holds for the whole job.
-  model_dir: the job's model_dir, for an engine that decides it (the launcher).
+  model_dir: the job's model_dir, for an engine that decides it (the launcher, SLURM's --model_dir).
   mailbox: the job's mailbox (contract/mailbox.py), for an engine that gives one.
   trial, mlflow_tracking_uri, mlflow_run_id: a sweep's trial (TRIAL);
   A value left None (or False) leaves its variable out: the task's default applies.

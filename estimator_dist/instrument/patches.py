@@ -119,7 +119,8 @@ def _model_dir(estimator):
   job = trial or own or os.environ.get(env_vars.MODEL_DIR)
   if not job:
     raise errors.ConfigError("the Estimator has no model_dir (RunConfig(model_dir=...)) and "
-                             "the job names none: run it through `estimator-dist launch`.")
+                             "the job names none: give the job one (`estimator-dist slurm "
+                             "--model_dir=DIR`; `estimator-dist launch` makes one).")
   _take(estimator, job)
   return job
 

@@ -227,12 +227,7 @@ def _joined_or_failed(starter):
                               strategy=job.strategy)
   if not missing:
     return 0
-  starter.group.log(
-      f"every task exited 0, but the job did not train together under {job.strategy}: "
-      + "; ".join(f"{name} {why}" for name, why in missing.items())
-      + ". The program ignores the job's cluster: each task trained alone, or not at all "
-      "(--instrument=off runs a program as it is; a program that imports estimator_dist "
-      "joins through ed.train_and_evaluate, and ed.run_program with ed.define_flags()).")
+  starter.group.log(joined.failure(missing, strategy=job.strategy))
   return 1
 
 

@@ -31,11 +31,6 @@ def _roles(job):
           ("evaluator", int(job.evaluator))]
 
 
-def task_names(job):
-  """The names (role:index) of the tasks of a local tf.distribute job."""
-  return {f"{role}:{index}" for role, count in _roles(job) for index in range(count)}
-
-
 def local_cluster(job, *, host="127.0.0.1"):
   """The cluster of a local tf.distribute job (a JobSpec): chief, workers, ps and
   evaluator, each at a free port of `host`."""

@@ -23,6 +23,8 @@ from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import task_env
+from estimator_dist.instrument import launching
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import spec
@@ -50,9 +52,17 @@ class SlurmOptions:
       False, kind="bool", flag_default=None, help="#SBATCH --overcommit: let tasks share "
       "CPUs. Default: added when the job has more tasks than the partition's nodes have "
       "CPUs (read with sinfo).")
+  instrument: str = option(
+      "auto", kind="enum", values=launch_options.INSTRUMENT,
+      help="auto: a program that does not import estimator_dist trains as written (as "
+      "under `estimator-dist launch`); off: it runs as it is.")
+  model_dir: Optional[str] = option(
+      None, kind="string", help="The job's model_dir, where the Estimators of a program that "
+      "names none train (default: the program's --model_dir); the job's mailbox goes there "
+      "(else into the directory the job is submitted from).")
   progress_secs: float = option(
       30.0, kind="float", lower_bound=0.0, help="The job's progress lines in its output this "
-      "often (the program's --model_dir holds the job's mailbox, where the tasks beat); 0: none.")
+      "often (the tasks beat in the job's mailbox); 0: none.")
   preemption_grace_secs: float = option(
       task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
       help="#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at "
@@ -118,9 +128,11 @@ def sbatch_script(job, *, options=SlurmOptions()):
   if grace:  # A USR1 that comes while a task starts must not end it.
     program = f"{signal_forwarding.IGNORING_USR1} {program}"
   lines += _mailbox_lines(job, options)
+  if options.instrument == "auto":
+    lines += _instrumented_lines(job)
   # The tasks' variables, the grace also when it is 0 (SIGTERM and USR1 then end a task).
   env = task_env.task_environment(job=job, port_base=options.port_base,
-                                  preemption_grace_secs=grace)
+                                  preemption_grace_secs=grace, model_dir=options.model_dir)
   if traits.ranks_from_horovodrun:
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
               *task_env.shell_exports(env)]
@@ -135,7 +147,8 @@ def sbatch_script(job, *, options=SlurmOptions()):
               f"# ports {options.port_base} and up on each node.",
               *task_env.shell_exports(env)]
     step = f"srun --kill-on-bad-exit=1 {program}"
-  lines += _preemptible(step, options) if grace else [step]
+  check = _joined_check(job)
+  lines += _preemptible(step, check, options) if grace else [step, check]
   return "\n".join(lines) + "\n"
 
 
@@ -150,7 +163,7 @@ def requeue(command):
           echo("the requeue failed: submit the script again to resume", command))
 
 
-def _preemptible(step, options):
+def _preemptible(step, check, options):
   """The step run so that USR1 (SLURM's --signal) reaches its tasks, which save and exit
   with errors.PREEMPTED_EXIT_CODE; then the job requeues itself (or says how to resume)."""
   code = errors.PREEMPTED_EXIT_CODE
@@ -163,33 +176,54 @@ def _preemptible(step, options):
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",
       *signal_forwarding.lines(step, forward=forward),
+      f'if [ "$code" -eq 0 ]; then {check} || code=$?; fi',
       f'if [ "$code" -eq {code} ]; then',
       f"  {saved}",
       after, "fi", 'exit "$code"']
 
 
 def _mailbox_lines(job, options):
-  """The job's mailbox (contract/mailbox.py), in the shared model_dir and new for each
-  attempt (its job id and restart count), and the batch step's watcher of the tasks'
-  heartbeats there, which prints the job's progress lines into its output
-  (`progress_watch`). None where the model_dir is not a directory here."""
-  model_dir = model_dir_arg.program_model_dir(list(job.command[1:]))
-  if not model_dir or "://" in model_dir:
-    return []
-  mailbox = (shlex.quote(f"{model_dir}/estimator_dist/mailbox-") +
-             '"${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"')
+  """The job's mailbox (contract/mailbox.py), new for each attempt (its job id and restart
+  count), in the shared model_dir (else the directory the job was submitted from, which
+  SLURM sites share too), and the batch step's watcher of the tasks' heartbeats there,
+  which prints the job's progress lines into its output (`progress_watch`)."""
+  model_dir = options.model_dir or model_dir_arg.program_model_dir(list(job.command[1:]))
+  local = model_dir and "://" not in model_dir
+  where = (shlex.quote(f"{model_dir}/estimator_dist") if local else
+           '"${SLURM_SUBMIT_DIR:-$PWD}/estimator_dist"')
   lines = ["# The job's mailbox: its tasks' messages to each other, for this attempt.",
-           f"export {env_vars.MAILBOX}={mailbox}",
+           f'export {env_vars.MAILBOX}={where}/mailbox-"${{SLURM_JOB_ID}}-${{SLURM_RESTART_COUNT:-0}}"',
            f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}"']
   if not options.progress_secs:
     return [*lines, f"trap 'rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
   watch = shlex.join([sys.executable, "-m", "estimator_dist.cli", "progress",
-                      f"--model_dir={model_dir}", f"--progress_secs={options.progress_secs:g}"])
+                      *([f"--model_dir={model_dir}"] if local else []),
+                      f"--progress_secs={options.progress_secs:g}"])
   return [*lines, "# Progress lines: the tasks beat in the mailbox, and a watcher here reads them.",
           f'{watch} --mailbox="${env_vars.MAILBOX}" &',
           "progress_pid=$!",
           f"trap '{{ kill $progress_pid; wait $progress_pid; }} 2>/dev/null || true; "
           f"rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
+
+
+def _joined_check(job):
+  """The command that fails a job whose tasks exited 0 without all joining its strategy."""
+  return shlex.join([sys.executable, "-m", "estimator_dist.jobs.job_end",
+                     f"--strategy={job.strategy}", f"--tasks={','.join(sorted(job.task_names))}"]
+                    ) + f' --mailbox="${env_vars.MAILBOX}"'
+
+
+def _instrumented_lines(job):
+  """A program that does not import estimator_dist: its tasks instrument it, as the local
+  launcher's do (estimator_dist/instrument)."""
+  program = launching.instrumented(job.command)
+  if not program:
+    return []
+  env = launching.task_env({}, program)
+  return ["# A program that does not import the toolkit: its tasks start the job's strategy",
+          "# as they import TensorFlow, and route its Estimator calls.",
+          f"export {env_vars.INSTRUMENT}={shlex.quote(program)}",
+          f'export PYTHONPATH={shlex.quote(env["PYTHONPATH"])}"${{PYTHONPATH:+:$PYTHONPATH}}"']
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

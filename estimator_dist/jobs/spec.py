@@ -68,6 +68,19 @@ class JobSpec:
     return traits_lib.of(self.strategy)
 
   @property
+  def task_names(self) -> frozenset:
+    """The names (role:index) its tasks give themselves: a one-process job's chief:0,
+    Horovod's ranks (chief:0, worker:1, ...), else its cluster's chief, workers, ps and
+    evaluator."""
+    if self.traits.one_process:
+      return frozenset({"chief:0"})
+    if self.traits.ranks_from_horovodrun:
+      return frozenset({"chief:0", *(f"worker:{rank}" for rank in range(1, self.num_workers))})
+    roles = (("chief", 1), ("worker", self.num_workers - 1), ("ps", self.num_ps),
+             ("evaluator", int(self.evaluator)))
+    return frozenset(f"{role}:{index}" for role, count in roles for index in range(count))
+
+  @property
   def num_tasks(self) -> int:
     """Processes the job starts (horovod: its ranks)."""
     if self.traits.one_process:

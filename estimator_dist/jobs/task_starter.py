@@ -76,9 +76,7 @@ class Starter:
     Horovod rank (none expected in elastic mode, where ranks come and go)."""
     if not self.job.traits.ranks_from_horovodrun:
       return None
-    if self.options.horovod.elastic:
-      return set()
-    return {"chief:0", *(f"worker:{rank}" for rank in range(1, self.job.num_workers))}
+    return set() if self.options.horovod.elastic else set(self.job.task_names)
 
   def expected_to_join(self):
     """The tasks that must record that they joined the job's strategy before the job
@@ -88,11 +86,7 @@ class Starter:
     job = self.job
     if not self.group.mailbox or job.strategy == "local" or self.options.horovod.elastic:
       return set()
-    if job.traits.ranks_from_horovodrun:
-      return self.beating()
-    if job.traits.one_process:
-      return {"chief:0"}
-    return local_cluster.task_names(job)
+    return set(job.task_names)
 
   def start_tasks(self):
     """Starts every task of the job; returns the names of the training tasks."""
