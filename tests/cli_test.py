@@ -19,7 +19,7 @@ MAIN_FLAGS = {
     "launch": ("strategy", "num_workers", "model_dir", "instrument", "evaluator", "hosts"),
     "slurm": ("strategy", "num_workers", "nodes", "time", "partition", "requeue"),
     "k8s": ("strategy", "num_workers", "image", "namespace", "gpus"),
-    "progress": ("model_dir", "heartbeats", "progress_secs"),
+    "progress": ("model_dir", "mailbox", "progress_secs"),
     "sweep": ("space", "trials", "parallel", "sampler", "pruner", "metric", "sweep_dir"),
     "verify": ("module", "strategy", "num_workers", "tolerance", "train_steps"),
     "bench": ("strategies", "num_workers", "model", "steps", "output_dir"),

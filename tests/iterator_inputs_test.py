@@ -12,26 +12,38 @@ Y = np.arange(4, dtype=np.int64)
 
 
 def as_is():
-  dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(2)
+  dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).shuffle(4).batch(2)
   return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
 
 
 def label_popped():
   dataset = tf.data.Dataset.from_tensor_slices({"x": X, "label": Y}).batch(2)
-  features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+  features = tf.compat.v1.data.make_initializable_iterator(dataset).get_next()
   return features, tf.cast(features.pop("label"), tf.int32) * 10
 
 
+def popped_in_place():
+  dataset = tf.data.Dataset.from_tensor_slices(({"x": X, "w": X}, Y)).batch(2)
+  features, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+  features.pop("w")  # The dict get_next() gave, changed where it is.
+  return features, labels
+
+
 @pytest.mark.parametrize("input_fn, label_dtype, labels", [
-    (as_is, tf.int64, [[0, 1], [2, 3]]), (label_popped, tf.int32, [[0, 10], [20, 30]])])
+    (as_is, tf.int64, None), (label_popped, tf.int32, [[0, 10], [20, 30]]),
+    (popped_in_place, tf.int64, [[0, 1], [2, 3]])])
 def test_the_tensors_of_an_iterator_are_its_dataset_again(input_fn, label_dtype, labels):
   with tf.Graph().as_default():  # As Estimator calls an input_fn.
     dataset = iterator_inputs.dataset_of(input_fn)
     assert isinstance(dataset, tf.data.Dataset)
     assert dataset.element_spec[1].dtype == label_dtype, dataset.element_spec
+    assert sorted(dataset.element_spec[0]) == ["x"], dataset.element_spec
   batches = list(iterator_inputs.dataset_of(input_fn))  # Eagerly, as the shards are probed.
-  assert [b[1].numpy().tolist() for b in batches] == labels
-  assert [b[0]["x"].numpy().tolist() for b in batches] == [X[:2].tolist(), X[2:].tolist()]
+  if labels:
+    assert [b[1].numpy().tolist() for b in batches] == labels
+    assert [b[0]["x"].numpy().tolist() for b in batches] == [X[:2].tolist(), X[2:].tolist()]
+  else:  # Shuffled: every example once.
+    assert sorted(sum((b[1].numpy().tolist() for b in batches), [])) == [0, 1, 2, 3]
   assert tf.compat.v1.data.make_one_shot_iterator.__name__ == "make_one_shot_iterator"
 
 

@@ -2,6 +2,7 @@
 summary, a round, preemption's save and acknowledgements, its heartbeat), read back the
 one way the launcher and the other tasks read it."""
 
+import collections
 import os
 import threading
 import time
@@ -99,21 +100,32 @@ def test_a_round_waits_for_the_chiefs_value(mailbox):
 
 
 def test_a_round_the_chief_never_makes_is_named(mailbox, monkeypatch):
-  monkeypatch.setattr(rounds, "_counts", __import__("collections").Counter())
+  monkeypatch.setattr(rounds, "_counts", collections.Counter())
   monkeypatch.setattr(rounds, "_me", [])
   worker = ed.TaskInfo("worker", 0, 1, 2)
   assert rounds.next_round("train", worker) == 1
   rounds.publish("train", 1, {})
-  rounds.publish("export", 1, "/e")  # The chief exported before a second train().
-  assert rounds.next_round("train", worker) == 2
-  with pytest.raises(errors.ConfigError, match=r"worker:0 made train\(\) call 2, which the "
-                     r"chief never makes: it made export\(\) call 1 first"):
-    rounds.wait_for("train", 2)
-  # The worker ended after one train() while the chief is in its second: the launcher's.
-  assert rounds.unmatched(mailbox) is None
+  rounds.publish("train", 2, {})  # The chief's second train() before any export.
+  assert rounds.next_round("export", worker) == 1
+  with pytest.raises(errors.ConfigError, match=r"worker:0 made export\(\) call 1, which the "
+                     r"chief never makes: it made train\(\) call 2 first, where worker:0 "
+                     r"had made 1 train\(\) call\."):
+    rounds.wait_for("export", 1)
+  assert rounds.next_round("train", worker) == 2 and rounds.wait_for("train", 2) == {}
+  assert rounds.next_round("train", worker) == 3
+  mailbox.post(mailbox_lib.ROUNDS, "ended-chief:0", {"train": 2})
+  with pytest.raises(errors.ConfigError, match=r"worker:0 made train\(\) call 3, which the "
+                     r"chief never makes: it ended after 2 train\(\) calls\."):
+    rounds.wait_for("train", 3)
+
+
+def test_the_launcher_names_a_round_a_worker_ended_without(mailbox):
   rounds.publish("train", 2, {})
-  mailbox.post(mailbox_lib.ROUNDS, "ended-worker:0", {"train": 1, "export": 1})
+  rounds.publish("export", 1, "/e")  # The chief exports alone: a worker need not.
+  mailbox.post(mailbox_lib.ROUNDS, "ended-worker:1", {"train": 2})
   mailbox.post(mailbox_lib.ROUNDS, "ended-evaluator:0", {})  # Makes no train() calls.
+  assert rounds.unmatched(mailbox) is None
+  mailbox.post(mailbox_lib.ROUNDS, "ended-worker:0", {"train": 1})
   assert rounds.unmatched(mailbox).startswith(
       "the chief made train() call 2, which worker:0 never made: it ended after 1 train() call.")
 

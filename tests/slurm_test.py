@@ -166,10 +166,11 @@ def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
   assert "USR1" not in script and "#SBATCH --requeue" not in script, script
   # The tasks are told there is no grace: the signals end them at once.
   assert "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=0" in script.splitlines(), script
-  step, check = script.splitlines()[-2:]
-  assert step == "srun --kill-on-bad-exit=1 python train.py", script
+  step, check, end = script.splitlines()[-3:]
+  assert step == "srun --kill-on-bad-exit=1 python train.py || code=$?", script
   assert check.endswith(" -m estimator_dist.jobs.job_end --strategy=multi_worker "
-                        "--tasks=chief:0,worker:0 --mailbox=\"$ESTIMATOR_DIST_MAILBOX\""), check
+                        "--tasks=chief:0,worker:0 --mailbox=\"$ESTIMATOR_DIST_MAILBOX\" "
+                        "--code=${code:-0} || code=$?") and end == 'exit "${code:-0}"', script
 
 
 def test_sbatch_refuses_what_cannot_run():

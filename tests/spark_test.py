@@ -62,7 +62,7 @@ def test_chief_worker_and_ps_train_through_spark_in_local_mode(tmp_path):
   steps = [int(s) for s in re.findall(r"^estimator-dist progress: step (\d+)/300 ", output,
                                       re.MULTILINE)]
   assert steps and steps == sorted(steps) and steps[-1] >= 300, steps
-  assert not list((tmp_path / "estimator_dist").glob("heartbeats-*"))
+  assert not list((tmp_path / "estimator_dist").glob("mailbox-*"))
   chief, *others = results(output)
   # The bar of the launcher's tests (tests/integration_test.py).
   assert chief["global_step"] >= 300 and chief["accuracy"] >= 0.90, chief

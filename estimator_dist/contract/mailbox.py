@@ -93,13 +93,16 @@ class Mailbox:
     except FileNotFoundError:
       return []
 
-  def wait(self, topic, name, *, timeout_secs=None, poll_secs=0.2):
+  def wait(self, topic, name, *, timeout_secs=None, poll_secs=0.2, while_waiting=None):
     """The value of message `name` of `topic` once it is posted; None after `timeout_secs`
-    (None: waits until it is; the engine ends a task whose peers failed or hang)."""
+    (None: waits until it is; the engine ends a task whose peers failed or hang).
+    `while_waiting()` is called between two looks (it may raise)."""
     deadline = None if timeout_secs is None else time.monotonic() + timeout_secs
     while (value := self.read(topic, name)) is None:
       if deadline is not None and time.monotonic() >= deadline:
         return None
+      if while_waiting:
+        while_waiting()
       time.sleep(poll_secs)
     return value
 

@@ -14,13 +14,16 @@ stops a job whose chief is in a round that a training task ended without (`unmat
 
 import atexit
 import collections
-import time
 
 from estimator_dist import errors
 from estimator_dist.contract import mailbox as mailbox_lib
 
 _ENDED = "ended-"
 _CHIEF = "chief:0"
+# The kinds of calls the chief makes with every worker: a worker missing from one leaves
+# the others waiting. The chief evaluates and exports alone (a program may call those on
+# the chief only).
+_TOGETHER = ("train", "train_and_evaluate")
 _POLL_SECS = 0.2
 _counts = collections.Counter()
 _me = []  # This process's task name, once it took part in a round.
@@ -73,11 +76,11 @@ def wait_for(kind, number):
   chief ended without it. The launcher ends a task that waits for a chief that failed (it
   stops the job) or hangs (its heartbeats)."""
   mailbox = _mailbox()
-  while (posted := mailbox.read(mailbox_lib.ROUNDS, f"{kind}-{number}")) is None:
-    if _me and _me[0].startswith("worker:"):  # Makes the chief's calls (an evaluator, some).
-      _check_reachable(mailbox, kind, number)
-    time.sleep(_POLL_SECS)
-  return posted["value"]
+  checks = _me and _me[0].startswith("worker:")  # Makes the chief's calls (an evaluator, some).
+  value = mailbox.wait(mailbox_lib.ROUNDS, f"{kind}-{number}", poll_secs=_POLL_SECS,
+                       while_waiting=(lambda: _check_reachable(mailbox, kind, number))
+                       if checks else None)
+  return value["value"]
 
 
 def _check_reachable(mailbox, kind, number):
@@ -87,7 +90,7 @@ def _check_reachable(mailbox, kind, number):
     why = f"it ended after {_calls(kind, ended.get(kind, 0))}"
   else:
     ahead = [(other, made) for other, made in sorted(_posted(mailbox).items())
-             if made > _counts[other]]
+             if other in _TOGETHER and made > _counts[other]]
     if not ahead:
       return
     other, made = ahead[0]
@@ -127,7 +130,7 @@ def unmatched(mailbox):
       continue  # An evaluator makes some of the chief's calls; a ps none.
     counts = _counts_of(mailbox, task) or {}
     for kind, number in sorted(posted.items()):
-      if counts.get(kind, 0) < number:
+      if kind in _TOGETHER and counts.get(kind, 0) < number:
         return (f"the chief made {kind}() call {number}, which {task} never made: it "
                 f"ended after {_calls(kind, counts.get(kind, 0))}. Every task of the "
                 f"program must make the same Estimator calls in the same order.")

@@ -147,10 +147,12 @@ class TrialJob:
     if code == 0:
       study.tell(self.trial, self.reporter.final_value(results))
       return "complete"
-    if code == errors.PREEMPTED_EXIT_CODE or (preempting and code != 0):
-      return ("preempted (its checkpoint saved)" if code == errors.PREEMPTED_EXIT_CODE else
+    # A program's own 200 or 3 is a failure like any other: not the toolkit's verdict.
+    verdict = None if self._programs_own(code) else code
+    if verdict == errors.PREEMPTED_EXIT_CODE or (preempting and code != 0):
+      return ("preempted (its checkpoint saved)" if verdict == errors.PREEMPTED_EXIT_CODE else
               f"stopped (exit code {code}) as the sweep was preempted")
-    if code == errors.DIVERGED_EXIT_CODE:  # The values made training diverge: a result.
+    if verdict == errors.DIVERGED_EXIT_CODE:  # The values made training diverge: a result.
       self.trial.set_user_attr("diverged", True)
       study.tell(self.trial, state=optuna.trial.TrialState.FAIL)
       return "diverged"
@@ -158,6 +160,14 @@ class TrialJob:
                               log_path=self.log_path, log_start=self._log_start)
     self.trial.set_user_attr("failure", failure)  # For the report of its point.
     raise TrialFailed(failure)
+
+
+  def _programs_own(self, code):
+    """Whether the launcher said exit `code` is the program's own, not a verdict of the
+    toolkit (it passes a program's code on as it is)."""
+    with open(self.log_path, "rb") as f:
+      f.seek(self._log_start)
+      return f"exit code {code} is the program's own".encode() in f.read()
 
 
 def failure_message(*, number, code, params, log_path, log_start=0):

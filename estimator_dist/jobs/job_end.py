@@ -1,15 +1,21 @@
-"""What an engine that runs no launcher of ours says once its job's step ended, from the
-job's mailbox (contract/mailbox.py): a job whose tasks all exited 0 but did not all join
-the job's strategy (they trained alone, if at all) fails, naming them. The sbatch script
-of `estimator-dist slurm` runs it after a step that succeeded:
+"""What an engine that runs no launcher of ours reads in the job's mailbox
+(contract/mailbox.py) once its step ended, as the local launcher does:
 
-  python -m estimator_dist.jobs.job_end --mailbox=DIR --strategy=S --tasks=chief:0,worker:0
+- exit code 0: every task must have joined the job's strategy; a job whose tasks trained
+  alone (if at all) fails (1), naming them;
+- exit code 200: a preemption only when the toolkit said so (a task's verdict, the
+  chief's save); a program's own 200 is named as the program's, and not requeued (1).
+
+The sbatch script of `estimator-dist slurm` runs it after its step:
+
+  python -m estimator_dist.jobs.job_end --mailbox=DIR --strategy=S --tasks=chief:0,... --code=N
 """
 
 import argparse
 import sys
 
 from estimator_dist import command_line
+from estimator_dist import errors
 from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox as mailbox_lib
 
@@ -19,9 +25,25 @@ def main(argv=None, *, command="slurm"):
   parser.add_argument("--mailbox", required=True)
   parser.add_argument("--strategy", required=True)
   parser.add_argument("--tasks", required=True, help="The names that must join, by commas.")
+  parser.add_argument("--code", type=int, required=True, help="The step's exit code.")
   args = parser.parse_args(argv)
-  missing = joined.not_joined(mailbox_lib.Mailbox(args.mailbox), args.tasks.split(","),
-                              strategy=args.strategy)
+  mailbox = mailbox_lib.Mailbox(args.mailbox)
+  if args.code == errors.PREEMPTED_EXIT_CODE:
+    if (errors.PREEMPTED_EXIT_CODE in mailbox_lib.verdict_codes(mailbox) or
+        mailbox_lib.saved_on_preemption(mailbox) is not None):
+      return 0
+    command_line.write(sys.stdout, f"exit code {args.code} is the program's own, not a "
+                       f"verdict of estimator_dist: the job is not requeued", command)
+    return 1
+  if args.code != 0 or args.strategy == "local":  # One process on its own is the job.
+    return 0
+  if not (mailbox.names(mailbox_lib.JOINED) or mailbox.names(mailbox_lib.BEATS)):
+    command_line.write(sys.stdout, f"no task posted anything in the job's mailbox "
+                       f"{args.mailbox}: the nodes may not share it (give --model_dir a "
+                       f"directory every node reaches); whether every task joined the "
+                       f"job's strategy is not checked", command)
+    return 0
+  missing = joined.not_joined(mailbox, args.tasks.split(","), strategy=args.strategy)
   if missing:
     command_line.write_error(joined.failure(missing, strategy=args.strategy), command)
     return 1

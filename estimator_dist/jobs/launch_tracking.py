@@ -39,10 +39,10 @@ class LaunchRun:
   def __init__(self, run, model_dir):
     self._run, self._model_dir = run, model_dir
 
-  def ended(self, code, tasks, error=None):
-    """Records the job that ended with exit `code` and its `tasks`; `error`: what ended
-    the launcher instead (None with no code: it was stopped)."""
-    summaries = [fields for task in tasks for fields in task.summaries]
+  def ended(self, code, tasks, error=None, *, summary=None):
+    """Records the job that ended with exit `code`, its `tasks` and its `summary` (the
+    chief's fields, or None); `error`: what ended the launcher instead (None with no
+    code: it was stopped)."""
     failure = None
     if code:
       # Those that failed by themselves first, then those the launcher stopped.
@@ -54,4 +54,4 @@ class LaunchRun:
     elif code is None and error is not None:
       failure = f"the launcher failed: {type(error).__name__}: {error}"
     tracking.record_job(self._run, self._model_dir, succeeded=code == 0,
-                        summary=summaries[0] if summaries else None, failure=failure)
+                        summary=summary, failure=failure)

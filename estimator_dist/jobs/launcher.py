@@ -134,7 +134,8 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     error = sys.exc_info()[1]
     group.close()
     if tracked:
-      tracked.ended(code, group.tasks, None if isinstance(error, SystemExit) else error)
+      tracked.ended(code, group.tasks, None if isinstance(error, SystemExit) else error,
+                    summary=group.summary)
     if sandbox:
       sandbox.close()
     why = made and _why_remove(model_dir, code)
@@ -186,7 +187,7 @@ def _run_attempts(starter, *, new_model_dir):
   ours = group.ours(code)
   if code in _VERDICT_CODES and not ours:
     group.log(f"exit code {code} is the program's own, not a verdict of estimator_dist "
-              f"(no task said it chose that code): passed on as it is")
+              f"(none of its tasks said it chose that code): passed on as it is")
   if ours and code == errors.DIVERGED_EXIT_CODE:
     group.log("training diverged; a restart from the same checkpoint would diverge again")
   if ours and code == errors.PORT_IN_USE_EXIT_CODE:
@@ -207,6 +208,7 @@ def _run_attempts(starter, *, new_model_dir):
     summaries = [record] if record else []
   else:
     summaries = [f for t in group.tasks for f in t.printed_summaries]
+  group.summary = summaries[0] if summaries else None  # The job's MLflow run's.
   for fields in summaries:
     group.log("summary\n" + summary.format_table({**fields, **(
         {"model_dir": model_dir} if kept else {})}))

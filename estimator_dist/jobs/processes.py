@@ -24,10 +24,10 @@ from estimator_dist.jobs import progress
 from estimator_dist.jobs import task_output
 
 
-_GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)
+_GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is preempted.
 # A round the chief made that a worker ended without (contract/rounds.py) stops the job
 # after this long: a worker that failed, and posted its calls as it exited, is seen to.
-_UNEVEN_SECS = 2.0  # The signals by which a job is preempted.
+_UNEVEN_SECS = 2.0
 
 
 class Task:
@@ -152,7 +152,8 @@ class TaskGroup:
     self.preemption_asked = None  # (why, exit code if the grace runs out), by a signal.
     self._preemption = None  # (deadline, exit code once it passed, pids signalled)
     self._directories = []
-    self.mailbox = mailbox and mailbox_lib.Mailbox(self.temporary_directory("mailbox"))
+    self.mailbox = mailbox_lib.Mailbox(self.temporary_directory("mailbox")) if mailbox else None
+    self.summary = None  # The chief's, once the job ended (the launcher reads it).
 
   def temporary_directory(self, kind, parent=None):
     """A new directory (in `parent`, default the system's), removed when the group

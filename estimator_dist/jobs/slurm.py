@@ -147,8 +147,9 @@ def sbatch_script(job, *, options=SlurmOptions()):
               f"# ports {options.port_base} and up on each node.",
               *task_env.shell_exports(env)]
     step = f"srun --kill-on-bad-exit=1 {program}"
-  check = _joined_check(job)
-  lines += _preemptible(step, check, options) if grace else [step, check]
+  lines += (_preemptible(step, job, options) if grace else
+            [f"{step} || code=$?", f'{_job_end(job, "${code:-0}")} || code=$?',
+             'exit "${code:-0}"'])
   return "\n".join(lines) + "\n"
 
 
@@ -163,7 +164,7 @@ def requeue(command):
           echo("the requeue failed: submit the script again to resume", command))
 
 
-def _preemptible(step, check, options):
+def _preemptible(step, job, options):
   """The step run so that USR1 (SLURM's --signal) reaches its tasks, which save and exit
   with errors.PREEMPTED_EXIT_CODE; then the job requeues itself (or says how to resume)."""
   code = errors.PREEMPTED_EXIT_CODE
@@ -176,8 +177,9 @@ def _preemptible(step, check, options):
       "", "# Preemption: USR1 goes to every task; they stop at one agreed step, the chief",
       f"# saves a checkpoint there, and they exit with {code}.",
       *signal_forwarding.lines(step, forward=forward),
-      f'if [ "$code" -eq 0 ]; then {check} || code=$?; fi',
-      f'if [ "$code" -eq {code} ]; then',
+      "# The step's code is the toolkit's verdict only when a task said so (job_end).",
+      f'if [ "$code" -eq 0 ]; then {_job_end(job, 0)} || code=$?; fi',
+      f'if [ "$code" -eq {code} ] && {_job_end(job, code)}; then',
       f"  {saved}",
       after, "fi", 'exit "$code"']
 
@@ -206,11 +208,12 @@ def _mailbox_lines(job, options):
           f"rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
 
 
-def _joined_check(job):
-  """The command that fails a job whose tasks exited 0 without all joining its strategy."""
+def _job_end(job, code):
+  """The command that reads the step's exit `code` (a shell word) in the job's mailbox
+  (`job_end`): 0 only when every task joined, 200 only when the toolkit preempted."""
   return shlex.join([sys.executable, "-m", "estimator_dist.jobs.job_end",
                      f"--strategy={job.strategy}", f"--tasks={','.join(sorted(job.task_names))}"]
-                    ) + f' --mailbox="${env_vars.MAILBOX}"'
+                    ) + f' --mailbox="${env_vars.MAILBOX}" --code={code}'
 
 
 def _instrumented_lines(job):

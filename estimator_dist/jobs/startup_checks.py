@@ -10,6 +10,7 @@ launch` prints as it is and exits 2 on).
   on every interface, which only the user's --allow_every_interface accepts.
 """
 
+import importlib.util
 import os
 import shlex
 import shutil
@@ -87,7 +88,8 @@ def _check_python(command):
     raise errors.ConfigError(f"the program file {command[1]} does not exist (in "
                              f"{os.getcwd()}): give the path of the program to run after --.")
   interpreter = shutil.which(command[0])
-  if os.path.abspath(interpreter) == os.path.abspath(sys.executable):
+  if (os.path.abspath(interpreter) == os.path.abspath(sys.executable) or
+      importlib.util.find_spec("tensorflow") is None):  # Then ours is no better.
     return
   needed = ["tensorflow"] + (["estimator_dist"] if launching.instrumented(command) else [])
   try:

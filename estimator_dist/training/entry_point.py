@@ -81,7 +81,7 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   if not task.is_training or not rounds.available():
     return metrics, (run.evaluations.export_results if task.is_chief else [])
   return chief_results.shared(
-      "train_and_evaluate", task=task,
+      "train_and_evaluate_result", task=task,
       on_chief=lambda: (metrics, run.evaluations.export_results),
       encode=lambda result: {"metrics": chief_results.encode_metrics(result[0] or {}),
                              "exports": chief_results.encode_exports(result[1])},

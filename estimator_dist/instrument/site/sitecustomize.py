@@ -1,8 +1,8 @@
 """Run by Python at the start of every task of a job the launcher instruments (its
-directory is first on the tasks' PYTHONPATH): waits for TensorFlow's import
-(estimator_dist.instrument), then runs the next `sitecustomize` on sys.path, which this
-one shadows: a site's own that imports TensorFlow (to set its logging or threads) starts
-the job's strategy there, before the program runs."""
+directory is first on the tasks' PYTHONPATH): runs the next `sitecustomize` on sys.path,
+which this one shadows, then waits for TensorFlow's import (estimator_dist.instrument).
+A site's own that imported TensorFlow (to set its logging or threads, which must come
+before a strategy starts) has the job's strategy start right after it."""
 
 import importlib.util
 import os
@@ -27,5 +27,5 @@ def _instrument():
   on_import.install()
 
 
-_instrument()
 _run_the_next_one()
+_instrument()
