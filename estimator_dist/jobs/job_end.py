@@ -32,8 +32,8 @@ def main(argv=None, *, command="slurm"):
     if (errors.PREEMPTED_EXIT_CODE in mailbox_lib.verdict_codes(mailbox) or
         mailbox_lib.saved_on_preemption(mailbox) is not None):
       return 0
-    command_line.write(sys.stdout, f"exit code {args.code} is the program's own, not a "
-                       f"verdict of estimator_dist: the job is not requeued", command)
+    command_line.write(sys.stdout, f"exit code {args.code} is the program's own (no task "
+                       f"said the toolkit chose it): the job is not requeued", command)
     return 1
   if args.code != 0 or args.strategy == "local":  # One process on its own is the job.
     return 0
