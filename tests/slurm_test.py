@@ -11,7 +11,6 @@ from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import environment
 from estimator_dist.contract import slurm_env
-from estimator_dist.jobs import signal_forwarding
 from estimator_dist.jobs import slurm
 from estimator_dist.jobs import spec
 from tests import helpers
@@ -137,11 +136,18 @@ def test_sbatch_script_for_parameter_server():
                "export ESTIMATOR_DIST_PORT_BASE=8888",
                "#SBATCH --signal=B:USR1@25", "#SBATCH --requeue",
                "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=25",
-               "srun --kill-on-bad-exit=1 bash -c 'trap \"\" USR1; exec \"$@\"' task python "
-               "train.py --model_dir=/shared/run &",
+               f"srun --kill-on-bad-exit=1 {started(usr1=True)} python train.py "
+               f"--model_dir=/shared/run &",
                "export ESTIMATOR_DIST_STRATEGY=parameter_server"]:
     assert line in script.splitlines(), script
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+
+
+def started(*, usr1=False):
+  """The wrapper of each task's program: it says the task reached the mailbox (and ignores
+  USR1 until the program catches it, with a grace)."""
+  return ("bash -c '" + ('trap "" USR1; ' if usr1 else "") + 'touch '
+          '"$ESTIMATOR_DIST_MAILBOX/reached/$SLURM_PROCID" 2>/dev/null; exec "$@"\' task')
 
 
 @pytest.mark.parametrize("strategy,line", [
@@ -150,7 +156,7 @@ def test_sbatch_script_for_parameter_server():
 ])
 def test_sbatch_script_for_horovod_and_mirrored(strategy, line):
   script = sbatch(f"--strategy={strategy}", "--num_workers=4", "--", "python", "train.py")
-  line = line.replace("python", signal_forwarding.IGNORING_USR1 + " python")
+  line = line.replace("python", started(usr1=True) + " python")
   assert line + " &" in script.splitlines(), script
   assert f"#SBATCH --ntasks={4 if strategy == 'horovod' else 1}" in script
   assert f"export ESTIMATOR_DIST_STRATEGY={strategy}" in script.splitlines(), script
@@ -167,7 +173,7 @@ def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
   # The tasks are told there is no grace: the signals end them at once.
   assert "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=0" in script.splitlines(), script
   step, check, end = script.splitlines()[-3:]
-  assert step == "srun --kill-on-bad-exit=1 python train.py || code=$?", script
+  assert step == f"srun --kill-on-bad-exit=1 {started()} python train.py || code=$?", script
   assert check.endswith(" -m estimator_dist.jobs.job_end --strategy=multi_worker "
                         "--tasks=chief:0,worker:0 --mailbox=\"$ESTIMATOR_DIST_MAILBOX\" "
                         "--code=${code:-0} || code=$?") and end == 'exit "${code:-0}"', script

@@ -11,6 +11,7 @@ file, `<topic>/<name>`, written whole and read warily (`whole_file`):
   preemption/<task> the chief's save on a preemption (`chief`), each other task's
                     acknowledgement (task/preemption_save.py)
   beats/<task>      a training task's heartbeat (contract/heartbeat.py)
+  reached/<n>       that task n's process started, before its program (SLURM's script)
   verdicts/<id>     the toolkit's reason for the exit code a process is about to exit with
                     (a taken port, divergence, a preemption, a refused configuration)
 
@@ -47,6 +48,7 @@ ROUNDS = "rounds"
 PREEMPTION = "preemption"
 BEATS = "beats"
 VERDICTS = "verdicts"
+REACHED = "reached"
 CHIEF = "chief"  # The name of a message only the chief sends.
 
 

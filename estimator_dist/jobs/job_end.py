@@ -37,11 +37,11 @@ def main(argv=None, *, command="slurm"):
     return 1
   if args.code != 0 or args.strategy == "local":  # One process on its own is the job.
     return 0
-  if not (mailbox.names(mailbox_lib.JOINED) or mailbox.names(mailbox_lib.BEATS)):
-    command_line.write(sys.stdout, f"no task posted anything in the job's mailbox "
-                       f"{args.mailbox}: the nodes may not share it (give --model_dir a "
-                       f"directory every node reaches); whether every task joined the "
-                       f"job's strategy is not checked", command)
+  if not mailbox.names(mailbox_lib.REACHED):
+    command_line.write(sys.stdout, f"no task reached the job's mailbox {args.mailbox}: the "
+                       f"nodes do not share it (give --model_dir a directory every node "
+                       f"reaches); whether every task joined the job's strategy is not "
+                       f"checked", command)
     return 0
   missing = joined.not_joined(mailbox, args.tasks.split(","), strategy=args.strategy)
   if missing:

@@ -22,6 +22,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import launch_options
@@ -124,9 +125,11 @@ def sbatch_script(job, *, options=SlurmOptions()):
             "output is appended.", "set -euo pipefail", ""]
   if grace:  # USR1 marks a request from here on. Not SIGTERM: scancel ends the job.
     lines += signal_forwarding.trap("USR1")
-  program = shlex.join(job.command)
-  if grace:  # A USR1 that comes while a task starts must not end it.
-    program = f"{signal_forwarding.IGNORING_USR1} {program}"
+  # Each task says it reached the mailbox before its program starts (job_end: where none
+  # did, the nodes do not share it); a USR1 that comes while it starts must not end it.
+  program = (f"""bash -c '{'trap "" USR1; ' if grace else ''}touch """
+             f""""${env_vars.MAILBOX}/{mailbox_lib.REACHED}/$SLURM_PROCID" 2>/dev/null; """
+             f"""exec "$@"' task {shlex.join(job.command)}""")
   lines += _mailbox_lines(job, options)
   if options.instrument == "auto":
     lines += _instrumented_lines(job)
@@ -195,7 +198,7 @@ def _mailbox_lines(job, options):
            '"${SLURM_SUBMIT_DIR:-$PWD}/estimator_dist"')
   lines = ["# The job's mailbox: its tasks' messages to each other, for this attempt.",
            f'export {env_vars.MAILBOX}={where}/mailbox-"${{SLURM_JOB_ID}}-${{SLURM_RESTART_COUNT:-0}}"',
-           f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}"']
+           f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}/{mailbox_lib.REACHED}"']
   if not options.progress_secs:
     return [*lines, f"trap 'rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
   watch = shlex.join([sys.executable, "-m", "estimator_dist.cli", "progress",
