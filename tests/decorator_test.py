@@ -164,8 +164,9 @@ def test_a_legacy_keras_optimizers_rate_is_scaled_with_warmup():
     optimizer = tf.keras.optimizers.legacy.SGD(0.1)
     train_op = optimizer.apply_gradients(zip(tf.gradients(loss, [w]), [w]))
     step = tf.compat.v1.train.get_global_step()
-    return tf.estimator.EstimatorSpec(mode, loss=loss,
-                                      train_op=tf.group(train_op, step.assign_add(1)))
+    with tf.control_dependencies([train_op]):  # The step moves once the rate was read.
+      train_op = step.assign_add(1)
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
   graph, spec = build(ed.distributed(model_fn, warmup_steps=10), Replicas(4))
   with graph.as_default(), tf.compat.v1.Session() as session:
     session.run(tf.compat.v1.global_variables_initializer())
