@@ -168,6 +168,20 @@ def test_train_without_steps_trains_one_pass_over_the_input_each_round(tmp_path)
 
 
 @pytest.mark.processes
+def test_a_worker_waiting_for_the_chiefs_long_final_evaluation_is_not_a_hang(tmp_path):
+  """The chief's final evaluation computes for 12 s, longer than --hang_timeout_secs=6,
+  while the worker waits for its metrics (train_and_evaluate's result): once the worker,
+  its training ended and its CPU idle, was taken for hung (exit 124); it says it waits."""
+  code, output = helpers.launch("multi_worker", "tests.programs.hparams_object",
+                                f"--model_dir={tmp_path}", "--train_steps=20",
+                                "--eval_busy_secs=12",
+                                launch_args=["--hang_timeout_secs=6"], timeout=240)
+  assert code == 0, output[-3000:]
+  printed = [line for line in output.splitlines() if "] Test set accuracy: " in line]
+  assert len(printed) == 2, output[-3000:]
+
+
+@pytest.mark.processes
 def test_a_programs_own_multi_worker_strategy_under_parameter_server_is_one_line():
   """TensorFlow's multi-worker tutorial builds MultiWorkerMirroredStrategy into its
   RunConfig; under parameter_server that once ended in TensorFlow's traceback (`Collective

@@ -149,3 +149,8 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   heartbeat.end(path, heartbeat.Progress(step=5, last_step=5))
   assert heartbeat.ended(mailbox) == {"worker:1"}
   assert heartbeat.progress_of(mailbox)["worker:1"].ended
+  heartbeat.say_waiting(mailbox, "worker:1")  # For the chief's round, its training ended.
+  assert heartbeat.waiting(mailbox, 5) == {"worker:1"}
+  os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.waiting"), (0, 0))
+  assert heartbeat.waiting(mailbox, 5) == set()  # It said so long ago.
+  assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []

@@ -20,6 +20,7 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import whole_file
 
 _ENDED = ".ended"
+_WAITING = ".waiting"  # Touched while the task waits for the chief's round: not idle.
 
 
 def path_of(task, env):
@@ -90,6 +91,27 @@ def end(path, progress=None):
     pass
 
 
+def say_waiting(mailbox, task_name):
+  """Says that `task_name`, its training ended, waits for the chief (a round of its
+  calls): not idle, while the chief works on it (the chief's own checks watch the chief)."""
+  with open(mailbox.path(mailbox_lib.BEATS, task_name + _WAITING), "a"):
+    os.utime(mailbox.path(mailbox_lib.BEATS, task_name + _WAITING))
+
+
+def waiting(mailbox, within_secs):
+  """Names of the tasks that said they wait for the chief in the last `within_secs`."""
+  directory, names, now = *_beats(mailbox), time.time()
+  found = set()
+  for name in names:
+    if name.endswith(_WAITING):
+      try:
+        if now - os.path.getmtime(os.path.join(directory, name)) <= within_secs:
+          found.add(name[:-len(_WAITING)])
+      except FileNotFoundError:
+        pass
+  return found
+
+
 def ended(mailbox):
   """Names of the tasks whose training ended."""
   return {name[:-len(_ENDED)] for name in _beats(mailbox)[1] if name.endswith(_ENDED)}
@@ -105,7 +127,7 @@ def stalled(mailbox, timeout_secs, expected=(), started=None):
   now, names = time.time(), set()
   directory, present = _beats(mailbox)
   for name in present | set(expected):
-    if name.endswith((_ENDED, whole_file.SUFFIX)) or name + _ENDED in present:
+    if name.endswith((_ENDED, _WAITING, whole_file.SUFFIX)) or name + _ENDED in present:
       continue
     try:
       last = os.path.getmtime(os.path.join(directory, name))

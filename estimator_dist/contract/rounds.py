@@ -16,6 +16,7 @@ import atexit
 import collections
 
 from estimator_dist import errors
+from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
 
 _ENDED = "ended-"
@@ -77,10 +78,14 @@ def wait_for(kind, number):
   stops the job) or hangs (its heartbeats)."""
   mailbox = _mailbox()
   checks = _me and _me[0].startswith("worker:")  # Makes the chief's calls (an evaluator, some).
-  value = mailbox.wait(mailbox_lib.ROUNDS, f"{kind}-{number}", poll_secs=_POLL_SECS,
-                       while_waiting=(lambda: _check_reachable(mailbox, kind, number))
-                       if checks else None)
-  return value["value"]
+
+  def while_waiting():
+    if _me:  # The launcher's hang checks count it as working while the chief does.
+      heartbeat.say_waiting(mailbox, _me[0])
+    if checks:
+      _check_reachable(mailbox, kind, number)
+  return mailbox.wait(mailbox_lib.ROUNDS, f"{kind}-{number}", poll_secs=_POLL_SECS,
+                      while_waiting=while_waiting)["value"]
 
 
 def _check_reachable(mailbox, kind, number):

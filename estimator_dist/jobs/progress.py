@@ -22,6 +22,9 @@ from estimator_dist.jobs import process_tree
 # CPU (psutil), on the CPUs a sweep's trial shares with its tasks, and the hang checks
 # count in seconds.
 _LOOK_SECS = 1.0
+# A task that said it waits for the chief this recently is not idle (contract/rounds.py
+# says so about every second while it waits).
+_WAITING_SECS = 5.0
 
 # Progress: at least this share of one CPU since the last progress (and at least the
 # least CPU time counted), so the slow polling of a waiting process never counts.
@@ -100,7 +103,8 @@ class Hangs:
       self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "
                 f"the job")
     idle = self._mailbox and self._idleness.stalled(
-        tasks, heartbeat.ended(self._mailbox), timeout, table)
+        tasks, heartbeat.ended(self._mailbox) - heartbeat.waiting(self._mailbox, _WAITING_SECS),
+        timeout, table)
     if idle and not (stuck or too_long):
       self._log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
                 f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "

@@ -6,11 +6,13 @@ unpacked and printed on every task, as the canned examples do
 (`eval_result, _ = tf.estimator.train_and_evaluate(...)`, `'{accuracy:0.3f}'.format(**eval_result)`).
 Its --model_dir has a default, as most programs' do (census: /tmp/census_model); with
 --fresh it trains in `tempfile.mkdtemp(prefix="hparams_")`, as trainers that want a new
-directory do."""
+directory do. --eval_busy_secs makes its evaluation compute that long (a large eval set).
+"""
 
 import argparse
 import os
 import tempfile
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -18,6 +20,7 @@ import tensorflow as tf
 parser = argparse.ArgumentParser()
 parser.add_argument("--model_dir", default=os.path.join(tempfile.gettempdir(), "hparams_model"))
 parser.add_argument("--fresh", action="store_true")
+parser.add_argument("--eval_busy_secs", type=float, default=0.0)
 parser.add_argument("--train_steps", type=int, default=40)
 parser.add_argument("--learning_rate", type=float, default=0.1)
 hparams = parser.parse_args()
@@ -30,8 +33,19 @@ def train_input_fn():
   return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).shuffle(512).repeat().batch(32)
 
 
+def busy(features):
+  end = time.monotonic() + hparams.eval_busy_secs / 4  # 4 batches.
+  while time.monotonic() < end:
+    pass
+  return features
+
+
 def eval_input_fn():
-  return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(128)
+  dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(128)
+  if not hparams.eval_busy_secs:
+    return dataset
+  return dataset.map(lambda f, label: ({"x": tf.ensure_shape(tf.numpy_function(
+      busy, [f["x"]], tf.float32), [None, 4])}, label))
 
 
 def model_fn(features, labels, mode, params):
