@@ -56,8 +56,7 @@ def run(main, *, command=None):
 
 
 def _parse(argv, command):
-  if command is not None:
-    _list_in_help(flags.FLAGS)
+  _list_in_help(flags.FLAGS)  # A program's --help too: the training flags it was given.
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
@@ -76,9 +75,11 @@ def _list_in_help(flag_values):
   absl's --help lists the key flags of the module named sys.argv[0] (`estimator-dist
   launch` under the console script); a command's flags are defined by the modules that
   make them (option_flags, jobs.spec, ...), and absl keys each by its defining module.
-  Other modules' flags (absl's, TensorFlow's) stay in --helpfull.
+  Other modules' flags (absl's, TensorFlow's) stay in --helpfull, and so do ours whose help
+  starts with "Internal:" (what a command passes to its own tasks).
   """
   for module, defined in flag_values.flags_by_module_dict().items():
     if module.split(".")[0] == __name__.split(".")[0]:  # estimator_dist
       for flag in defined:
-        flag_values.register_key_flag_for_module(sys.argv[0], flag)
+        if not (flag.help or "").startswith("Internal:"):
+          flag_values.register_key_flag_for_module(sys.argv[0], flag)

@@ -40,6 +40,20 @@ def test_a_commands_help_lists_its_flags_and_exits_0(command, tmp_path):
   listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", done.stdout, re.MULTILINE))
   assert set(MAIN_FLAGS[command]) <= listed, (sorted(listed), done.stdout[-2000:])
   assert "verbosity" not in listed  # absl's own flags stay in --helpfull.
+  assert not {"train_only", "join_batches"} & listed  # Internal: verify's to its tasks.
+
+
+@pytest.mark.processes
+def test_a_programs_help_lists_the_training_flags_it_was_given():
+  """`python quickstart.py --help` once listed none of ed.define_flags()'s flags (they were
+  221 lines of --helpfull, between absl.testing's and TPU tensor_tracer's)."""
+  done = subprocess.run([helpers.PYTHON, "-m", "model_zoo.mnist_cnn", "--help"],
+                        capture_output=True, text=True, env=helpers.child_env(), timeout=120,
+                        check=False)
+  assert done.returncode == 0, done.stderr[-2000:]
+  listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", done.stdout, re.MULTILINE))
+  assert {"strategy", "train_steps", "model_dir", "batch_size"} <= listed, done.stdout[-2000:]
+  assert "verbosity" not in listed and "estimator_dist_training_flags" not in listed, listed
 
 
 def test_the_top_level_help_lists_every_command_and_exits_0(capsys):
