@@ -56,6 +56,11 @@ class TaskInfo:
     object.__setattr__(self, "cluster", frozen)
 
   @property
+  def name(self) -> str:
+    """role:index, as the launcher, the mailbox and the lines of a job name the task."""
+    return f"{self.role}:{self.index}"
+
+  @property
   def is_chief(self) -> bool:
     return self.rank == 0
 
@@ -67,7 +72,7 @@ class TaskInfo:
     return len(self.cluster.get(role, ()))
 
   def describe(self) -> str:
-    return f"{self.role}:{self.index} (rank {self.rank} of {self.size}, from {self.source})"
+    return f"{self.name} (rank {self.rank} of {self.size}, from {self.source})"
 
   def tf_config(self) -> str:
     """This task as TensorFlow reads it: TF_CONFIG with 'chief' for a legacy 'master'."""

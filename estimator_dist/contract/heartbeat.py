@@ -29,7 +29,7 @@ def path_of(task, env):
   mailbox = mailbox_lib.Mailbox.of_environment(env)
   if mailbox is None or not task.is_training:
     return None
-  return mailbox.path(mailbox_lib.BEATS, f"{task.role}:{task.index}")
+  return mailbox.path(mailbox_lib.BEATS, task.name)
 
 
 def _beats(mailbox):

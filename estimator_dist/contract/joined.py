@@ -16,7 +16,7 @@ def write(task, *, strategy):
   """Posts that `task` (a TaskInfo) started `strategy` (nowhere without a mailbox)."""
   mailbox = mailbox_lib.Mailbox.of_environment()
   if mailbox:
-    mailbox.post(mailbox_lib.JOINED, f"{task.role}:{task.index}",
+    mailbox.post(mailbox_lib.JOINED, task.name,
                  {"strategy": strategy, "size": task.size})
 
 

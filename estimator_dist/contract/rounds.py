@@ -52,7 +52,7 @@ def next_round(kind, task):
   """The number of this process's next `kind` round (1, 2, ...); `task` (a TaskInfo) is
   this process's, which says at its exit how many calls it made."""
   if not _me:
-    _me.append(f"{task.role}:{task.index}")
+    _me.append(task.name)
     atexit.register(_say_ended)
   _counts[kind] += 1
   return _counts[kind]

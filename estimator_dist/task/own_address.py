@@ -87,7 +87,7 @@ def bind(task):
   where that is already so, not needed, or not possible (then says why)."""
   if env_vars.BIND_ADDRESS in os.environ or not own_port.listens(task):
     return
-  name = f"{task.role}:{task.index}"
+  name = task.name
   address, why_not = own_address(task)
   why_not = why_not or restartable()
   env = None if why_not else bind_address.bound_env(os.environ, address)

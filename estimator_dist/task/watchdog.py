@@ -65,7 +65,7 @@ def start(task, env=None):
       return
     training = task.is_training
     _companion = subprocess.Popen(
-        [sys.executable, "-S", watchdog_companion.__file__, f"{task.role}:{task.index}",
+        [sys.executable, "-S", watchdog_companion.__file__, task.name,
          str(timeout if training else 0), env.get(env_vars.LAUNCHER, ""),
          heartbeat.path_of(task, env) or "", json.dumps(_peers(task)),
          command_line.error_line("")],

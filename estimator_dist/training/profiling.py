@@ -113,7 +113,7 @@ _recording = None  # The ProfileSteps that is recording in this process.
 
 def hooks(task, *, steps, tasks, model_dir):
   """The profiling hook of this training task, if --profile_steps asks for one."""
-  name = f"{task.role}:{task.index}"
+  name = task.name
   if steps is None or (tasks and name not in tasks) or not task.is_training:
     return []
   return [ProfileSteps(steps=steps, model_dir=model_dir, task_name=name)]
