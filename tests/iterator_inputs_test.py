@@ -1,5 +1,7 @@
 """TF1 input_fns that end in an iterator, read back as the Dataset they iterate."""
 
+import threading
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -58,3 +60,21 @@ def test_tensors_of_no_dataset_pass_and_two_iterators_are_one_line():
       return {"a": first}, second
     with pytest.raises(errors.ConfigError, match="makes iterators of 2 Datasets"):
       iterator_inputs.dataset_of(two)
+
+
+def test_another_threads_iterators_are_tensorflows_own_while_one_is_read():
+  """parameter_server's client trains its workers in threads: TensorFlow's own input
+  pipeline in one makes an iterator while another thread's input_fn is read."""
+  made = []
+
+  def input_fn():
+    dataset = tf.data.Dataset.range(3)
+    other = threading.Thread(target=lambda: made.append(
+        tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.range(2))))
+    other.start()
+    other.join()
+    return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+  with tf.Graph().as_default():
+    assert isinstance(iterator_inputs.dataset_of(input_fn), tf.data.Dataset)
+  assert made and all(not isinstance(m, tf.data.Dataset) for m in made), made
+  assert tf.compat.v1.data.make_one_shot_iterator.__name__ == "make_one_shot_iterator"

@@ -15,6 +15,7 @@ in one line that they cannot be split among workers.
 """
 
 import contextlib
+import threading
 
 import tensorflow as tf
 from tensorflow.python.data.ops import dataset_ops  # pylint: disable=g-direct-tensorflow-import
@@ -43,29 +44,39 @@ class _Iterator:
     return self._element
 
 
+_ROUTING = threading.RLock()  # One routing at a time: each restores what it replaced.
+
+
 @contextlib.contextmanager
 def _routed(make):
-  """While entered, `make(dataset)` gives every iterator made of a Dataset
+  """While entered, `make(dataset)` gives every iterator this thread makes of a Dataset
   (`tf.compat.v1.data.make_one_shot_iterator`, `make_initializable_iterator`, and the same
-  methods of a v1 Dataset)."""
-  originals = {name: getattr(dataset_ops, name) for name in _FUNCTIONS}
-  methods = {name: getattr(dataset_ops.DatasetV1, name) for name in _FUNCTIONS}
-  bound = {name: bound_names.modules_binding(name, originals[name]) for name in _FUNCTIONS}
+  methods of a v1 Dataset). Other threads make theirs as TensorFlow does: a strategy's
+  own input pipelines (parameter_server's client trains its workers in threads) make
+  iterators at the same time."""
+  with _ROUTING:
+    owner = threading.get_ident()
+    originals = {name: getattr(dataset_ops, name) for name in _FUNCTIONS}
+    methods = {name: getattr(dataset_ops.DatasetV1, name) for name in _FUNCTIONS}
+    bound = {name: bound_names.modules_binding(name, originals[name]) for name in _FUNCTIONS}
 
-  def routed(dataset, *args, **kwargs):
-    del args, kwargs  # shared_name: no iterator is made.
-    return make(dataset)
-  try:
-    for name in _FUNCTIONS:
-      for module in bound[name]:
-        setattr(module, name, routed)
-      setattr(dataset_ops.DatasetV1, name, routed)
-    yield
-  finally:
-    for name in _FUNCTIONS:
-      for module in bound[name]:
-        setattr(module, name, originals[name])
-      setattr(dataset_ops.DatasetV1, name, methods[name])
+    def routed(original):
+      def make_iterator(dataset, *args, **kwargs):
+        if threading.get_ident() != owner:
+          return original(dataset, *args, **kwargs)
+        return make(dataset)  # shared_name: no iterator is made.
+      return make_iterator
+    try:
+      for name in _FUNCTIONS:
+        for module in bound[name]:
+          setattr(module, name, routed(originals[name]))
+        setattr(dataset_ops.DatasetV1, name, routed(methods[name]))
+      yield
+    finally:
+      for name in _FUNCTIONS:
+        for module in bound[name]:
+          setattr(module, name, originals[name])
+        setattr(dataset_ops.DatasetV1, name, methods[name])
 
 
 def _seen(dataset):
