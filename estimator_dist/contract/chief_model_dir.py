@@ -16,7 +16,5 @@ def write(model_dir):
 def read(mailbox):
   """The chief's model_dir posted in `mailbox`; None before the chief posted one (or
   without a mailbox)."""
-  try:
-    return mailbox.read(mailbox_lib.MODEL_DIR, mailbox_lib.CHIEF)["model_dir"]
-  except (AttributeError, OSError, ValueError, KeyError, TypeError):
-    return None
+  return mailbox and mailbox.value(mailbox_lib.MODEL_DIR, mailbox_lib.CHIEF, str,
+                                   key="model_dir")

@@ -32,15 +32,6 @@ def path_of(task, env):
   return mailbox.path(mailbox_lib.BEATS, task.name)
 
 
-def _beats(mailbox):
-  """The directory of the beats in `mailbox`, and the names in it."""
-  directory = os.path.join(mailbox.directory, mailbox_lib.BEATS)
-  try:
-    return directory, set(os.listdir(directory))
-  except FileNotFoundError:
-    return directory, set()
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Progress:
   """How far a task's training is: its global step of `last_step`, at `time` (time.time())."""
@@ -63,13 +54,10 @@ def beat(path, progress=None):
 def progress_of(mailbox):
   """{task name: Progress} of the tasks whose beats, or whose end, say how far they are."""
   found = {}
-  directory, names = _beats(mailbox)
-  for name in names:
-    if name.endswith(whole_file.SUFFIX):
-      continue
+  for name in mailbox.names(mailbox_lib.BEATS):
     try:
-      progress = Progress(**whole_file.read_json(os.path.join(directory, name)))
-    except (OSError, ValueError, TypeError):
+      progress = Progress(**mailbox.value(mailbox_lib.BEATS, name, dict))
+    except TypeError:
       continue  # Gone, or a beat without progress.
     task = name[:-len(_ENDED)] if name.endswith(_ENDED) else name
     if task not in found or progress.ended:
@@ -94,27 +82,21 @@ def end(path, progress=None):
 def say_waiting(mailbox, task_name):
   """Says that `task_name`, its training ended, waits for the chief (a round of its
   calls): not idle, while the chief works on it (the chief's own checks watch the chief)."""
-  with open(mailbox.path(mailbox_lib.BEATS, task_name + _WAITING), "a"):
-    os.utime(mailbox.path(mailbox_lib.BEATS, task_name + _WAITING))
+  beat(mailbox.path(mailbox_lib.BEATS, task_name + _WAITING))
 
 
 def waiting(mailbox, within_secs):
   """Names of the tasks that said they wait for the chief in the last `within_secs`."""
-  directory, names, now = *_beats(mailbox), time.time()
-  found = set()
-  for name in names:
-    if name.endswith(_WAITING):
-      try:
-        if now - os.path.getmtime(os.path.join(directory, name)) <= within_secs:
-          found.add(name[:-len(_WAITING)])
-      except FileNotFoundError:
-        pass
-  return found
+  now = time.time()
+  return {name[:-len(_WAITING)] for name in mailbox.names(mailbox_lib.BEATS)
+          if name.endswith(_WAITING)
+          and now - (mailbox.modified(mailbox_lib.BEATS, name) or 0) <= within_secs}
 
 
 def ended(mailbox):
   """Names of the tasks whose training ended."""
-  return {name[:-len(_ENDED)] for name in _beats(mailbox)[1] if name.endswith(_ENDED)}
+  return {name[:-len(_ENDED)] for name in mailbox.names(mailbox_lib.BEATS)
+          if name.endswith(_ENDED)}
 
 
 def stalled(mailbox, timeout_secs, expected=(), started=None):
@@ -125,16 +107,13 @@ def stalled(mailbox, timeout_secs, expected=(), started=None):
   training ended is not.
   """
   now, names = time.time(), set()
-  directory, present = _beats(mailbox)
+  present = set(mailbox.names(mailbox_lib.BEATS))
   for name in present | set(expected):
-    if name.endswith((_ENDED, _WAITING, whole_file.SUFFIX)) or name + _ENDED in present:
+    if name.endswith((_ENDED, _WAITING)) or name + _ENDED in present:
       continue
-    try:
-      last = os.path.getmtime(os.path.join(directory, name))
-    except FileNotFoundError:
-      if started is None or name not in expected:
-        continue
-      last = started
-    if now - last > timeout_secs:
+    last = mailbox.modified(mailbox_lib.BEATS, name)
+    if last is None and (started is None or name not in expected):
+      continue
+    if now - (last or started) > timeout_secs:
       names.add(name)
   return sorted(names)

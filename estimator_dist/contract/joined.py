@@ -25,12 +25,10 @@ def not_joined(mailbox, expected, *, strategy):
   `mailbox`, each with why: {name: reason}."""
   found = {}
   for name in sorted(expected):
-    try:
-      joined = mailbox.read(mailbox_lib.JOINED, name).get("strategy")
-    except (OSError, ValueError, AttributeError):
+    joined = mailbox.value(mailbox_lib.JOINED, name, str, key="strategy")
+    if joined is None:
       found[name] = "never started the job's strategy"
-      continue
-    if joined != strategy:
+    elif joined != strategy:
       found[name] = f"started {joined}, not the job's {strategy}"
   return found
 

@@ -87,6 +87,25 @@ class Mailbox:
     except FileNotFoundError:
       return None
 
+  def value(self, topic, name, kind, *, key=None):
+    """Message `name` of `topic` (its `key`, given one) when it is a `kind`; None before
+    it is posted, and when what is there is not what the toolkit posts (a program's doing:
+    it sees the variable)."""
+    try:
+      value = self.read(topic, name)
+      value = value[key] if key is not None and value is not None else value
+    except (OSError, ValueError, TypeError, KeyError):
+      return None
+    return value if isinstance(value, kind) else None
+
+  def modified(self, topic, name):
+    """When message `name` of `topic` was last posted or touched (time.time()); None
+    before it is."""
+    try:
+      return os.path.getmtime(os.path.join(self.directory, topic, name))
+    except FileNotFoundError:
+      return None
+
   def names(self, topic):
     """The names of the messages of `topic` posted so far."""
     try:
@@ -111,10 +130,7 @@ class Mailbox:
 
 def saved_on_preemption(mailbox):
   """The step the chief saved at on a preemption (its PREEMPTION message), or None."""
-  try:
-    return int(mailbox.read(PREEMPTION, CHIEF)["step"])
-  except (OSError, ValueError, TypeError, KeyError):
-    return None
+  return mailbox.value(PREEMPTION, CHIEF, int, key="step")
 
 
 def post_verdict(code, why, env=os.environ):
@@ -131,10 +147,6 @@ def post_verdict(code, why, env=os.environ):
 
 def verdict_codes(mailbox):
   """The exit codes the toolkit chose in the tasks of this attempt."""
-  codes = set()
-  for name in mailbox.names(VERDICTS):
-    try:
-      codes.add(int(mailbox.read(VERDICTS, name)["code"]))
-    except (OSError, ValueError, TypeError, KeyError):
-      pass
-  return codes
+  codes = {mailbox.value(VERDICTS, name, int, key="code")
+           for name in mailbox.names(VERDICTS)}
+  return codes - {None}

@@ -118,11 +118,7 @@ def _posted(mailbox):
 
 
 def _counts_of(mailbox, name):
-  try:
-    counts = mailbox.read(mailbox_lib.ROUNDS, _ENDED + name)
-  except (OSError, ValueError):
-    return None
-  return counts if isinstance(counts, dict) else None
+  return mailbox.value(mailbox_lib.ROUNDS, _ENDED + name, dict)
 
 
 def unmatched(mailbox):

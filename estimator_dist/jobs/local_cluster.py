@@ -26,14 +26,9 @@ def free_ports(count, *, host="127.0.0.1"):
       s.close()
 
 
-def _roles(job):
-  return [("chief", 1), ("worker", job.num_workers - 1), ("ps", job.num_ps),
-          ("evaluator", int(job.evaluator))]
-
-
 def local_cluster(job, *, host="127.0.0.1"):
   """The cluster of a local tf.distribute job (a JobSpec): chief, workers, ps and
   evaluator, each at a free port of `host`."""
-  roles = _roles(job)
-  ports = iter(free_ports(sum(n for _, n in roles), host=host))
-  return {role: tuple(f"{host}:{next(ports)}" for _ in range(n)) for role, n in roles if n}
+  ports = iter(free_ports(sum(n for _, n in job.cluster_roles), host=host))
+  return {role: tuple(f"{host}:{next(ports)}" for _ in range(n))
+          for role, n in job.cluster_roles if n}

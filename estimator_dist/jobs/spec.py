@@ -76,9 +76,14 @@ class JobSpec:
       return frozenset({"chief:0"})
     if self.traits.ranks_from_horovodrun:
       return frozenset({"chief:0", *(f"worker:{rank}" for rank in range(1, self.num_workers))})
-    roles = (("chief", 1), ("worker", self.num_workers - 1), ("ps", self.num_ps),
-             ("evaluator", int(self.evaluator)))
-    return frozenset(f"{role}:{index}" for role, count in roles for index in range(count))
+    return frozenset(f"{role}:{index}" for role, count in self.cluster_roles
+                     for index in range(count))
+
+  @property
+  def cluster_roles(self) -> tuple:
+    """((role, count), ...) of its tf.distribute cluster: chief, workers, ps, evaluator."""
+    return (("chief", 1), ("worker", self.num_workers - 1), ("ps", self.num_ps),
+            ("evaluator", int(self.evaluator)))
 
   @property
   def num_tasks(self) -> int:

@@ -82,11 +82,12 @@ def _check_python(command):
   """A Python program's file must exist (its tasks would fail one by one after the cluster
   started), and a `python` of another environment than the launcher's must import
   TensorFlow, and estimator_dist for a program the tasks instrument."""
-  if not os.path.basename(command[0]).startswith("python") or len(command) < 2:
+  path = launching.program_file(command)
+  if path and not os.path.isfile(path):
+    raise errors.ConfigError(f"the program file {path} does not exist (in {os.getcwd()}): "
+                             f"give the path of the program to run after --.")
+  if not os.path.basename(command[0]).startswith("python"):
     return
-  if command[1].endswith(".py") and not os.path.isfile(command[1]):
-    raise errors.ConfigError(f"the program file {command[1]} does not exist (in "
-                             f"{os.getcwd()}): give the path of the program to run after --.")
   interpreter = shutil.which(command[0])
   if (os.path.abspath(interpreter) == os.path.abspath(sys.executable) or
       importlib.util.find_spec("tensorflow") is None):  # Then ours is no better.
