@@ -17,7 +17,7 @@ import time
 from benchmarks import models
 from benchmarks import timing
 from estimator_dist.jobs import launcher as launcher_lib
-from estimator_dist.jobs import processes
+from estimator_dist.supervision import processes
 from estimator_dist.jobs import spec
 from estimator_dist.task import placement
 

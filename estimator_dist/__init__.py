@@ -13,8 +13,10 @@ A program defines its flags with `define_flags()`, reads them with
 starts it as a job, and `estimator-dist sweep` (or `sweep`) runs many such jobs as the
 trials of a hyperparameter search. The code is laid out by role, in layers that import
 only downward: `task/` (the cluster view and a task's services), `strategies/` (one
-module per backend), `training/` (what runs the training), `jobs/` (starting jobs and
-the engines), `experiments/` (sweeps).
+module per backend), `training/` (what runs the training), `supervision/` and
+`watching/` (a job's processes and its progress), `jobs/` (a job and the local
+launcher), `engines/` (SLURM, Kubernetes, Spark), `verification/` (verify),
+`experiments/` (sweeps).
 
 Each name below is imported when first used, so `import estimator_dist` is cheap and
 a process that only starts jobs never imports TensorFlow, nor needs it installed: the

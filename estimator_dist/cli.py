@@ -18,11 +18,11 @@ from estimator_dist import version
 
 _COMMANDS = {
     "launch": ("estimator_dist.launch", "Start a local multi-process job."),
-    "k8s": ("estimator_dist.jobs.kubernetes", "Print the Kubeflow job manifest of a job."),
-    "slurm": ("estimator_dist.jobs.slurm", "Print the sbatch script of a job."),
-    "progress": ("estimator_dist.jobs.progress_watch",
+    "k8s": ("estimator_dist.engines.kubernetes", "Print the Kubeflow job manifest of a job."),
+    "slurm": ("estimator_dist.engines.slurm", "Print the sbatch script of a job."),
+    "progress": ("estimator_dist.watching.progress_watch",
                  "Say how far a job is from its heartbeats (the sbatch script runs it)."),
-    "verify": ("estimator_dist.jobs.verify",
+    "verify": ("estimator_dist.verification.verify",
                "Check that a strategy does the math of one worker."),
     "sweep": ("estimator_dist.sweep_cli",
               "Search hyperparameters: many trials, each a job, one Optuna study."),

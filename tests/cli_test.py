@@ -129,7 +129,7 @@ def test_verify_lists_its_flags_without_tensorflow_and_a_run_says_what_to_instal
       "import sys",
       "from absl import flags",
       "from estimator_dist import cli",
-      "from estimator_dist.jobs import verify",
+      "from estimator_dist.verification import verify",
       "from estimator_dist.training import flags as training_flags",
       "training_flags.define_flags(flags.FlagValues())",
       "verify.define_flags(flags.FlagValues())",

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from estimator_dist.contract import cluster as cluster_lib
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 from tests import helpers
 
 pytestmark = pytest.mark.processes

@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 from estimator_dist.contract import env_vars
-from estimator_dist.jobs import job_dirs
+from estimator_dist.supervision import job_dirs
 from tests import helpers
 from tests import leftovers
 

@@ -10,6 +10,7 @@ import estimator_dist as ed
 from estimator_dist.contract import cluster
 from estimator_dist.strategies import local
 from estimator_dist.training import decorator
+from estimator_dist.training import rate_options
 from estimator_dist.training import rate_record
 
 TRAIN, EVAL = tf.estimator.ModeKeys.TRAIN, tf.estimator.ModeKeys.EVAL
@@ -266,8 +267,8 @@ def test_program_options_override_the_decorators_and_keep_its_key():
   model_fn = ed.distributed(linear_model_fn({}), lr_scaling="sqrt", warmup_steps=5,
                             lr_param="base_lr")
   redecorated, options = decorator.decorated(model_fn, lr_scaling="linear")
-  assert options == decorator.RateOptions(lr_scaling="linear", warmup_steps=5,
-                                          lr_param="base_lr")
+  assert options == rate_options.RateOptions(lr_scaling="linear", warmup_steps=5,
+                                             lr_param="base_lr")
   # Decorating again wraps the user's function, not the decorated one.
   _, again = decorator.decorated(redecorated)
   assert again == options

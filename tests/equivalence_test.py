@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist.jobs import verify_runs
+from estimator_dist.verification import verify_runs
 from estimator_dist.training import rate_record
 from model_zoo import mnist_dnn
 from tests import helpers
@@ -46,7 +46,7 @@ def _train(module, model_dir, strategy, workers, batch, rate, scaling, *extra):
   its output."""
   code, output = helpers.run(helpers.launch_command(
       f"--strategy={strategy}", f"--num_workers={workers}",
-      program=(helpers.PYTHON, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
+      program=(helpers.PYTHON, "-m", "estimator_dist.verification.verify", "--train_only", *extra,
                f"--module={module}", f"--model_dir={model_dir}", "--train_steps=10",
                f"--batch_size={batch}", f"--learning_rate={rate}", f"--lr_scaling={scaling}")),
       env=helpers.child_env(**_VERIFY_ENV))
@@ -175,7 +175,7 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
   for i, (strategy, workers, batch) in enumerate(CHAIN):
     steps = 5 * (i + 1)
     code, output = helpers.launch(
-        strategy, "estimator_dist.jobs.verify", "--train_only", "--module=model_zoo.mnist_dnn",
+        strategy, "estimator_dist.verification.verify", "--train_only", "--module=model_zoo.mnist_dnn",
         f"--model_dir={chain}", f"--train_steps={steps}", f"--batch_size={batch}",
         "--lr_scaling=none", num_workers=workers)
     assert code == 0, output[-3000:]

@@ -8,10 +8,10 @@ from absl import flags
 import estimator_dist as ed
 from estimator_dist import launch
 from estimator_dist import sweep_cli
-from estimator_dist.jobs import kubernetes
-from estimator_dist.jobs import progress_watch
-from estimator_dist.jobs import slurm
-from estimator_dist.jobs import verify
+from estimator_dist.engines import kubernetes
+from estimator_dist.watching import progress_watch
+from estimator_dist.engines import slurm
+from estimator_dist.verification import verify
 
 DEFINERS = {
     "launch": launch.define_flags,

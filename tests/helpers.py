@@ -17,9 +17,9 @@ import pytest
 
 from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
-from estimator_dist.jobs import job_dirs
+from estimator_dist.supervision import job_dirs
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.jobs import process_tree
+from estimator_dist.supervision import process_tree
 
 PYTHON = sys.executable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

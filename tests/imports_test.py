@@ -91,7 +91,8 @@ def test_the_circle_finder_finds_a_circle_through_a_function_import(tmp_path):
 LAYERS = (("bound_names", "command_line", "contract", "errors", "extras", "lazy_names",
            "option_flags"),
           ("outputs",), ("task",),
-          ("strategies",), ("training",), ("instrument",), ("jobs",), ("experiments",))
+          ("strategies",), ("training",), ("instrument",), ("supervision", "watching"),
+          ("jobs",), ("engines",), ("verification",), ("experiments",))
 
 
 def layer(module):
@@ -186,7 +187,7 @@ def test_module_is_small(name, path):
 # site-packages, where estimator_dist cannot be imported): the watchdog's companion and
 # the namespaces' first process. Each starts in milliseconds.
 STANDARD_LIBRARY_ONLY = ("estimator_dist.task.watchdog_companion",
-                         "estimator_dist.jobs.namespace_holder")
+                         "estimator_dist.supervision.namespace_holder")
 
 
 @pytest.mark.parametrize("name", STANDARD_LIBRARY_ONLY)
@@ -230,6 +231,6 @@ def test_the_launcher_and_the_sweep_runner_import_no_tensorflow(command):
   assert "tensorflow" not in _imported("-m", "estimator_dist.cli", command, "--help")
   module = {"launch": "estimator_dist.jobs.launcher",
             "sweep": "estimator_dist.experiments.runner",
-            "k8s": "estimator_dist.jobs.kubernetes",
-            "slurm": "estimator_dist.jobs.slurm"}[command]
+            "k8s": "estimator_dist.engines.kubernetes",
+            "slurm": "estimator_dist.engines.slurm"}[command]
   assert "tensorflow" not in _imported("-c", f"import {module}")

@@ -12,7 +12,7 @@ import yaml
 
 from estimator_dist import errors
 from estimator_dist.contract import cluster
-from estimator_dist.jobs import kubernetes
+from estimator_dist.engines import kubernetes
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import local
 from estimator_dist.strategies import traits

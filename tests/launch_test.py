@@ -17,10 +17,10 @@ from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import horovodrun_entry
-from estimator_dist.jobs import job_dirs
-from estimator_dist.jobs import live_progress
-from estimator_dist.jobs import local_cluster
-from estimator_dist.jobs import process_tree
+from estimator_dist.supervision import job_dirs
+from estimator_dist.watching import live_progress
+from estimator_dist.supervision import local_cluster
+from estimator_dist.supervision import process_tree
 from estimator_dist.jobs import spec
 from tests import helpers
 

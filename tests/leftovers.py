@@ -15,8 +15,8 @@ import shutil
 import tempfile
 import time
 
-from estimator_dist.jobs import job_dirs
-from estimator_dist.jobs import process_tree
+from estimator_dist.supervision import job_dirs
+from estimator_dist.supervision import process_tree
 
 # The launcher's directories other than a new model_dir (which a job that finished keeps).
 _LAUNCHER_DIR = re.compile(r"^estimator_dist_\d+-\d+_(?!model_)[a-z]+_")

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 from tests import helpers
 
 _START_SECS = 120

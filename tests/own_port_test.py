@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from estimator_dist import errors
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 from estimator_dist.task import own_port
 from tests import helpers
 

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 
 
 def _binaries():

@@ -17,8 +17,8 @@ import pytest
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
-from estimator_dist.jobs import process_tree
-from estimator_dist.jobs import signal_forwarding
+from estimator_dist.supervision import process_tree
+from estimator_dist.supervision import signal_forwarding
 from estimator_dist.task import preemption
 from tests import helpers
 

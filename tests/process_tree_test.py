@@ -1,4 +1,4 @@
-"""jobs/process_tree as the launcher reads it (psutil): a task's family, a stopped process,
+"""supervision/process_tree as the launcher reads it (psutil): a task's family, a stopped process,
 a zombie, and the CPU time of a family that reaped a child."""
 
 import signal
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from estimator_dist.jobs import process_tree
+from estimator_dist.supervision import process_tree
 
 # A parent that starts a child, reaps it after it burned CPU, then sleeps: its CPU time
 # must count the child's.

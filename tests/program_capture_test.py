@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist.jobs import program_capture
+from estimator_dist.verification import program_capture
 from tests import helpers
 
 PROGRAM = '''
@@ -91,7 +91,8 @@ CAPTURE = '''
 import subprocess
 import sys
 from absl import flags
-from estimator_dist.jobs import program_capture, verify
+from estimator_dist.verification import program_capture
+from estimator_dist.verification import verify
 ours = verify.define_flags()
 flags.FLAGS(["verify", "--model_dir=/tmp/ours", "--train_steps=3"])
 estimator, _ = program_capture.captured(sys.argv[1:], our_flags=ours.names)

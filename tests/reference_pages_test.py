@@ -77,7 +77,7 @@ def test_every_environment_variable_has_its_row():
 
 
 def test_a_flag_added_without_its_page_fails_naming_the_page(monkeypatch):
-  from estimator_dist.jobs import progress_watch  # pylint: disable=g-import-not-at-top
+  from estimator_dist.watching import progress_watch  # pylint: disable=g-import-not-at-top
   define = progress_watch.define_flags
 
   def define_one_more(flag_values):

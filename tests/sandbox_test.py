@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from estimator_dist.jobs import namespace_holder
-from estimator_dist.jobs import sandbox
+from estimator_dist.supervision import namespace_holder
+from estimator_dist.supervision import sandbox
 
 
 @pytest.mark.processes

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from estimator_dist.contract import env_vars
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 from tests import helpers
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "slurmdbd", "mariadbd",

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from estimator_dist.jobs import slurm
+from estimator_dist.engines import slurm
 from tests import helpers
 from tests import slurm_cluster
 

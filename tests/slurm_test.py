@@ -11,7 +11,7 @@ from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import environment
 from estimator_dist.contract import slurm_env
-from estimator_dist.jobs import slurm
+from estimator_dist.engines import slurm
 from estimator_dist.jobs import spec
 from tests import helpers
 
@@ -174,7 +174,7 @@ def test_the_preemption_signal_and_the_requeue_can_be_changed_or_dropped():
   assert "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=0" in script.splitlines(), script
   step, check, end = script.splitlines()[-3:]
   assert step == f"srun --kill-on-bad-exit=1 {started()} python train.py || code=$?", script
-  assert check.endswith(" -m estimator_dist.jobs.job_end --strategy=multi_worker "
+  assert check.endswith(" -m estimator_dist.engines.job_end --strategy=multi_worker "
                         "--tasks=chief:0,worker:0 --mailbox=\"$ESTIMATOR_DIST_MAILBOX\" "
                         "--code=${code:-0} || code=$?") and end == 'exit "${code:-0}"', script
 

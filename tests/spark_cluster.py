@@ -14,7 +14,7 @@ import uuid
 import psutil
 import pytest
 
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 from tests import helpers
 
 CORES = 2

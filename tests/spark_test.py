@@ -1,4 +1,4 @@
-"""Spark: real training through estimator_dist.jobs.spark, on pyspark in local[N] mode and
+"""Spark: real training through estimator_dist.engines.spark, on pyspark in local[N] mode and
 on a Spark standalone cluster (a master and a worker the tests start); and the job value
 its call form builds, checked before Spark starts."""
 
@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from estimator_dist import errors
-from estimator_dist.jobs import spark
+from estimator_dist.engines import spark
 from estimator_dist.jobs import spec
 from tests import helpers
 from tests import spark_cluster

@@ -35,7 +35,7 @@ from estimator_dist.experiments import storage as storage_lib
 from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
-from estimator_dist.jobs import failure_cause
+from estimator_dist.supervision import failure_cause
 from estimator_dist.outputs import event_files
 from model_zoo import data as model_zoo_data
 from tests import helpers

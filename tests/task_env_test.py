@@ -14,10 +14,10 @@ from estimator_dist import launch
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
-from estimator_dist.jobs import kubernetes
+from estimator_dist.engines import kubernetes
 from estimator_dist.jobs import launcher
-from estimator_dist.jobs import slurm
-from estimator_dist.jobs import spark
+from estimator_dist.engines import slurm
+from estimator_dist.engines import spark
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import task_starter
 from estimator_dist.strategies import traits

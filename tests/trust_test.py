@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import env_vars
-from estimator_dist.jobs import local_cluster
+from estimator_dist.supervision import local_cluster
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.outputs import best_checkpoints
 from estimator_dist.outputs import checkpoints

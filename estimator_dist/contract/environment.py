@@ -5,7 +5,7 @@ The sources, in the order they are looked for:
 - a Horovod or MPI launcher's variables (`HOROVOD_RANK`, `OMPI_COMM_WORLD_RANK`, ...);
 - a SLURM job step (`slurm_env`);
 - nothing: one local process.
-Spark's barrier tasks are turned into TF_CONFIG by `estimator_dist.jobs.spark`.
+Spark's barrier tasks are turned into TF_CONFIG by `estimator_dist.engines.spark`.
 """
 
 import os

@@ -3,7 +3,7 @@
 The launcher gives it to every task (`env_vars.LAUNCHER`): a task's watchdog companion ends
 the task once that process is gone. It also names who holds a model_dir's lock
 (`outputs.model_dir_lock`) and which launcher made a temporary directory
-(`jobs.job_dirs`), so a later launcher can tell a running holder from a dead one. The start
+(`supervision.job_dirs`), so a later launcher can tell a running holder from a dead one. The start
 time tells a process from a later one that got its pid.
 
 The companion (`task/watchdog_companion.py`), which may import nothing of estimator_dist,

@@ -5,7 +5,7 @@ SlurmClusterResolver reads (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_STEP_NODEL
 SLURM_STEP_TASKS_PER_NODE), and derives the same cluster in the same order: hosts
 sorted, ports counted up from a base on each host, roles chief, evaluator, ps, worker.
 Unlike that resolver it needs no GPU and no nvidia-smi. The sbatch script that starts
-such a step is `estimator_dist.jobs.slurm`'s.
+such a step is `estimator_dist.engines.slurm`'s.
 """
 
 import re

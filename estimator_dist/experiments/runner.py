@@ -35,7 +35,7 @@ from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 from estimator_dist.task import preemption
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.jobs import process_tree
+from estimator_dist.supervision import process_tree
 from estimator_dist.jobs import spec
 
 _POLL_SECS = 0.5

@@ -4,7 +4,7 @@
       --strategy=multi_worker --workers_per_trial=2 --sweep_dir=/shared/sweep ... -- PROGRAM
 
 The driver runs the sweep's runner; each trial is one barrier stage of
-`estimator_dist.jobs.spark.run_job` (one Spark task per process of the trial's job, started
+`estimator_dist.engines.spark.run_job` (one Spark task per process of the trial's job, started
 together, TF_CONFIG from their addresses), in which every task runs the program with the
 trial's flags. `--parallel` trials run at once as concurrent Spark jobs. The program's
 evaluations reach the study through the model_dir, which every executor and the driver
@@ -21,8 +21,8 @@ import threading
 
 from estimator_dist.contract import task_env
 from estimator_dist.experiments import runner
-from estimator_dist.jobs import process_tree
-from estimator_dist.jobs import spark
+from estimator_dist.supervision import process_tree
+from estimator_dist.engines import spark
 from estimator_dist.jobs import spec
 
 
@@ -51,7 +51,7 @@ class _Stage:
       run()
       self.returncode = 0
     except Exception as e:  # pylint: disable=broad-except
-      # jobs.spark names the exit code of the task that failed the stage.
+      # engines.spark names the exit code of the task that failed the stage.
       code = re.search(r"exited with code (\d+)", str(e))
       self.returncode = int(code.group(1)) if code else 1
 

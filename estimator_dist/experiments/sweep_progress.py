@@ -15,7 +15,7 @@ import optuna
 
 from estimator_dist import command_line
 from estimator_dist.experiments import results
-from estimator_dist.jobs import live_progress
+from estimator_dist.watching import live_progress
 
 _STATES = ("complete", "pruned", "diverged")
 

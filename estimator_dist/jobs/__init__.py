@@ -1,12 +1,10 @@
-"""Starting jobs, in the order of the job path:
+"""A job, and starting it on this machine, in the order of the job path:
 
-job spec (`spec.JobSpec`) -> engine: this machine (`launcher`: refusals at the door from
-`startup_checks`, the tasks' ports from `local_cluster`, the program's model_dir from
-`model_dir_arg`, private namespaces from `sandbox`, whose first process is
-`namespace_holder`, Horovod's ranks through `horovodrun`), SLURM (`slurm`), Kubernetes
-(`kubernetes`), Spark (`spark`), standard servers (`server`) -> processes, a
-`processes.TaskGroup` watched until they end (their processes found in `process_tree`,
-their output copied by `task_output`; SIGTERM preempts them), and their temporary
-directories (`job_dirs`) removed.
-`verify` runs two jobs and compares their weights.
+job spec (`spec.JobSpec`) and its options (`launch_options`) -> the local launcher
+(`launcher`: refusals at the door from `startup_checks`, the program's model_dir from
+`model_dir_arg`, the tasks started by `task_starter`, Horovod's ranks through
+`horovodrun` and `horovodrun_entry`, the job's MLflow run from `launch_tracking`) ->
+its tasks, supervised (estimator_dist/supervision/) and watched
+(estimator_dist/watching/) until they end. `server` is a standard TensorFlow server
+for the standalone client mode. The other engines are in estimator_dist/engines/.
 """

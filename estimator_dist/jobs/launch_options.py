@@ -11,7 +11,7 @@ from typing import Optional
 from estimator_dist import errors
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
-from estimator_dist.jobs import sandbox as sandbox_lib
+from estimator_dist.supervision import sandbox as sandbox_lib
 from estimator_dist.option_flags import option
 
 INSTRUMENT = ("auto", "off")

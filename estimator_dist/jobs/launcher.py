@@ -30,16 +30,16 @@ from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
-from estimator_dist.jobs import curves
+from estimator_dist.watching import curves
 from estimator_dist.jobs import horovodrun
-from estimator_dist.jobs import job_dirs
+from estimator_dist.supervision import job_dirs
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launch_tracking
-from estimator_dist.jobs import live_progress
+from estimator_dist.watching import live_progress
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.jobs import process_tree
-from estimator_dist.jobs import processes
-from estimator_dist.jobs import sandbox as sandbox_lib
+from estimator_dist.supervision import process_tree
+from estimator_dist.supervision import processes
+from estimator_dist.supervision import sandbox as sandbox_lib
 from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
 from estimator_dist.outputs import model_dir_lock
@@ -64,7 +64,7 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
         f"--hosts, --hostfile, --network_interface, --horovod_controller, --horovodrun_args "
         f"and --elastic apply to --strategy=horovod; "
         f"{job.strategy} on several machines starts from TF_CONFIG (see `estimator-dist k8s` "
-        f"and `estimator-dist slurm`) or estimator_dist.jobs.spark.run.")
+        f"and `estimator-dist slurm`) or estimator_dist.engines.spark.run.")
   local = horovodrun.is_loopback(options.host) and (
       not horovodrun_ranks or run.is_local(job.num_workers))
   if not local and options.isolation == "private":

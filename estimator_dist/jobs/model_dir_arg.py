@@ -4,7 +4,7 @@ one."""
 import os
 import shutil
 
-from estimator_dist.jobs import job_dirs
+from estimator_dist.supervision import job_dirs
 from estimator_dist.outputs import model_dir_lock
 
 

@@ -35,10 +35,6 @@ from estimator_dist.task import watchdog
 # the program's own Horovod DistributedOptimizer): the decorator leaves that rate alone.
 RATE_SCALED_BY_PROGRAM = "_estimator_dist_rate_scaled_by_program"
 
-# The options every adapter takes, and the names a backend's options declare their flags
-# with, are in `options`, which imports no TensorFlow; kept here by their names.
-Options = options_lib.Options
-OptionFlag, FLAG, option = options_lib.OptionFlag, options_lib.FLAG, options_lib.option
 
 
 @contextlib.contextmanager
@@ -59,7 +55,7 @@ class StrategyAdapter:
   Subclasses set `name` and `Options` and override the methods below.
   """
   name = "local"
-  Options = Options
+  Options = options_lib.Options
   # RunConfig fields that only the chief's RunConfig keeps; the other tasks' are None.
   chief_only_fields = ()
 

@@ -23,7 +23,6 @@ def _cpu_devices(count):
   return [f"/cpu:{i}" for i in range(count)]
 
 
-MirroredOptions = options_lib.MirroredOptions  # Kept here by its name.
 
 
 class MirroredAdapter(base.StrategyAdapter):

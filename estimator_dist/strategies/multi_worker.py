@@ -11,7 +11,6 @@ from estimator_dist.strategies import options as options_lib
 COMMUNICATIONS = {
     name: getattr(tf.distribute.experimental.CommunicationImplementation, name.upper())
     for name in options_lib.COMMUNICATIONS}
-MultiWorkerOptions = options_lib.MultiWorkerOptions  # Kept here by its name.
 
 
 class MultiWorkerAdapter(base.StrategyAdapter):

@@ -63,7 +63,6 @@ def _only(device, timeout_secs=None):
                                   operation_timeout_in_ms=int((timeout_secs or 0) * 1000))
 
 
-ParameterServerOptions = options_lib.ParameterServerOptions  # Kept here by its name.
 
 
 class ParameterServerAdapter(base.StrategyAdapter):

@@ -29,8 +29,6 @@ from estimator_dist.contract import stop_files
 from estimator_dist.task import early_stopping_options
 from estimator_dist.task import preemption
 
-# The option, in `early_stopping_options` (which imports no TensorFlow), kept here by name.
-EarlyStopping, MODES = early_stopping_options.EarlyStopping, early_stopping_options.MODES
 # What a task feeds into the agreement; the adapters sum (or take the largest of) them.
 _END, PREEMPT = 1, 2
 _TF_STOP_HOOKS = (tf_early_stopping._StopOnPredicateHook,  # pylint: disable=protected-access

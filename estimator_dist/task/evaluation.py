@@ -30,10 +30,6 @@ from estimator_dist.task import evaluation_settings
 from estimator_dist.task import inputs
 from estimator_dist.task import preemption
 
-# The exporters' kinds and the default timeout (`evaluation_settings`), kept here by name.
-EXPORTER_KINDS = evaluation_settings.EXPORTER_KINDS
-TIMEOUT_MULTIPLE = evaluation_settings.TIMEOUT_MULTIPLE
-TIMEOUT_FLOOR_SECS = evaluation_settings.TIMEOUT_FLOOR_SECS
 
 
 def _name(input_fn):
@@ -96,15 +92,17 @@ class EvaluationWatch(tf.estimator.SessionRunHook):
     waited = time.monotonic() - self._started
     timeout = self._timeout_secs
     if timeout is None:
-      timeout = max(TIMEOUT_FLOOR_SECS, TIMEOUT_MULTIPLE * self._longest_secs)
+      timeout = max(evaluation_settings.TIMEOUT_FLOOR_SECS,
+                    evaluation_settings.TIMEOUT_MULTIPLE * self._longest_secs)
     if not timeout or waited <= timeout:
       return
     cause = (f"an eval input that repeats for ever: set eval_steps or remove repeat() from "
              f"{_name(self._input_fn)}" if self._steps is None else
              f"{self._steps} eval steps take longer than that")
     setting = ("--eval_timeout_secs" if self._timeout_secs else
-               f"{TIMEOUT_MULTIPLE}x the longest evaluation so far, at least "
-               f"{TIMEOUT_FLOOR_SECS} s; set --eval_timeout_secs to change it")
+               f"{evaluation_settings.TIMEOUT_MULTIPLE}x the longest evaluation so far, "
+               f"at least {evaluation_settings.TIMEOUT_FLOOR_SECS} s; set --eval_timeout_secs "
+               f"to change it")
     raise errors.EvaluationStalled(
         f"an evaluation ran {waited:.0f} s over {self._batches} batches, past its timeout of "
         f"{timeout:.0f} s ({setting}); probable cause: {cause}.")
@@ -125,9 +123,9 @@ def exporters(kinds_or_exporters, serving_input_receiver_fn, *, exports_to_keep)
     if isinstance(item, tf.estimator.Exporter):
       made.append(item)
       continue
-    if item not in EXPORTER_KINDS:
+    if item not in evaluation_settings.EXPORTER_KINDS:
       raise errors.ConfigError(f"exporter {item!r} is neither a tf.estimator.Exporter nor "
-                               f"one of {EXPORTER_KINDS}.")
+                               f"one of {evaluation_settings.EXPORTER_KINDS}.")
     if serving_input_receiver_fn is None:
       raise errors.ConfigError(
           f"the {item} exporter needs a serving_input_receiver_fn (what the exported model "

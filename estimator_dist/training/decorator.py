@@ -28,8 +28,6 @@ from estimator_dist.training import learning_rate
 from estimator_dist.training import rate_options
 from estimator_dist.training import rate_record
 
-# How the rate is set (`rate_options`, which imports no TensorFlow), kept here by name.
-LR_SCALINGS, RateOptions = rate_options.LR_SCALINGS, rate_options.RateOptions
 _MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
 _DECORATION_ATTR = "_estimator_dist_decoration"
 _logged = set()
@@ -58,7 +56,7 @@ def scale_factor(scaling: str, replicas: int) -> float:
     return float(replicas)
   if scaling == "sqrt":
     return math.sqrt(replicas)
-  errors.check_choice("lr_scaling", scaling, LR_SCALINGS)
+  errors.check_choice("lr_scaling", scaling, rate_options.LR_SCALINGS)
   return 1.0
 
 
@@ -82,7 +80,8 @@ def decorated(model_fn, *, lr_scaling=None, warmup_steps=None):
   Returns (decorated model_fn, its RateOptions). Training and evaluation call this; an
   undecorated model_fn gets the default options.
   """
-  original, options = getattr(model_fn, _DECORATION_ATTR, (model_fn, RateOptions()))
+  original, options = getattr(model_fn, _DECORATION_ATTR,
+                              (model_fn, rate_options.RateOptions()))
   changes = {k: v for k, v in (("lr_scaling", lr_scaling), ("warmup_steps", warmup_steps))
              if v is not None}
   options = dataclasses.replace(options, **changes)
@@ -111,7 +110,8 @@ def distributed(model_fn=None, *, lr_scaling=None, warmup_steps=0, lr_param="lea
       the scaled rate.
     lr_param: the key of `params` that holds the base learning rate.
   """
-  options = RateOptions(lr_scaling=lr_scaling, warmup_steps=warmup_steps, lr_param=lr_param)
+  options = rate_options.RateOptions(lr_scaling=lr_scaling, warmup_steps=warmup_steps,
+                                     lr_param=lr_param)
   if model_fn is None:
     return functools.partial(_decorate, options=options)
   return _decorate(model_fn, options)

@@ -1,4 +1,4 @@
-"""Trains the model_zoo DNN on digits through estimator_dist.jobs.spark on local Spark.
+"""Trains the model_zoo DNN on digits through estimator_dist.engines.spark on local Spark.
 
   python -m tests.programs.spark_train --strategy=multi_worker --num_workers=2 \
       --model_dir=/tmp/m --train_steps=200
@@ -43,7 +43,7 @@ def train(strategy, model_dir, train_steps, fail_worker=False):
 
 def main(_):
   import pyspark  # pylint: disable=g-import-not-at-top
-  from estimator_dist.jobs import spark  # pylint: disable=g-import-not-at-top
+  from estimator_dist.engines import spark  # pylint: disable=g-import-not-at-top
   f = flags.FLAGS
   # The executors' Python: this one, which has estimator_dist and Horovod.
   os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -18,7 +18,7 @@ import sys
 import psutil
 
 from estimator_dist import errors
-from estimator_dist.jobs import namespace_holder
+from estimator_dist.supervision import namespace_holder
 
 ISOLATIONS = ("auto", "private", "host")
 

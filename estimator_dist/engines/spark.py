@@ -1,6 +1,7 @@
 """Spark: train on a Spark cluster's executors, the TensorFlowOnSpark way.
 
-  from estimator_dist.jobs import spark, spec
+  from estimator_dist.engines import spark
+  from estimator_dist.jobs import spec
   results = spark.run(train_fn, num_workers=4, strategy="multi_worker")
   # The same as values: the JobSpec every engine takes, and Spark's own options.
   job = spec.JobSpec(strategy="multi_worker", num_workers=4, command=spark.FUNCTION_COMMAND)
@@ -37,9 +38,9 @@ from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
-from estimator_dist.jobs import local_cluster
-from estimator_dist.jobs import processes
-from estimator_dist.jobs import progress_watch
+from estimator_dist.supervision import local_cluster
+from estimator_dist.supervision import processes
+from estimator_dist.watching import progress_watch
 from estimator_dist.jobs import spec
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
@@ -84,7 +85,7 @@ def pyspark_modules():
     import pyspark  # pylint: disable=g-import-not-at-top
     from pyspark import cloudpickle  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    raise ImportError(f"estimator_dist.jobs.spark needs pyspark 3.5 ({e}); install "
+    raise ImportError(f"estimator_dist.engines.spark needs pyspark 3.5 ({e}); install "
                       f"estimator_dist[spark].") from None
   return pyspark, cloudpickle
 
@@ -246,7 +247,7 @@ def _run_in_new_process(payload, name, extra_env):
     with open(call, "wb") as f:
       f.write(payload)
     task = processes.Task(
-        name, [sys.executable, "-c", "import sys; from estimator_dist.jobs import spark; "
+        name, [sys.executable, "-c", "import sys; from estimator_dist.engines import spark; "
                "spark.call_pickled(sys.argv[1], sys.argv[2])", call, result],
         processes.child_env(**extra_env), sys.stderr)
     try:

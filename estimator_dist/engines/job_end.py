@@ -8,7 +8,7 @@
 
 The sbatch script of `estimator-dist slurm` runs it after its step:
 
-  python -m estimator_dist.jobs.job_end --mailbox=DIR --strategy=S --tasks=chief:0,... --code=N
+  python -m estimator_dist.engines.job_end --mailbox=DIR --strategy=S --tasks=chief:0,... --code=N
 """
 
 import argparse
@@ -21,7 +21,7 @@ from estimator_dist.contract import mailbox as mailbox_lib
 
 
 def main(argv=None, *, command="slurm"):
-  parser = argparse.ArgumentParser(prog="python -m estimator_dist.jobs.job_end")
+  parser = argparse.ArgumentParser(prog="python -m estimator_dist.engines.job_end")
   parser.add_argument("--mailbox", required=True)
   parser.add_argument("--strategy", required=True)
   parser.add_argument("--tasks", required=True, help="The names that must join, by commas.")

@@ -16,7 +16,7 @@ while any work uses about a second per second.
 import time
 
 from estimator_dist.contract import heartbeat
-from estimator_dist.jobs import process_tree
+from estimator_dist.supervision import process_tree
 
 # How often the processes are looked at: the table of every process costs milliseconds of
 # CPU (psutil), on the CPUs a sweep's trial shares with its tasks, and the hang checks

@@ -27,7 +27,7 @@ from estimator_dist.contract import task_env
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.jobs import signal_forwarding
+from estimator_dist.supervision import signal_forwarding
 from estimator_dist.jobs import spec
 from estimator_dist.option_flags import option
 
@@ -214,7 +214,7 @@ def _mailbox_lines(job, options):
 def _job_end(job, code):
   """The command that reads the step's exit `code` (a shell word) in the job's mailbox
   (`job_end`): 0 only when every task joined, 200 only when the toolkit preempted."""
-  return shlex.join([sys.executable, "-m", "estimator_dist.jobs.job_end",
+  return shlex.join([sys.executable, "-m", "estimator_dist.engines.job_end",
                      f"--strategy={job.strategy}", f"--tasks={','.join(sorted(job.task_names))}"]
                     ) + f' --mailbox="${env_vars.MAILBOX}" --code={code}'
 

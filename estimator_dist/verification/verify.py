@@ -84,7 +84,7 @@ def run():
 
 def _main(argv, verify_flags):
   # TensorFlow's, imported once the flags are parsed: --help needs none installed.
-  from estimator_dist.jobs import verify_runs  # pylint: disable=g-import-not-at-top
+  from estimator_dist.verification import verify_runs  # pylint: disable=g-import-not-at-top
   return verify_runs.main(argv, verify_flags)
 
 

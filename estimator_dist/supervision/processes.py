@@ -18,10 +18,10 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import rounds
-from estimator_dist.jobs import job_dirs
-from estimator_dist.jobs import process_tree
-from estimator_dist.jobs import progress
-from estimator_dist.jobs import task_output
+from estimator_dist.supervision import job_dirs
+from estimator_dist.supervision import process_tree
+from estimator_dist.supervision import hangs as hangs_lib
+from estimator_dist.supervision import task_output
 
 
 _GRACEFUL = (signal.SIGTERM, signal.SIGUSR1)  # The signals by which a job is preempted.
@@ -222,7 +222,7 @@ class TaskGroup:
     called at every look (live_progress).
     """
     deadline = uneven_since = None
-    hangs = self.hang_timeout_secs and progress.Hangs(
+    hangs = self.hang_timeout_secs and hangs_lib.Hangs(
         mailbox=self.mailbox, timeout_secs=self.hang_timeout_secs,
         expected=training if beating is None else beating, log=self.log)
     while True:

@@ -16,7 +16,7 @@ import tensorflow as tf
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import launcher
-from estimator_dist.jobs import program_capture
+from estimator_dist.verification import program_capture
 from estimator_dist.jobs import spec
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
@@ -65,7 +65,7 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
   module = [] if program else [f"--module={verify_flags.module.value}"]
   # Each process on every CPU, its thread pools the one worker's: ranks pinned to a share
   # would split their sums into other pieces, which changes rounding, not the math.
-  command = [sys.executable, "-m", "estimator_dist.jobs.verify", "--train_only", *extra,
+  command = [sys.executable, "-m", "estimator_dist.verification.verify", "--train_only", *extra,
              *module, "--cpu_affinity=none", f"--model_dir={model_dir}",
              f"--train_steps={training.value('train_steps')}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",

@@ -1,7 +1,7 @@
 """The first process of a local job's namespaces: what `sandbox.open_sandbox` runs.
 
   unshare [--user --map-root-user] --net --pid --fork --kill-child \\
-      python -I -S .../estimator_dist/jobs/namespace_holder.py
+      python -I -S .../estimator_dist/supervision/namespace_holder.py
 
 It brings the loopback interface up (a new network namespace has it down), prints
 "ready" on stdout, and waits until it is killed; as the namespaces' first process, its

@@ -3,7 +3,7 @@
   estimator-dist progress --mailbox=DIR --model_dir=DIR --progress_secs=30
 
 The sbatch script of `estimator-dist slurm` runs it in the background of its batch step,
-and `jobs.spark` in a thread of its driver: the tasks beat in the job's mailbox, in the
+and `engines.spark` in a thread of its driver: the tasks beat in the job's mailbox, in the
 (shared) model_dir, and this prints the launcher's progress lines (`live_progress`) into the job's
 output until the job's tasks have ended or it is stopped, each its own:
 `estimator-dist progress: step 1200/2000 (60 %), ...`.
@@ -21,7 +21,7 @@ from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
-from estimator_dist.jobs import live_progress
+from estimator_dist.watching import live_progress
 
 
 def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None):

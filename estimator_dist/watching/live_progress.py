@@ -16,7 +16,7 @@ import os
 import time
 
 from estimator_dist.contract import heartbeat
-from estimator_dist.jobs import terminal_bar
+from estimator_dist.watching import terminal_bar
 
 # A task this many beats behind the job's step is slower, not just between two beats.
 _BEATS_BEHIND = 2.0

@@ -29,7 +29,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.contract import task_env
-from estimator_dist.jobs import signal_forwarding
+from estimator_dist.supervision import signal_forwarding
 from estimator_dist.jobs import spec
 from estimator_dist.option_flags import option
 

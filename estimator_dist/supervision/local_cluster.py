@@ -1,6 +1,6 @@
 """The cluster of a job on this machine: free ports of one host, one per task.
 
-  from estimator_dist.jobs import local_cluster
+  from estimator_dist.supervision import local_cluster
   cluster = local_cluster.local_cluster(job)  # {"chief": ("127.0.0.1:40001",), ...}
 
 The local launcher gives every task of a tf.distribute job its own port; Spark's tasks
