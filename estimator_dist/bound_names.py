@@ -6,7 +6,20 @@ replacing it in each of them."""
 import sys
 
 
-def modules_binding(name, value):
+def _modules_binding(name, value):
   """The loaded modules whose attribute `name` is `value`."""
   return [module for module in list(sys.modules.values())
           if getattr(module, "__dict__", {}).get(name) is value]
+
+
+def rebind(name, value, replacement):
+  """Binds `replacement` as `name` in every loaded module that binds `value` so; returns
+  a function that binds `value` back in them."""
+  modules = _modules_binding(name, value)
+  for module in modules:
+    setattr(module, name, replacement)
+
+  def undo():
+    for module in modules:
+      setattr(module, name, value)
+  return undo

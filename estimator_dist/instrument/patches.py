@@ -55,11 +55,9 @@ def install(*, strategy):
   _original["train_and_evaluate"] = training_lib.train_and_evaluate
   for name in ("train", "evaluate", "export_saved_model"):
     _original[name] = getattr(_ESTIMATOR, name)
-  routed = _routed(_train_and_evaluate, "train_and_evaluate")
   # Also in the API modules that bound it already: starting a strategy loads them.
-  for module in bound_names.modules_binding("train_and_evaluate",
-                                            _original["train_and_evaluate"]):
-    module.train_and_evaluate = routed
+  bound_names.rebind("train_and_evaluate", _original["train_and_evaluate"],
+                     _routed(_train_and_evaluate, "train_and_evaluate"))
   _ESTIMATOR.train = _routed(_train, "train")
   _ESTIMATOR.evaluate = _routed(_evaluate, "evaluate")
   if traits.of(strategy).needs_ps:  # Its server started without collectives.

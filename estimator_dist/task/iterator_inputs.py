@@ -58,7 +58,6 @@ def _routed(make):
     owner = threading.get_ident()
     originals = {name: getattr(dataset_ops, name) for name in _FUNCTIONS}
     methods = {name: getattr(dataset_ops.DatasetV1, name) for name in _FUNCTIONS}
-    bound = {name: bound_names.modules_binding(name, originals[name]) for name in _FUNCTIONS}
 
     def routed(original):
       def make_iterator(dataset, *args, **kwargs):
@@ -66,16 +65,16 @@ def _routed(make):
           return original(dataset, *args, **kwargs)
         return make(dataset)  # shared_name: no iterator is made.
       return make_iterator
+    unbind = []
     try:
       for name in _FUNCTIONS:
-        for module in bound[name]:
-          setattr(module, name, routed(originals[name]))
+        unbind.append(bound_names.rebind(name, originals[name], routed(originals[name])))
         setattr(dataset_ops.DatasetV1, name, routed(methods[name]))
       yield
     finally:
+      for undo in unbind:
+        undo()
       for name in _FUNCTIONS:
-        for module in bound[name]:
-          setattr(module, name, originals[name])
         setattr(dataset_ops.DatasetV1, name, methods[name])
 
 

@@ -46,12 +46,10 @@ def captured(command, *, our_flags=()):
     if name in flags.FLAGS:
       delattr(flags.FLAGS, name)
   original = training_lib.train_and_evaluate, estimator_lib.Estimator.train
-  bound = bound_names.modules_binding("train_and_evaluate", original[0])
   argv = sys.argv
   sys.argv = [script, *args]
   estimator_lib.Estimator.train = _train
-  for module in bound:
-    module.train_and_evaluate = _train_and_evaluate
+  unbind = bound_names.rebind("train_and_evaluate", original[0], _train_and_evaluate)
   try:
     run()
   except _Captured as taken:
@@ -59,8 +57,7 @@ def captured(command, *, our_flags=()):
   finally:
     sys.argv = argv
     estimator_lib.Estimator.train = original[1]
-    for module in bound:
-      module.train_and_evaluate = original[0]
+    unbind()
   raise errors.ConfigError(f"{' '.join(command)} ended without training: verify takes the "
                            f"Estimator and the input_fn of its first Estimator.train() or "
                            f"tf.estimator.train_and_evaluate() call.")
