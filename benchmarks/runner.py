@@ -17,8 +17,8 @@ import time
 from benchmarks import models
 from benchmarks import timing
 from estimator_dist.jobs import launcher as launcher_lib
-from estimator_dist.supervision import processes
 from estimator_dist.jobs import spec
+from estimator_dist.supervision import processes
 from estimator_dist.task import placement
 
 BASELINES = {"horovod": "benchmarks.baselines.horovod_estimator"}

@@ -22,10 +22,10 @@ from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.experiments import dashboard
 from estimator_dist.experiments import results
-from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import runner
 from estimator_dist.experiments import slurm_array
 from estimator_dist.experiments import spark_engine
+from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
 

@@ -78,3 +78,15 @@ def test_the_pages_code_runs(tmp_path):
     if "estimator-dist launch" in script:
       assert "estimator-dist launch: summary" in output, output[-3000:]
       assert f"steps          {RUN_STEPS}" in output, output[-3000:]
+      # The default terminal: the toolkit's lines of each task, none of TensorFlow's
+      # INFO lines or deprecation warnings, which are all in the tasks' logs.
+      tasks = [line for line in output.splitlines() if line.startswith("[")]
+      assert any(line.startswith("[chief:0] estimator-dist: ") for line in tasks), output
+      noise = [line for line in tasks if re.match(r"\[\S+\] ([IW]\d{4} |\d{4}-\d\d-\d\d )",
+                                                  line) or "deprecat" in line]
+      assert not noise, output
+      logs = re.search(r"left out \d+ of the tasks' lines .*: every line is in (\S+)\n",
+                       output)
+      assert logs, output[-3000:]
+      with open(os.path.join(logs[1], "chief-0.log")) as f:
+        assert "is deprecated" in f.read()

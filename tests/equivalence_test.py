@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 
 import estimator_dist as ed
-from estimator_dist.verification import verify_runs
 from estimator_dist.training import rate_record
+from estimator_dist.verification import verify_runs
 from model_zoo import mnist_dnn
 from tests import helpers
 
@@ -180,8 +180,8 @@ def test_checkpoints_resume_under_another_strategy(tmp_path):
         "--lr_scaling=none", num_workers=workers)
     assert code == 0, output[-3000:]
     if i:
-      assert re.search(rf"Restoring parameters from \S*model.ckpt-{steps - 5}\n", output), (
-          output[-3000:])
+      assert re.search(rf"Restoring parameters from \S*model.ckpt-{steps - 5}\n",
+                       helpers.task_logs(str(chain))), output[-3000:]
   assert tf.train.load_checkpoint(str(chain)).get_tensor("global_step") == 20
 
   # The reference: four local segments in this process, from the chain's first checkpoint.

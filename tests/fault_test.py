@@ -97,7 +97,8 @@ def test_a_killed_worker_restarts_the_job_from_the_last_checkpoint(strategy, arg
   assert restart, output[-5000:]
   resumed = int(restart.group(1))
   assert saved <= resumed < saved + 2 * INTERVAL
-  assert f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in output
+  assert (f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in
+          helpers.task_logs(model_dir))
   # The job reached the step it asked for, and its final checkpoint reads back.
   assert STEPS <= restorable(model_dir) <= STEPS + 2
   summary = helpers.summaries(output)
@@ -196,7 +197,8 @@ def test_a_killed_worker_and_then_a_stopped_one_each_restart_the_job(tmp_path):
   assert noticed is not None and noticed < stopped_at, output[-5000:]
   assert noticed - killed_at < 60, line
   assert saved <= resumed < saved + 2 * INTERVAL
-  assert f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in output
+  assert (f"Restoring parameters from {model_dir}/model.ckpt-{resumed}" in
+          helpers.task_logs(model_dir))
   # The stop: by its heartbeat, or as a stopped process, whichever look comes first.
   noticed, line = first_after(job, "; stopping the job", stopped_at)
   assert noticed is not None and "worker:0" in line and "for 40s (" in line, output[-5000:]

@@ -9,9 +9,9 @@ import estimator_dist as ed
 from estimator_dist import launch
 from estimator_dist import sweep_cli
 from estimator_dist.engines import kubernetes
-from estimator_dist.watching import progress_watch
 from estimator_dist.engines import slurm
 from estimator_dist.verification import verify
+from estimator_dist.watching import progress_watch
 
 DEFINERS = {
     "launch": launch.define_flags,
@@ -152,6 +152,11 @@ TABLE = {
         ('strategy', 'string enum', 'multi_worker', {'values': STRATEGIES},
          "Distribution strategy; the program's tasks find it in their environment "
          "(ESTIMATOR_DIST_STRATEGY)."),
+        ('terminal', 'string enum', 'default', {'values': ('quiet', 'default', 'all')},
+         "What the terminal shows of the tasks' output. default: all but TensorFlow's "
+         "start-up notes, INFO lines and deprecation warnings; quiet: only the toolkit's "
+         "lines, warnings, errors and tracebacks; all: every line. Every line is kept in "
+         "model_dir/estimator_dist/logs/, whatever is shown."),
     ],
     'slurm': [
         ('cpus_per_task', 'int', None, {'lower_bound': 1},

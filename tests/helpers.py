@@ -17,8 +17,8 @@ import pytest
 
 from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
-from estimator_dist.supervision import job_dirs
 from estimator_dist.jobs import model_dir_arg
+from estimator_dist.supervision import job_dirs
 from estimator_dist.supervision import process_tree
 
 PYTHON = sys.executable
@@ -118,6 +118,17 @@ def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300)
   return run(launch_command(f"--strategy={strategy}", f"--num_workers={num_workers}",
                             *launch_args, program=(PYTHON, "-m", program, *args)),
              timeout=timeout)
+
+
+def task_logs(model_dir):
+  """Every line the tasks of the launches into `model_dir` wrote, as each task's log in
+  it keeps them (the terminal leaves out TensorFlow's INFO lines by default)."""
+  directory = os.path.join(model_dir, "estimator_dist", "logs")
+  text = []
+  for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+    with open(os.path.join(directory, name), errors="replace") as f:
+      text.append(f.read())
+  return "".join(text)
 
 
 def summaries(output):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -17,18 +18,19 @@ from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import horovodrun_entry
+from estimator_dist.jobs import spec
 from estimator_dist.supervision import job_dirs
-from estimator_dist.watching import live_progress
 from estimator_dist.supervision import local_cluster
 from estimator_dist.supervision import process_tree
-from estimator_dist.jobs import spec
+from estimator_dist.watching import live_progress
 from tests import helpers
 
 # A task that reports its TF_CONFIG, its arguments and the job's strategy and model_dir
-# (its environment), then fails if it is worker:0 (exit 3), ends if it
-# is the chief, or else sleeps until it is stopped.
+# (its environment), then fails if it is worker:0 (exit 3, after an INFO record in
+# TensorFlow's form and a traceback), ends if it is the chief, or else sleeps until it
+# is stopped.
 TASK = """
-import json, os, sys, time
+import json, os, sys, time, traceback
 task = json.loads(os.environ["TF_CONFIG"])["task"] if "TF_CONFIG" in os.environ else None
 print("task", json.dumps(task), "argv", " ".join(sys.argv[1:]), "env",
       os.environ.get("ESTIMATOR_DIST_STRATEGY"), os.environ.get("ESTIMATOR_DIST_MODEL_DIR"),
@@ -36,6 +38,11 @@ print("task", json.dumps(task), "argv", " ".join(sys.argv[1:]), "env",
 role = (task or {}).get("type")
 if role and role == os.environ.get("FAIL_ROLE"):
     time.sleep(1)
+    print("I1129 12:00:12.55 140 estimator.py:1177] Done calling model_fn.", flush=True)
+    try:
+        raise ValueError("the input is gone")
+    except ValueError:
+        traceback.print_exc()
     sys.exit(3)
 if role and role == os.environ.get("END_ROLE"):
     sys.exit(0)
@@ -107,6 +114,14 @@ def test_a_failing_task_stops_the_others_and_gives_its_code():
                               env={"FAIL_ROLE": "worker"})
   assert code == 3, output
   assert "exited with code 3; stopping the other tasks" in output
+  # The default terminal shows the error, not TensorFlow's INFO line, which the task's
+  # log in the kept temporary model_dir has.
+  assert "[worker:0] Traceback (most recent call last):" in output, output
+  assert "[worker:0] ValueError: the input is gone" in output, output
+  assert "Done calling model_fn" not in output, output
+  logs = re.search(r"left out \d+ of the tasks' lines .*: every line is in (\S+)\n", output)
+  with open(os.path.join(logs[1], "worker-0.log")) as f:
+    assert "Done calling model_fn" in f.read()
 
 
 @pytest.mark.processes

@@ -16,8 +16,8 @@ from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox as mailbox_lib
-from estimator_dist.contract import summary
 from estimator_dist.contract import rounds
+from estimator_dist.contract import summary
 
 
 @pytest.fixture(name="mailbox")

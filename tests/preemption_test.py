@@ -178,7 +178,8 @@ def test_sigterm_to_every_process_saves_at_one_agreed_step_and_the_rerun_trains_
   code, again = helpers.run(helpers.launch_command(
       *launch, program=(helpers.PYTHON, "-m", "tests.programs.plain_model", *program)))
   assert code == 0, again[-5000:]
-  assert f"Restoring parameters from {model_dir}/model.ckpt-{step}\n" in again, again[-5000:]
+  assert f"Restoring parameters from {model_dir}/model.ckpt-{step}\n" in helpers.task_logs(
+      model_dir), again[-5000:]
   summary, = helpers.summaries(again)
   assert int(summary["steps"]) >= STEPS and checkpoint_steps(model_dir)[-1] >= STEPS
   after = {task: int(n) for task, n in _STEPS_RUN.findall(again)}
@@ -201,7 +202,7 @@ def test_sigterm_to_the_ps_alone_preempts_the_job_and_a_long_evaluation_is_aband
                                   "--eval_secs=60", "--eval_throttle_secs=1"])
   try:
     deadline = time.monotonic() + 240
-    while "Starting evaluation" not in job.output:
+    while "Starting evaluation" not in helpers.task_logs(model_dir):
       assert time.monotonic() < deadline and job.process.poll() is None, job.output[-3000:]
       time.sleep(0.1)
     time.sleep(2)  # Into the evaluation's batches.

@@ -15,9 +15,9 @@ from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.engines import kubernetes
-from estimator_dist.jobs import launcher
 from estimator_dist.engines import slurm
 from estimator_dist.engines import spark
+from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import task_starter
 from estimator_dist.strategies import traits

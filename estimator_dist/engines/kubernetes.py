@@ -29,9 +29,9 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.contract import task_env
-from estimator_dist.supervision import signal_forwarding
 from estimator_dist.jobs import spec
 from estimator_dist.option_flags import option
+from estimator_dist.supervision import signal_forwarding
 
 API_VERSION = "kubeflow.org/v1"
 TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.

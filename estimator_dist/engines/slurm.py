@@ -27,9 +27,9 @@ from estimator_dist.contract import task_env
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.supervision import signal_forwarding
 from estimator_dist.jobs import spec
 from estimator_dist.option_flags import option
+from estimator_dist.supervision import signal_forwarding
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -38,10 +38,10 @@ from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import spec
 from estimator_dist.supervision import local_cluster
 from estimator_dist.supervision import processes
 from estimator_dist.watching import progress_watch
-from estimator_dist.jobs import spec
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
 FUNCTION_COMMAND = ("<train_fn>",)

@@ -33,10 +33,10 @@ from estimator_dist.experiments import study as study_lib
 from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import sweep_tracking
 from estimator_dist.experiments import trial_job
-from estimator_dist.task import preemption
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.supervision import process_tree
 from estimator_dist.jobs import spec
+from estimator_dist.supervision import process_tree
+from estimator_dist.task import preemption
 
 _POLL_SECS = 0.5
 

@@ -19,9 +19,9 @@ import sys
 
 from estimator_dist import errors
 from estimator_dist.contract import task_env
-from estimator_dist.supervision import signal_forwarding
 from estimator_dist.engines import slurm
 from estimator_dist.jobs import spec
+from estimator_dist.supervision import signal_forwarding
 
 _NOT_FORWARDED = ("parallel",)
 

@@ -20,10 +20,10 @@ import sys
 import threading
 
 from estimator_dist.contract import task_env
-from estimator_dist.experiments import runner
-from estimator_dist.supervision import process_tree
 from estimator_dist.engines import spark
+from estimator_dist.experiments import runner
 from estimator_dist.jobs import spec
+from estimator_dist.supervision import process_tree
 
 
 def run_program(command, log_path):

@@ -18,10 +18,10 @@ import optuna
 from estimator_dist import errors
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import task_env
-from estimator_dist.supervision import failure_cause
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import storage as storage_lib
+from estimator_dist.supervision import failure_cause
 from estimator_dist.supervision import process_tree
 
 LOG_NAME = "launch.log"

@@ -21,10 +21,10 @@ from tensorflow.python.distribute import collective_all_reduce_strategy  # pylin
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
+from estimator_dist import bound_names
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
-from estimator_dist import bound_names
 from estimator_dist.contract import rounds
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory

@@ -11,8 +11,9 @@ from typing import Optional
 from estimator_dist import errors
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
-from estimator_dist.supervision import sandbox as sandbox_lib
 from estimator_dist.option_flags import option
+from estimator_dist.supervision import sandbox as sandbox_lib
+from estimator_dist.supervision import shown_output
 
 INSTRUMENT = ("auto", "off")
 
@@ -68,6 +69,12 @@ class LaunchOptions:
       30.0, kind="float", lower_bound=0.0, help="Every this many seconds, a local job's "
       "launcher prints how far training is: step of the last, steps and examples per "
       "second, ETA, the slowest task, the latest evaluation; 0 never does.")
+  terminal: str = option(
+      "default", kind="enum", values=shown_output.LEVELS,
+      help="What the terminal shows of the tasks' output. default: all but TensorFlow's "
+      "start-up notes, INFO lines and deprecation warnings; quiet: only the toolkit's "
+      "lines, warnings, errors and tracebacks; all: every line. Every line is kept in "
+      "model_dir/estimator_dist/logs/, whatever is shown.")
   curves: bool = option(
       True, kind="bool", help="When the job ends, draw model_dir/curves.png: loss, eval "
       "metrics and training rate against the step (matplotlib).")
@@ -87,6 +94,7 @@ class LaunchOptions:
   def __post_init__(self):
     errors.check_choice("--isolation", self.isolation, sandbox_lib.ISOLATIONS)
     errors.check_choice("--instrument", self.instrument, INSTRUMENT)
+    errors.check_choice("--terminal", self.terminal, shown_output.LEVELS)
     errors.check_non_negative("--max_restarts", self.max_restarts)
     errors.check_non_negative("--hang_timeout_secs", self.hang_timeout_secs)
     errors.check_non_negative("--startup_timeout_secs", self.startup_timeout_secs)

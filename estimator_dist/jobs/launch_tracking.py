@@ -12,8 +12,8 @@ FAILED with the line of the tasks' output that says why (`failure_cause`, the
 import os
 
 from estimator_dist.contract import env_vars
-from estimator_dist.supervision import failure_cause
 from estimator_dist.outputs import tracking
+from estimator_dist.supervision import failure_cause
 
 VARIABLES = (env_vars.MLFLOW_TRACKING_URI, env_vars.MLFLOW_RUN_ID)
 

@@ -30,19 +30,20 @@ from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
-from estimator_dist.watching import curves
 from estimator_dist.jobs import horovodrun
-from estimator_dist.supervision import job_dirs
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launch_tracking
-from estimator_dist.watching import live_progress
 from estimator_dist.jobs import model_dir_arg
-from estimator_dist.supervision import process_tree
-from estimator_dist.supervision import processes
-from estimator_dist.supervision import sandbox as sandbox_lib
 from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
 from estimator_dist.outputs import model_dir_lock
+from estimator_dist.supervision import job_dirs
+from estimator_dist.supervision import process_tree
+from estimator_dist.supervision import processes
+from estimator_dist.supervision import sandbox as sandbox_lib
+from estimator_dist.supervision import shown_output
+from estimator_dist.watching import curves
+from estimator_dist.watching import live_progress
 
 
 PORT_RETRIES = 3
@@ -97,6 +98,10 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     model_dir, made = model_dir_arg.job_model_dir(list(job.command), options.model_dir)
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
+    group.task_logs = shown_output.TaskLogs(
+        None if "://" in model_dir else os.path.join(model_dir, "estimator_dist", "logs"),
+        level=options.terminal,
+        program=os.path.basename(launching.program_file(list(job.command)) or ""))
     # Its tasks agree through the job's directory on this machine: local jobs only.
     instrumented = local and options.instrument == "auto" and launching.instrumented(
         job.command)
@@ -138,7 +143,8 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
                     summary=group.summary)
     if sandbox:
       sandbox.close()
-    why = made and _why_remove(model_dir, code)
+    why = made and _why_remove(model_dir, code,
+                               kept_output=group.task_logs and group.task_logs.hidden)
     if why:
       shutil.rmtree(model_dir, ignore_errors=True)
       group.log(f"removed {model_dir}: {why}")
@@ -146,13 +152,14 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
       signal.signal(s, handler)
 
 
-def _why_remove(model_dir, code):
+def _why_remove(model_dir, code, *, kept_output):
   """Why the new temporary `model_dir` goes once the job ended with `code` (None: stopped
-  by a signal), or None: it keeps a checkpoint, or what a job that finished wrote."""
+  by a signal), or None: it keeps a checkpoint, what a job that finished wrote, or the
+  tasks' output that the terminal did not show all of (`kept_output`)."""
   if code == 0:
     wrote = not os.path.isdir(model_dir) or os.listdir(model_dir)
     return None if wrote else "the job finished without writing anything there"
-  if model_dir_arg.has_checkpoint(model_dir):
+  if model_dir_arg.has_checkpoint(model_dir) or kept_output:
     return None
   return f"the job {'failed' if code else 'ended'} before writing a checkpoint"
 
@@ -202,6 +209,8 @@ def _run_attempts(starter, *, new_model_dir):
     code = _joined_or_failed(starter)
   outcome = {0: "finished", errors.PREEMPTED_EXIT_CODE: "was preempted" if ours else "failed"
              }.get(code, "failed")
+  if group.task_logs.note():
+    group.log(group.task_logs.note())
   group.log(f"job {outcome} with exit code {code}")
   if group.mailbox:
     record = summary.read_record(group.mailbox, warn=group.log)

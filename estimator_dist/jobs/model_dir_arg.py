@@ -4,8 +4,8 @@ one."""
 import os
 import shutil
 
-from estimator_dist.supervision import job_dirs
 from estimator_dist.outputs import model_dir_lock
+from estimator_dist.supervision import job_dirs
 
 
 def program_model_dir(args):

@@ -13,10 +13,10 @@ from estimator_dist.contract import task_env
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import launch_tracking
+from estimator_dist.jobs import spec
 from estimator_dist.supervision import local_cluster
 from estimator_dist.supervision import processes
 from estimator_dist.supervision import sandbox as sandbox_lib
-from estimator_dist.jobs import spec
 
 
 def _horovodrun_env():

@@ -101,7 +101,7 @@ def remove_left_behind(log, keep=lambda path: False):
         continue
       shutil.rmtree(path, ignore_errors=True)
       if not os.path.exists(path):
-        log(f"removed {path}, left by launcher {pid} which was killed")
+        log(f"removed {path}, left by launcher {pid}, which has ended")
 
 
 def remove_multiprocessing_files(mapped):

@@ -18,9 +18,9 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import rounds
+from estimator_dist.supervision import hangs as hangs_lib
 from estimator_dist.supervision import job_dirs
 from estimator_dist.supervision import process_tree
-from estimator_dist.supervision import hangs as hangs_lib
 from estimator_dist.supervision import task_output
 
 
@@ -31,15 +31,16 @@ _UNEVEN_SECS = 2.0
 
 
 class Task:
-  """One child process, its output copied line by line with a prefix (task_output).
+  """One child process, its output copied line by line with a prefix (task_output; `logs`
+  keeps all of it and chooses what `out` shows).
 
   `tail` keeps its last lines, for an error message; `printed_summaries` are the summary
   lines it printed.
   """
 
-  def __init__(self, name, command, env, out):
+  def __init__(self, name, command, env, out, *, logs=None):
     self.name = name
-    self._output = task_output.Output(name, out)
+    self._output = task_output.Output(name, out, logs=logs)
     self.tail = self._output.tail
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -154,6 +155,7 @@ class TaskGroup:
     self._directories = []
     self.mailbox = mailbox_lib.Mailbox(self.temporary_directory("mailbox")) if mailbox else None
     self.summary = None  # The chief's, once the job ended (the launcher reads it).
+    self.task_logs = None  # Where every line goes, what is shown: shown_output.TaskLogs.
 
   def temporary_directory(self, kind, parent=None):
     """A new directory (in `parent`, default the system's), removed when the group
@@ -165,7 +167,7 @@ class TaskGroup:
     command_line.write(self.out, message, command="launch")
 
   def start(self, name, command, env):
-    self.tasks.append(Task(name, command, env, self.out))
+    self.tasks.append(Task(name, command, env, self.out, logs=self.task_logs))
 
   def preempt(self, why, *, exit_code):
     """Asks every task to save and stop: SIGUSR1 to each of their processes that catches

@@ -12,6 +12,7 @@ import threading
 
 from estimator_dist import command_line
 from estimator_dist.contract import summary
+from estimator_dist.supervision import shown_output
 
 # horovodrun's line tags: "[1]<stdout>:" under Gloo, "[1,1]<stdout>:" under MPI.
 _HOROVOD_LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:(.*)$")
@@ -23,9 +24,13 @@ class Output:
   error message; `printed_summaries` the fields of the summary lines it printed.
   """
 
-  def __init__(self, name, out):
+  def __init__(self, name, out, *, logs=None):
+    """logs: a shown_output.TaskLogs, which keeps every line in a file and chooses what
+    `out` shows (None: every line, kept nowhere else)."""
     self.tail = collections.deque(maxlen=20)
-    self._name, self._out = name, out
+    self._name, self._out, self._logs = name, out, logs
+    self._shown = shown_output.Shown(logs.level, program=logs.program) if logs else None
+    self._file = logs and logs.file_of(name)
     self.printed_summaries, self._uncopied = [], False
     self._process = self._thread = None
 
@@ -42,6 +47,13 @@ class Output:
     command_line.write(self._out, f"{self._name}: {message}", command="launch")
 
   def _copy(self):
+    try:
+      self._copy_lines()
+    finally:
+      if self._file:
+        self._file.close()
+
+  def _copy_lines(self):
     for raw in iter(lambda: self._process.stdout.readline(_LINE_LIMIT), b""):
       try:
         self._copy_line(raw)
@@ -61,5 +73,16 @@ class Output:
     fields = summary.parse_line(text)
     if fields:
       self.printed_summaries.append(fields)
-    self._out.write(f"{prefix} {text}\n")
+    if self._file:
+      try:
+        self._file.write(line + "\n")
+        self._file.flush()
+      except OSError as e:
+        self._file = self._file.close()
+        self._warn(f"its whole output is no longer kept ({e})")
+    shown = self._shown(text) if self._shown else text
+    if shown is None:
+      self._logs.count_hidden()
+      return
+    self._out.write(f"{prefix} {shown}\n")
     self._out.flush()

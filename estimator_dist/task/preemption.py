@@ -26,8 +26,8 @@ import time
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)

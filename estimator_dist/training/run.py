@@ -32,8 +32,8 @@ from estimator_dist.training import job_tracking
 from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
 from estimator_dist.training import profiling
-from estimator_dist.training import run_state
 from estimator_dist.training import run_config_merge
+from estimator_dist.training import run_state
 
 
 def _model_fn_and_params(model, params):

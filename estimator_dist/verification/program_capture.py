@@ -16,8 +16,8 @@ from absl import flags
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import training as training_lib
 
-from estimator_dist import errors
 from estimator_dist import bound_names
+from estimator_dist import errors
 
 
 class _Captured(BaseException):  # Not an Exception: a program's `except Exception` passes it.

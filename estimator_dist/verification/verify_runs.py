@@ -16,13 +16,13 @@ import tensorflow as tf
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.jobs import launcher
-from estimator_dist.verification import program_capture
 from estimator_dist.jobs import spec
 from estimator_dist.outputs import checkpoints
 from estimator_dist.strategies import factory
 from estimator_dist.strategies import traits
-from estimator_dist.training import rate_record
 from estimator_dist.training import entry_point
+from estimator_dist.training import rate_record
+from estimator_dist.verification import program_capture
 
 
 def _train(verify_flags, program):
