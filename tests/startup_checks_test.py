@@ -2,6 +2,7 @@
 trust_test runs the launcher's refusals for real, on read-only and full file systems."""
 
 import os
+import sys
 import tempfile
 
 import pytest
@@ -64,3 +65,17 @@ def test_auto_on_the_host_network_without_the_library_is_refused_too(no_compiler
   assert startup_checks.exposure(allowed, on_host_network=True).startswith(
       "--allow_every_interface: the library that keeps the job's servers on loopback cannot "
       "be built (there is no C compiler (install gcc)), so they listen on every interface")
+
+
+def test_a_python_of_another_environment_is_named(tmp_path, monkeypatch):
+  other = tmp_path / "bin" / "python3"
+  other.parent.mkdir()
+  other.write_text("#!/bin/sh\n")
+  other.chmod(0o755)
+  monkeypatch.setenv("PATH", f"{other.parent}{os.pathsep}{os.environ['PATH']}")
+  assert startup_checks.interpreter_note(["python3", "train.py"]) == (
+      f"the program runs under {other} (python3 on PATH), not the launcher's "
+      f"{sys.executable}")
+  ours = os.path.join(os.path.dirname(sys.executable), "python3")
+  assert startup_checks.interpreter_note([ours, "train.py"]) is None
+  assert startup_checks.interpreter_note(["bash", "train.sh"]) is None

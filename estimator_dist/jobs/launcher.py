@@ -92,8 +92,9 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     elif bind_address.library():
       group.log(f"isolation: the hosts' network; every process of the job listens on "
                 f"--network_interface={run.network_interface} only (keep it private)")
-    if exposed:
-      group.log(exposed)
+    for note in (exposed, local and startup_checks.interpreter_note(job.command)):
+      if note:
+        group.log(note)
     job_dirs.remove_left_behind(group.log, keep=model_dir_arg.has_checkpoint)
     model_dir, made = model_dir_arg.job_model_dir(list(job.command), options.model_dir)
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"

@@ -78,6 +78,18 @@ def _check_program(program):
   raise errors.ConfigError(f"the program {program} {why}.")
 
 
+def interpreter_note(command):
+  """The line that names the interpreter of a `python` program that is not the launcher's
+  (the first on PATH, say, with packages of its own); None otherwise."""
+  interpreter = (os.path.basename(command[0]).startswith("python")
+                 and shutil.which(command[0]))
+  if not interpreter or (os.path.dirname(os.path.abspath(interpreter)) ==
+                         os.path.dirname(os.path.abspath(sys.executable))):
+    return None  # Not a Python, or one of the launcher's environment.
+  return (f"the program runs under {interpreter} ({command[0]} on PATH), not the "
+          f"launcher's {sys.executable}")
+
+
 def _check_python(command):
   """A Python program's file must exist (its tasks would fail one by one after the cluster
   started), and a `python` of another environment than the launcher's must import
