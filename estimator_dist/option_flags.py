@@ -20,7 +20,7 @@ from absl import flags
 from estimator_dist import errors
 
 FLAG = "flag"  # The key of an option field's metadata that holds its OptionFlag.
-KINDS = ("bool", "enum", "float", "integer", "list", "string")
+KINDS = ("bool", "enum", "float", "integer", "list", "multi_string", "string")
 
 
 class _FieldDefault:
@@ -87,7 +87,8 @@ def flag_default(field):
 
 # absl's name of each kind's flags (Flag.flag_type()).
 _ABSL_TYPES = {"bool": "bool", "enum": "string enum", "float": "float", "integer": "int",
-               "list": "comma separated list of strings", "string": "string"}
+               "list": "comma separated list of strings", "multi_string": "multi string",
+               "string": "string"}
 
 
 def _program_flag(spec, name, flag_values):

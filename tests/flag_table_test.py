@@ -159,17 +159,27 @@ TABLE = {
          "model_dir/estimator_dist/logs/, whatever is shown."),
     ],
     'slurm': [
+        ('account', 'string', None, {},
+         '#SBATCH --account.'),
+        ('constraint', 'string', None, {},
+         "#SBATCH --constraint, e.g. 'skylake&ib'."),
         ('cpus_per_task', 'int', None, {'lower_bound': 1},
          '#SBATCH --cpus-per-task.'),
         ('evaluator', 'bool', False, {},
          'multi_worker, parameter_server: add an evaluator.'),
+        ('exclusive', 'bool', False, {},
+         '#SBATCH --exclusive: whole nodes.'),
         ('gpus_per_task', 'int', None, {'lower_bound': 0},
          '#SBATCH --gpus-per-task.'),
+        ('gres', 'string', None, {},
+         '#SBATCH --gres, e.g. gpu:2.'),
         ('instrument', 'string enum', 'auto', {'values': ('auto', 'off')},
          'auto: a program that does not import estimator_dist trains as written (as under '
          '`estimator-dist launch`); off: it runs as it is.'),
         ('job_name', 'string', 'estimator-dist', {},
          '#SBATCH --job-name.'),
+        ('mem', 'string', None, {},
+         '#SBATCH --mem per node, e.g. 32G.'),
         ('model_dir', 'string', None, {},
          "The job's model_dir, where the Estimators of a program that names none train "
          "(default: the program's --model_dir); the job's mailbox goes there (else into the "
@@ -180,22 +190,35 @@ TABLE = {
          'parameter_server: ps tasks (default 1).'),
         ('num_workers', 'int', 2, {'lower_bound': 1},
          'Training tasks (mirrored: replicas of one task).'),
+        ('output', 'string', None, {},
+         "#SBATCH --output, e.g. logs/%x-%j.out (default SLURM's, slurm-%j.out)."),
         ('overcommit', 'bool', None, {},
          '#SBATCH --overcommit: let tasks share CPUs. Default: added when the job has more '
          "tasks than the partition's nodes have CPUs (read with sinfo)."),
         ('partition', 'string', None, {},
          '#SBATCH --partition.'),
-        ('port_base', 'int', 8888, {'lower_bound': 1, 'upper_bound': 65000},
-         'First TensorFlow server port per node.'),
+        ('port_base', 'int', None, {'lower_bound': 1, 'upper_bound': 65000},
+         "First TensorFlow server port on each node (default: one of the job's own, from "
+         'its job id, so jobs that share a node do not collide).'),
+        ('preamble', 'multi string', [], {},
+         "A line of shell the job runs before its tasks start, e.g. 'module load "
+         "cuda/12.2' or 'source ~/venv/bin/activate'; the tasks run `python` as it then "
+         'finds it;\n    repeat this option to specify a list of values'),
         ('preemption_grace_secs', 'float', 25.0, {'lower_bound': 0.0},
          '#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at '
          'one agreed step and the chief saves a checkpoint there; 0: no signal.'),
         ('progress_secs', 'float', 30.0, {'lower_bound': 0.0},
          "The job's progress lines in its output this often (the tasks beat in the job's "
          "mailbox); 0: none."),
+        ('qos', 'string', None, {},
+         '#SBATCH --qos.'),
         ('requeue', 'bool', True, {},
          '#SBATCH --requeue: after that save, the job requeues itself and resumes from the '
          'checkpoint.'),
+        ('sbatch', 'multi string', [], {},
+         'Any other #SBATCH option, as sbatch takes it, e.g. --sbatch=--mail-type=END '
+         '--sbatch=--mail-user=me@site.org;\n    repeat this option to specify a list of '
+         'values'),
         ('srun_mpi', 'string', 'pmix', {},
          'horovod: srun --mpi plugin that starts the ranks.'),
         ('strategy', 'string enum', 'multi_worker', {'values': STRATEGIES},

@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import signal
+import subprocess
 import time
 
 import psutil
@@ -247,3 +248,44 @@ def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(
   assert len(found) == 1 and int(found[0]["steps"]) == steps, printed[-5000:]
   assert not processes_of(model_dir)
   print(f"job {job_id}: preempted at step {step}, requeued, completed at {steps}")
+
+def test_two_jobs_share_the_node_with_a_sites_options_and_ports_of_their_own(
+    cluster, monkeypatch, tmp_path):
+  """Two multi_worker jobs of one task per CPU, on the node's two CPUs at once, with the
+  options a site asks for and its preamble, and without --port_base: each job's servers
+  take ports of its own job id, so both finish (with one port base for all, 8888 as it
+  was, the second job's servers could not listen). sbatch --test-only accepts a script
+  with every option this cluster has (it has no node features nor GRES, which
+  --constraint and --gres would need)."""
+  monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+  site = ["--account=ml-team", "--qos=normal", "--mem=600M", "--time=10",
+          "--partition=debug", "--sbatch=--mail-type=NONE",
+          "--preamble=echo \"preamble ran: $SLURM_JOB_ID\""]
+  tested = slurm.script_from_args([
+      "--strategy=multi_worker", "--num_workers=2", *site, "--exclusive",
+      "--output=job-%j.out", "--", *PROGRAM])
+  path = tmp_path / "tested.sbatch"
+  path.write_text(tested)
+  accepted = subprocess.run(["sbatch", "--test-only", str(path)], env=cluster.env,
+                            capture_output=True, text=True, timeout=60, check=False)
+  assert accepted.returncode == 0 and "to start at" in accepted.stderr, accepted
+  jobs = []
+  for name in ("first", "second"):
+    model_dir, output = str(tmp_path / name), str(tmp_path / f"{name}.out")
+    text = slurm.script_from_args([
+        "--strategy=multi_worker", "--num_workers=2", "--overcommit", *site, "--", *PROGRAM,
+        f"--model_dir={model_dir}", "--train_steps=300", "--step_secs=0.02"])
+    jobs.append((cluster.sbatch(text, output=output), model_dir, output))
+  deadline = time.monotonic() + 120
+  while {cluster.job(job_id)["JobState"] for job_id, _, _ in jobs} != {"RUNNING"}:
+    assert time.monotonic() < deadline, [cluster.job(job_id) for job_id, _, _ in jobs]
+    time.sleep(0.2)
+  for job_id, model_dir, output in jobs:
+    fields = cluster.wait(job_id, timeout=300)
+    with open(output) as f:
+      printed = f.read()
+    assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), printed[-5000:]
+    assert f"preamble ran: {job_id}" in printed, printed[-3000:]
+    summary, = helpers.summaries(printed)
+    assert summary["steps"] == "300", summary
+    assert not processes_of(model_dir)

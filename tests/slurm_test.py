@@ -3,6 +3,7 @@ tests/slurm_cluster_test.py)."""
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ from estimator_dist.contract import env_vars
 from estimator_dist.contract import environment
 from estimator_dist.contract import slurm_env
 from estimator_dist.engines import slurm
+from estimator_dist.engines import slurm_options
 from estimator_dist.jobs import spec
 from tests import helpers
 
@@ -133,14 +135,50 @@ def test_sbatch_script_for_parameter_server():
   assert script.splitlines()[0] == "#!/bin/bash"
   for line in ["#SBATCH --nodes=3", "#SBATCH --ntasks=6", "#SBATCH --time=01:00:00",
                "export ESTIMATOR_DIST_NUM_PS=2", "export ESTIMATOR_DIST_EVALUATOR=1",
-               "export ESTIMATOR_DIST_PORT_BASE=8888",
                "#SBATCH --signal=B:USR1@25", "#SBATCH --requeue",
                "export ESTIMATOR_DIST_PREEMPTION_GRACE_SECS=25",
                f"srun --kill-on-bad-exit=1 {started(usr1=True)} python train.py "
                f"--model_dir=/shared/run &",
                "export ESTIMATOR_DIST_STRATEGY=parameter_server"]:
     assert line in script.splitlines(), script
+  assert "ESTIMATOR_DIST_PORT_BASE" not in script  # The job's own ports (its id).
   subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+
+
+def test_a_sites_options_its_own_sbatch_lines_and_its_preamble():
+  script = sbatch(
+      "--strategy=multi_worker", "--num_workers=2", "--account=ml-team", "--qos=high",
+      "--mem=32G", "--constraint=skylake&ib", "--gres=gpu:2", "--exclusive",
+      "--output=logs/%x-%j.out", "--sbatch=--mail-type=END", "--sbatch=--mail-user=a@b.org",
+      "--preamble=module load cuda/12.2", "--preamble=source ~/venv/bin/activate",
+      "--", "python3", "train.py").splitlines()
+  for line in ["#SBATCH --account=ml-team", "#SBATCH --qos=high", "#SBATCH --mem=32G",
+               "#SBATCH --constraint='skylake&ib'", "#SBATCH --gres=gpu:2",
+               "#SBATCH --exclusive", "#SBATCH --output=logs/%x-%j.out",
+               "#SBATCH --mail-type=END", "#SBATCH --mail-user=a@b.org"]:
+    assert line in script, script
+  # The preamble runs before anything of the job, with -e but before -u.
+  assert script[script.index("set -eo pipefail") + 2:script.index("set -u")] == [
+      "module load cuda/12.2", "source ~/venv/bin/activate"], script
+  # Nothing of this machine: the job's helpers run the program's python, as the nodes
+  # find it after the preamble.
+  assert not [line for line in script if sys.executable in line or helpers.REPO in line]
+  assert any(line.startswith("python3 -m estimator_dist.cli progress") for line in script)
+  with pytest.raises(errors.ConfigError, match=r"--sbatch='mail-type=END' is not one option"):
+    sbatch("--sbatch=mail-type=END", "--", "python", "train.py")
+
+
+def test_the_jobs_ports_are_its_own():
+  """Without --port_base, a job's tasks take ports of their job id: jobs that share a
+  node do not collide."""
+  addresses = {}
+  for job_id in ("1400", "1401"):
+    tasks = [environment.task_from_environment(two_node_step(p, SLURM_JOB_ID=job_id))
+             for p in range(4)]
+    addresses[job_id] = {a for t in tasks for a in sum(t.cluster.values(), ())}
+  assert addresses["1400"] == {"node01:10000", "node01:10001", "node02:10000",
+                               "node02:10001"}  # 10000 + 32 x (1400 mod 700)
+  assert {a.split(":")[1] for a in addresses["1401"]} == {"10032", "10033"}
 
 
 def started(*, usr1=False):
@@ -185,7 +223,7 @@ def test_sbatch_refuses_what_cannot_run():
   with pytest.raises(errors.ConfigError, match="--nodes=4 is more than the job's 2 task"):
     slurm.sbatch_script(spec.JobSpec(strategy="multi_worker", num_workers=2,
                                      command=["python", "t.py"]),
-                        options=slurm.SlurmOptions(nodes=4))
+                        options=slurm_options.SlurmOptions(nodes=4))
   with pytest.raises(errors.ConfigError, match="give the program to run after --"):
     sbatch("--strategy=multi_worker")
 
@@ -195,13 +233,13 @@ def test_overcommit_is_added_when_the_tasks_are_more_than_the_cpus():
     return spec.JobSpec(strategy=strategy, num_workers=workers, command=["python", "t.py"],
                         **extra)
   ps = job("parameter_server", 2, num_ps=1, evaluator=True)  # Four tasks.
-  assert slurm.needs_overcommit(ps, slurm.SlurmOptions(), [2])
-  assert not slurm.needs_overcommit(ps, slurm.SlurmOptions(), [2, 2])
-  assert slurm.needs_overcommit(ps, slurm.SlurmOptions(nodes=1), [2, 2])
-  assert not slurm.needs_overcommit(job("multi_worker", 2), slurm.SlurmOptions(), [2])
-  assert slurm.needs_overcommit(job("multi_worker", 2), slurm.SlurmOptions(cpus_per_task=2),
+  assert slurm_options.needs_overcommit(ps, slurm_options.SlurmOptions(), [2])
+  assert not slurm_options.needs_overcommit(ps, slurm_options.SlurmOptions(), [2, 2])
+  assert slurm_options.needs_overcommit(ps, slurm_options.SlurmOptions(nodes=1), [2, 2])
+  assert not slurm_options.needs_overcommit(job("multi_worker", 2), slurm_options.SlurmOptions(), [2])
+  assert slurm_options.needs_overcommit(job("multi_worker", 2), slurm_options.SlurmOptions(cpus_per_task=2),
                                 [2])
-  assert not slurm.needs_overcommit(job("mirrored", 4), slurm.SlurmOptions(), [1])
+  assert not slurm_options.needs_overcommit(job("mirrored", 4), slurm_options.SlurmOptions(), [1])
   assert "#SBATCH --overcommit" in sbatch("--strategy=multi_worker", "--overcommit", "--",
                                           "python", "t.py")
 

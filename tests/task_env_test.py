@@ -16,6 +16,7 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.engines import kubernetes
 from estimator_dist.engines import slurm
+from estimator_dist.engines import slurm_options
 from estimator_dist.engines import spark
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
@@ -29,8 +30,7 @@ JOBS = [spec.JobSpec(strategy=name, command=PROGRAM, evaluator=traits.of(name).t
 # What only one engine's way of running a job adds (the other variables are JOB_WIDE).
 OWN = {"local": {env_vars.STARTUP_TIMEOUT_SECS, env_vars.MODEL_DIR, env_vars.MODEL_DIR_LOCK,
                  env_vars.MAILBOX},
-       "slurm": {env_vars.NUM_PS, env_vars.EVALUATOR, env_vars.PORT_BASE,
-                 env_vars.MAILBOX},
+       "slurm": {env_vars.NUM_PS, env_vars.EVALUATOR, env_vars.MAILBOX},
        "kubernetes": set(), "spark": {env_vars.MAILBOX}}
 
 
@@ -40,7 +40,7 @@ def local_env(job, grace):
 
 
 def slurm_env(job, grace):
-  script = slurm.sbatch_script(job, options=slurm.SlurmOptions(
+  script = slurm.sbatch_script(job, options=slurm_options.SlurmOptions(
       preemption_grace_secs=grace, progress_secs=30.0))
   exports = [shlex.split(line)[1] for line in script.splitlines()
              if line.startswith("export ")]
@@ -91,7 +91,7 @@ def test_a_grace_is_formatted_one_way_by_every_engine_that_takes_one():
   assert [env[env_vars.PREEMPTION_GRACE_SECS] for env in envs] == ["7.5"] * len(envs)
   # Engines that count whole seconds round up: a task never gets less than its grace.
   assert "#SBATCH --signal=B:USR1@8" in slurm.sbatch_script(
-      job, options=slurm.SlurmOptions(preemption_grace_secs=7.5)).splitlines()
+      job, options=slurm_options.SlurmOptions(preemption_grace_secs=7.5)).splitlines()
   manifest = kubernetes.manifest(
       job, options=kubernetes.KubernetesOptions(image="img", preemption_grace_secs=7.5))
   chief = manifest["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]
@@ -102,9 +102,11 @@ def test_slurm_tasks_derive_their_cluster_from_the_contracts_variables():
   job = spec.JobSpec(strategy="parameter_server", num_workers=2, num_ps=2, evaluator=True,
                      command=PROGRAM)
   env = slurm_env(job, task_env.DEFAULT_PREEMPTION_GRACE_SECS)
-  assert {name: env[name] for name in (env_vars.NUM_PS, env_vars.EVALUATOR,
-                                       env_vars.PORT_BASE)} == {
-      env_vars.NUM_PS: "2", env_vars.EVALUATOR: "1", env_vars.PORT_BASE: "8888"}
+  assert {name: env[name] for name in (env_vars.NUM_PS, env_vars.EVALUATOR)} == {
+      env_vars.NUM_PS: "2", env_vars.EVALUATOR: "1"}
+  assert env_vars.PORT_BASE not in env  # The job's own ports, from its id.
+  script = slurm.sbatch_script(job, options=slurm_options.SlurmOptions(port_base=7000))
+  assert f"export {env_vars.PORT_BASE}=7000" in script.splitlines()
 
 
 def test_a_sweeps_trial_and_an_absent_value_leave_the_rest_to_the_task():

@@ -42,7 +42,8 @@ INSTRUMENT = "ESTIMATOR_DIST_INSTRUMENT"
 # splits into.
 NUM_DEVICES = "ESTIMATOR_DIST_NUM_DEVICES"
 # Set by the sbatch script of `estimator-dist slurm` (or the user); read by slurm_env to
-# derive the step's cluster: ps tasks, an evaluator (1) or not, the first port per host.
+# derive the step's cluster: ps tasks, an evaluator (1) or not, the first port per host
+# (--port_base; when unset, the job's own from its id: task_env.job_port_base).
 NUM_PS = "ESTIMATOR_DIST_NUM_PS"
 EVALUATOR = "ESTIMATOR_DIST_EVALUATOR"
 PORT_BASE = "ESTIMATOR_DIST_PORT_BASE"

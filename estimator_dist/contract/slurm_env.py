@@ -109,7 +109,9 @@ def task_from_environment(env):
   if not 0 <= rank < num_tasks:
     raise cluster_lib.ClusterConfigError(
         f"SLURM_PROCID is {rank}: the step has {num_tasks} tasks, so it must be 0..{num_tasks - 1}.")
-  port_base = _integer(env, env_vars.PORT_BASE, task_env.DEFAULT_PORT_BASE)
+  job_id = env.get("SLURM_JOB_ID", "")
+  port_base = _integer(env, env_vars.PORT_BASE, task_env.job_port_base(int(job_id))
+                       if job_id.isdigit() else task_env.DEFAULT_PORT_BASE)
   addresses = [f"{host}:{port_base + offset}"
                for host, count in sorted(zip(hosts, counts)) for offset in range(count)]
   cluster, roles = cluster_lib.assign_roles(

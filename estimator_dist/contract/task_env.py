@@ -30,9 +30,15 @@ from estimator_dist.contract import env_vars
 DEFAULT_PREEMPTION_GRACE_SECS = 25.0
 
 # The first port on each host of a job whose tasks derive their cluster from PORT_BASE
-# (SLURM's): `estimator-dist slurm --port_base`, and a task's when it is unset
-# (SlurmClusterResolver's).
+# (SLURM's) where it is unset and the job has no id (SlurmClusterResolver's).
 DEFAULT_PORT_BASE = 8888
+
+
+def job_port_base(job_id):
+  """The first port on each host of the job `job_id` (SLURM's, an integer) where PORT_BASE
+  is unset: one of 700 blocks of 32 ports between 10000 and 32400, below Linux's ephemeral
+  ports, so that jobs sharing a node (whose ids differ by less than 700) never collide."""
+  return 10000 + (job_id % 700) * 32
 # How long a training task may take to reach its first step (seconds): the launcher's
 # --startup_timeout_secs default, and a task's watchdog's when its engine sets none.
 DEFAULT_STARTUP_TIMEOUT_SECS = 120
@@ -55,7 +61,7 @@ def whole_seconds(value) -> int:
 
 
 def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
-                     port_base: Optional[int] = None,
+                     port_base: Optional[int] = None, cluster_from_engine: bool = False,
                      startup_timeout_secs: Optional[int] = None,
                      model_dir: Optional[str] = None, model_dir_lock: Optional[str] = None,
                      mailbox: Optional[str] = None, trial: bool = False,
@@ -67,9 +73,10 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
     evaluator): every task gets STRATEGY; a one-process job whose replicas are devices gets
     NUM_DEVICES.
   preemption_grace_secs: the grace a task asked to stop gets to save (0: none).
-  port_base: the first port on each host, for tasks that derive their cluster from the
-    engine's variables (SLURM's): a job of several TensorFlow tasks also gets NUM_PS and
-    EVALUATOR.
+  cluster_from_engine, port_base: tasks that derive their cluster from the engine's
+    variables (SLURM's): a job of several TensorFlow tasks gets NUM_PS and EVALUATOR, and
+    PORT_BASE, the first port on each host, when one is given (else the job's own:
+    `job_port_base`).
   startup_timeout_secs, model_dir_lock: the launcher's watchdog timeout, and the model_dir
     whose lock it holds for the whole job.
   model_dir: the job's model_dir, for an engine that decides it (the launcher, SLURM's --model_dir).
@@ -84,10 +91,11 @@ def task_environment(*, job=None, preemption_grace_secs: Optional[float] = None,
     env[env_vars.STRATEGY] = job.strategy
   if job is not None and job.traits.replicas_are_devices:
     env[env_vars.NUM_DEVICES] = str(job.num_workers)
-  if port_base is not None and job is not None and not (
+  if cluster_from_engine and job is not None and not (
       job.traits.one_process or job.traits.ranks_from_horovodrun):
-    env.update({env_vars.NUM_PS: str(job.num_ps), env_vars.EVALUATOR: str(int(job.evaluator)),
-                env_vars.PORT_BASE: str(port_base)})
+    env.update({env_vars.NUM_PS: str(job.num_ps), env_vars.EVALUATOR: str(int(job.evaluator))})
+    if port_base is not None:
+      env[env_vars.PORT_BASE] = str(port_base)
   if startup_timeout_secs is not None:
     env[env_vars.STARTUP_TIMEOUT_SECS] = str(startup_timeout_secs)
   named = ((env_vars.MODEL_DIR, model_dir), (env_vars.MODEL_DIR_LOCK, model_dir_lock), (env_vars.MAILBOX, mailbox),

@@ -11,10 +11,10 @@ at one agreed step and exit with errors.PREEMPTED_EXIT_CODE, and the job requeue
 """
 
 import dataclasses
+import os
 import shlex
-import subprocess
 import sys
-from typing import Dict, Optional
+from typing import Dict
 
 from absl import flags
 
@@ -24,84 +24,14 @@ from estimator_dist import option_flags
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
+from estimator_dist.engines import slurm_options
 from estimator_dist.instrument import launching
-from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
-from estimator_dist.option_flags import option
 from estimator_dist.supervision import signal_forwarding
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SlurmOptions:
-  """The #SBATCH settings and the step's ports, each with its flag; None leaves a setting
-  to SLURM."""
-  nodes: Optional[int] = option(None, kind="integer", lower_bound=1,
-                                help="Nodes to allocate (default: SLURM decides).")
-  cpus_per_task: Optional[int] = option(None, kind="integer", lower_bound=1,
-                                        help="#SBATCH --cpus-per-task.")
-  gpus_per_task: Optional[int] = option(None, kind="integer", lower_bound=0,
-                                        help="#SBATCH --gpus-per-task.")
-  time: Optional[str] = option(None, kind="string", help="#SBATCH --time, e.g. 04:00:00.")
-  partition: Optional[str] = option(None, kind="string", help="#SBATCH --partition.")
-  job_name: str = option("estimator-dist", kind="string", help="#SBATCH --job-name.")
-  port_base: int = option(task_env.DEFAULT_PORT_BASE, kind="integer", lower_bound=1,
-                          upper_bound=65000, help="First TensorFlow server port per node.")
-  srun_mpi: str = option("pmix", kind="string",
-                         help="horovod: srun --mpi plugin that starts the ranks.")
-  overcommit: bool = option(
-      False, kind="bool", flag_default=None, help="#SBATCH --overcommit: let tasks share "
-      "CPUs. Default: added when the job has more tasks than the partition's nodes have "
-      "CPUs (read with sinfo).")
-  instrument: str = option(
-      "auto", kind="enum", values=launch_options.INSTRUMENT,
-      help="auto: a program that does not import estimator_dist trains as written (as "
-      "under `estimator-dist launch`); off: it runs as it is.")
-  model_dir: Optional[str] = option(
-      None, kind="string", help="The job's model_dir, where the Estimators of a program that "
-      "names none train (default: the program's --model_dir); the job's mailbox goes there "
-      "(else into the directory the job is submitted from).")
-  progress_secs: float = option(
-      30.0, kind="float", lower_bound=0.0, help="The job's progress lines in its output this "
-      "often (the tasks beat in the job's mailbox); 0: none.")
-  preemption_grace_secs: float = option(
-      task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
-      help="#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at "
-      "one agreed step and the chief saves a checkpoint there; 0: no signal.")
-  requeue: bool = option(
-      True, kind="bool", help="#SBATCH --requeue: after that save, the job requeues itself "
-      "and resumes from the checkpoint.")
-
-
-def partition_cpus(partition=None):
-  """CPUs of each node of `partition` (default: the default one) as sinfo lists them;
-  None where sinfo is missing or cannot reach the cluster."""
-  try:
-    listed = subprocess.run(["sinfo", "--noheader", "--format=%P %D %c"], capture_output=True,
-                            text=True, timeout=30, check=False)
-  except (OSError, subprocess.TimeoutExpired):
-    return None
-  if listed.returncode != 0:
-    return None
-  cpus = []
-  try:
-    for line in listed.stdout.splitlines():
-      name, nodes, per_node = line.split()
-      if (name.rstrip("*") == partition) if partition else name.endswith("*"):
-        cpus += [int(per_node.rstrip("+"))] * int(nodes)
-  except ValueError:  # Not the format asked for: sinfo cannot tell.
-    return None
-  return cpus or None
-
-
-def needs_overcommit(job, options, cpus):
-  """Whether the job's tasks are more than the CPUs of the nodes it may get."""
-  tasks = 1 if job.traits.one_process else job.num_tasks
-  available = sum(sorted(cpus, reverse=True)[:options.nodes or len(cpus)])
-  return tasks * (options.cpus_per_task or 1) > available
-
-
-def sbatch_script(job, *, options=SlurmOptions()):
+def sbatch_script(job, *, options=slurm_options.SlurmOptions()):
   """The sbatch script that runs `job` (a JobSpec) as the tasks of its strategy."""
   strategy, num_tasks, traits = job.strategy, job.num_tasks, job.traits
   if options.nodes and options.nodes > num_tasks:
@@ -110,11 +40,16 @@ def sbatch_script(job, *, options=SlurmOptions()):
   settings = [("job-name", options.job_name), ("nodes", options.nodes), ("ntasks", num_tasks),
               ("cpus-per-task", options.cpus_per_task),
               ("gpus-per-task", options.gpus_per_task), ("time", options.time),
-              ("partition", options.partition), ("open-mode", "append")]
+              ("partition", options.partition), ("account", options.account),
+              ("qos", options.qos), ("mem", options.mem), ("constraint", options.constraint),
+              ("gres", options.gres), ("output", options.output), ("open-mode", "append")]
   grace = options.preemption_grace_secs
   if grace:
     settings.append(("signal", f"B:USR1@{task_env.whole_seconds(grace)}"))
-  lines = ["#!/bin/bash"] + [f"#SBATCH --{k}={v}" for k, v in settings if v is not None]
+  lines = ["#!/bin/bash"] + [f"#SBATCH --{k}={shlex.quote(str(v))}" for k, v in settings
+                             if v is not None]
+  lines += [f"#SBATCH {line}" for line in
+            (["--exclusive"] if options.exclusive else []) + list(_sbatch_lines(options))]
   if grace and options.requeue:
     lines.append("#SBATCH --requeue")
   if options.overcommit:
@@ -122,7 +57,10 @@ def sbatch_script(job, *, options=SlurmOptions()):
               "# More tasks than CPUs: they share them (without --overcommit the job pends "
               "forever)."]
   lines += ["# A requeued job (scontrol requeue) resumes from its latest checkpoint; its "
-            "output is appended.", "set -euo pipefail", ""]
+            "output is appended.", "set -eo pipefail"]
+  if options.preamble:  # Before `set -u`, which some sites' activation scripts fail under.
+    lines += ["# The site's preamble (--preamble).", *options.preamble]
+  lines += ["set -u", ""]
   if grace:  # USR1 marks a request from here on. Not SIGTERM: scancel ends the job.
     lines += signal_forwarding.trap("USR1")
   # Each task says it reached the mailbox before its program starts (job_end: where none
@@ -134,7 +72,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
   if options.instrument == "auto":
     lines += _instrumented_lines(job)
   # The tasks' variables, the grace also when it is 0 (SIGTERM and USR1 then end a task).
-  env = task_env.task_environment(job=job, port_base=options.port_base,
+  env = task_env.task_environment(job=job, port_base=options.port_base, cluster_from_engine=True,
                                   preemption_grace_secs=grace, model_dir=options.model_dir)
   if traits.ranks_from_horovodrun:
     lines += ["# One Horovod rank per task, started by srun through MPI's SLURM support.",
@@ -147,7 +85,7 @@ def sbatch_script(job, *, options=SlurmOptions()):
   else:
     lines += ["# Each task derives its TF_CONFIG from SLURM_PROCID, SLURM_STEP_NODELIST and",
               "# SLURM_STEP_TASKS_PER_NODE: chief, evaluator, ps, then workers, hosts sorted,",
-              f"# ports {options.port_base} and up on each node.",
+              f"# ports {options.port_base or 'of the job (from its id)'} and up on each node.",
               *task_env.shell_exports(env)]
     step = f"srun --kill-on-bad-exit=1 {program}"
   lines += (_preemptible(step, job, options) if grace else
@@ -201,7 +139,7 @@ def _mailbox_lines(job, options):
            f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}/{mailbox_lib.REACHED}"']
   if not options.progress_secs:
     return [*lines, f"trap 'rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
-  watch = shlex.join([sys.executable, "-m", "estimator_dist.cli", "progress",
+  watch = shlex.join([_python(job), "-m", "estimator_dist.cli", "progress",
                       *([f"--model_dir={model_dir}"] if local else []),
                       f"--progress_secs={options.progress_secs:g}"])
   return [*lines, "# Progress lines: the tasks beat in the mailbox, and a watcher here reads them.",
@@ -211,10 +149,27 @@ def _mailbox_lines(job, options):
           f"rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
 
 
+def _python(job):
+  """The interpreter of the job's own helpers (its watcher, its end): the program's
+  `python` as the job's nodes find it (after --preamble), not a path of this machine."""
+  program = job.command[0]
+  return program if os.path.basename(program).startswith("python") else "python3"
+
+
+def _sbatch_lines(options):
+  """--sbatch's options, each checked to be one option of sbatch's."""
+  for line in options.sbatch:
+    if not line.startswith("-") or "\n" in line:
+      raise errors.ConfigError(
+          f"--sbatch={line!r} is not one option of sbatch's: give each as sbatch takes it, "
+          f"e.g. --sbatch=--mail-type=END (repeat --sbatch for more).")
+  return options.sbatch
+
+
 def _job_end(job, code):
   """The command that reads the step's exit `code` (a shell word) in the job's mailbox
   (`job_end`): 0 only when every task joined, 200 only when the toolkit preempted."""
-  return shlex.join([sys.executable, "-m", "estimator_dist.engines.job_end",
+  return shlex.join([_python(job), "-m", "estimator_dist.engines.job_end",
                      f"--strategy={job.strategy}", f"--tasks={','.join(sorted(job.task_names))}"]
                     ) + f' --mailbox="${env_vars.MAILBOX}" --code={code}'
 
@@ -225,11 +180,11 @@ def _instrumented_lines(job):
   program = launching.instrumented(job.command)
   if not program:
     return []
-  env = launching.task_env({}, program)
+  site = shlex.join([_python(job), "-c", launching.PRINT_SITE])
   return ["# A program that does not import the toolkit: its tasks start the job's strategy",
           "# as they import TensorFlow, and route its Estimator calls.",
           f"export {env_vars.INSTRUMENT}={shlex.quote(program)}",
-          f'export PYTHONPATH={shlex.quote(env["PYTHONPATH"])}"${{PYTHONPATH:+:$PYTHONPATH}}"']
+          f'export PYTHONPATH="$({site})${{PYTHONPATH:+:$PYTHONPATH}}"']
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -244,7 +199,7 @@ class SlurmFlags:
     the warning when sinfo cannot tell whether the job needs --overcommit."""
     job = self.job.job(command)
     overcommit = self.options["overcommit"].value
-    options = option_flags.options_from_flags(SlurmOptions, self.options,
+    options = option_flags.options_from_flags(slurm_options.SlurmOptions, self.options,
                                               overcommit=bool(overcommit))
     if overcommit is None:  # Not given: as sinfo tells.
       options = dataclasses.replace(options, overcommit=_overcommit_from_sinfo(
@@ -257,17 +212,17 @@ def define_flags(flag_values=flags.FLAGS) -> SlurmFlags:
   return SlurmFlags(
       job=spec.define_flags(flag_values, num_workers_help="Training tasks (mirrored: "
                             "replicas of one task)."),
-      options=option_flags.define_flags(SlurmOptions, flag_values=flag_values))
+      options=option_flags.define_flags(slurm_options.SlurmOptions, flag_values=flag_values))
 
 
 def _overcommit_from_sinfo(job, options, err):
-  cpus = partition_cpus(options.partition)
+  cpus = slurm_options.partition_cpus(options.partition)
   if cpus is None:
     command_line.write(err, "sinfo cannot tell the nodes' CPUs here, so the script has no "
                        "--overcommit; if the job's tasks are more than the CPUs of its nodes, "
                        "pass --overcommit, or the job pends forever.", command="slurm")
     return False
-  return needs_overcommit(job, options, cpus)
+  return slurm_options.needs_overcommit(job, options, cpus)
 
 
 def script_from_args(args):

@@ -10,6 +10,9 @@ from estimator_dist.contract import env_vars
 
 _IMPORTS_US = re.compile(r"^\s*(import|from)\s+estimator_dist\b", re.MULTILINE)
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
+# Python that prints SITE as the Python running it finds it (a job script's, on its nodes).
+PRINT_SITE = ("import os, estimator_dist.instrument as i; "
+              "print(os.path.join(os.path.dirname(i.__file__), 'site'))")
 
 
 def task_env(env, program):
