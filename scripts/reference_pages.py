@@ -1,6 +1,6 @@
 """Writes the reference pages of the documentation from the code that defines what they list.
 
-  python scripts/reference_pages.py        # rewrites docs/reference/*.md
+  python scripts/reference_pages.py        # rewrites docs/reference/*.md, docs/changelog.md
 
 Each command's flags come from its absl definitions (the modules `estimator-dist`'s
 commands run, estimator_dist/cli.py), the program flags from `ed.define_flags`, the
@@ -201,10 +201,28 @@ def api_page():
   exports = estimator_dist._EXPORTS  # pylint: disable=protected-access
   lines = ["# Python API", "", MARK, "",
            "`import estimator_dist as ed` gives these names; each is imported when first "
-           "used, so `import estimator_dist` imports no TensorFlow.", ""]
-  for name in sorted(estimator_dist.__all__, key=str.lower):
+           "used, so `import estimator_dist` imports no TensorFlow. They come in the order "
+           "a program meets them: its training, its flags and main, the options, the "
+           "decorator and the strategies, sweeps, then the errors and the task's view.", ""]
+  assert sorted(API_ORDER) == sorted(estimator_dist.__all__), "name every public name once"
+  for name in API_ORDER:
     lines += [f"::: {exports[name]}.{name}", ""]
   return "\n".join(lines)
+
+
+def changelog_page():
+  """CHANGELOG.md, in the site as it is in the repository (its links to docs/ pages made
+  the site's)."""
+  with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
+    return f.read().replace("](docs/", "](")
+
+
+# The public names in the order a program meets them.
+API_ORDER = ("train_and_evaluate", "evaluate", "define_flags", "options_from_flags",
+             "run_program", "TrainOptions", "EarlyStopping", "BestCheckpoints",
+             "distributed", "STRATEGIES", "create_strategy", "StrategyAdapter", "sweep",
+             "SweepOptions", "ConfigError", "TrainingDiverged", "ClusterConfigError",
+             "TaskInfo")
 
 
 def pages():
@@ -215,7 +233,8 @@ def pages():
   made["environment.md"] = environment_page()
   made["exit-codes.md"] = exit_codes_page()
   made["api.md"] = api_page()
-  return {os.path.join(REFERENCE, name): text for name, text in made.items()}
+  return {**{os.path.join(REFERENCE, name): text for name, text in made.items()},
+          os.path.join("docs", "changelog.md"): changelog_page()}
 
 
 def main():
