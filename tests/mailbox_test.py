@@ -38,6 +38,22 @@ def test_a_message_is_posted_whole_read_back_and_gone_with_the_attempt(mailbox):
   assert mailbox.names("topic") == [] and os.path.isdir(mailbox.directory)
 
 
+def test_what_a_program_leaves_for_a_message_reads_as_none(mailbox):
+  """Every reader of the engines (the launcher, SLURM's job end and watcher, Spark's
+  driver) reads a message through `value`: what is not one the toolkit posts is none."""
+  os.mkfifo(mailbox.path(mailbox_lib.JOINED, "chief:0"))  # Read without blocking.
+  with open(mailbox.path(mailbox_lib.VERDICTS, "1-x"), "wb") as f:
+    f.write(os.urandom(4096))
+  mailbox.post(mailbox_lib.MODEL_DIR, mailbox_lib.CHIEF, {"model_dir": ["not", "a path"]})
+  mailbox.post(mailbox_lib.PREEMPTION, mailbox_lib.CHIEF, "step 5")
+  assert mailbox.value(mailbox_lib.JOINED, "chief:0", str, key="strategy") is None
+  assert mailbox_lib.verdict_codes(mailbox) == set()
+  assert chief_model_dir.read(mailbox) is None
+  assert mailbox_lib.saved_on_preemption(mailbox) is None
+  assert joined.not_joined(mailbox, {"chief:0"}, strategy="multi_worker") == {
+      "chief:0": "never started the job's strategy"}
+
+
 def test_a_wait_returns_the_message_once_posted_or_none_at_its_timeout(mailbox):
   later = threading.Timer(0.5, mailbox.post, ("topic", "a", {"step": 3}))
   later.start()
@@ -154,3 +170,11 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.waiting"), (0, 0))
   assert heartbeat.waiting(mailbox, 5) == set()  # It said so long ago.
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
+  # A task ended before its training did (its companion says so): not stalled, but gone.
+  early = mailbox.path(mailbox_lib.BEATS, "worker:2")
+  heartbeat.beat(early)
+  open(early + ".exited", "w").close()
+  assert heartbeat.exited_early(mailbox) == {"worker:2"}  # worker:1's training ended.
+  assert heartbeat.stalled(mailbox, 0.0, expected={"worker:2"}) == ["worker:2"]
+  open(mailbox.path(mailbox_lib.BEATS, "worker:1.exited"), "w").close()
+  assert heartbeat.exited_early(mailbox) == {"worker:2"}

@@ -115,6 +115,18 @@ def test_the_companion_beats_and_ends_with_the_task(tmp_path):
   task.stdin.flush()
   _, stderr = task.communicate(timeout=30)  # Closes stdin: the task ended.
   assert (task.returncode, stderr) == (3, "")
+  # Before its training ended: said beside the heartbeat, for the launcher.
+  assert (tmp_path / "heartbeat.exited").exists()
+
+
+@pytest.mark.processes
+def test_a_task_that_ended_its_training_is_not_said_to_end_early(tmp_path):
+  beat = tmp_path / "heartbeat"
+  (tmp_path / "heartbeat.ended").touch()
+  task = _companion_under_a_shell("worker:1", "0", "", str(beat), "[]")
+  _, stderr = task.communicate(timeout=30)
+  assert (task.returncode, stderr) == (3, "")
+  assert not (tmp_path / "heartbeat.exited").exists()
 
 
 @pytest.mark.processes

@@ -1,10 +1,14 @@
 """A checkpoint's names and steps, read without TensorFlow (the launcher and the sweep
-runner, which never import it, read them too). Whether a checkpoint is complete is
-`outputs.checkpoints`' question, which needs TensorFlow."""
+runner, which never import it, read them too), and the directory of the toolkit's own
+files in a model_dir. Whether a checkpoint is complete is `outputs.checkpoints`'
+question, which needs TensorFlow."""
 
 import os
 import re
 
+# The toolkit's own files in a model_dir: the tasks' logs, the learning rate's record, the
+# MLflow run's parameters, SLURM's and Spark's mailboxes.
+TOOLKIT_DIR = "estimator_dist"
 _INDEX = "checkpoint"
 _CHECKPOINT = re.compile(r"^model\.ckpt-(\d+)\.index$")
 _LATEST = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)

@@ -21,6 +21,9 @@ from estimator_dist.contract import whole_file
 
 _ENDED = ".ended"
 _WAITING = ".waiting"  # Touched while the task waits for the chief's round: not idle.
+# Touched by the task's watchdog companion (task/watchdog_companion.py, which imports
+# nothing of ours) when the task ended before its training did.
+_EXITED = ".exited"
 
 
 def path_of(task, env):
@@ -99,6 +102,13 @@ def ended(mailbox):
           if name.endswith(_ENDED)}
 
 
+def exited_early(mailbox):
+  """Names of the tasks that ended before their training did."""
+  names = set(mailbox.names(mailbox_lib.BEATS))
+  return {name[:-len(_EXITED)] for name in names
+          if name.endswith(_EXITED) and name[:-len(_EXITED)] + _ENDED not in names}
+
+
 def stalled(mailbox, timeout_secs, expected=(), started=None):
   """Names of the tasks whose heartbeat is older than `timeout_secs`.
 
@@ -109,7 +119,7 @@ def stalled(mailbox, timeout_secs, expected=(), started=None):
   now, names = time.time(), set()
   present = set(mailbox.names(mailbox_lib.BEATS))
   for name in present | set(expected):
-    if name.endswith((_ENDED, _WAITING)) or name + _ENDED in present:
+    if name.endswith((_ENDED, _WAITING, _EXITED)) or name + _ENDED in present:
       continue
     last = mailbox.modified(mailbox_lib.BEATS, name)
     if last is None and (started is None or name not in expected):

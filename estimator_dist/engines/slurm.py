@@ -21,6 +21,7 @@ from absl import flags
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist import option_flags
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
@@ -132,8 +133,8 @@ def _mailbox_lines(job, options):
   which prints the job's progress lines into its output (`progress_watch`)."""
   model_dir = options.model_dir or model_dir_arg.program_model_dir(list(job.command[1:]))
   local = model_dir and "://" not in model_dir
-  where = (shlex.quote(f"{model_dir}/estimator_dist") if local else
-           '"${SLURM_SUBMIT_DIR:-$PWD}/estimator_dist"')
+  where = (shlex.quote(f"{model_dir}/{checkpoint_names.TOOLKIT_DIR}") if local else
+           f'"${{SLURM_SUBMIT_DIR:-$PWD}}/{checkpoint_names.TOOLKIT_DIR}"')
   lines = ["# The job's mailbox: its tasks' messages to each other, for this attempt.",
            f'export {env_vars.MAILBOX}={where}/mailbox-"${{SLURM_JOB_ID}}-${{SLURM_RESTART_COUNT:-0}}"',
            f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}/{mailbox_lib.REACHED}"']

@@ -34,6 +34,7 @@ from typing import Any, Mapping, Optional
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
@@ -184,7 +185,7 @@ def _mailbox(options, application_id):
     yield None
     return
   mailbox = mailbox_lib.Mailbox(os.path.join(
-      os.path.abspath(model_dir), "estimator_dist",
+      os.path.abspath(model_dir), checkpoint_names.TOOLKIT_DIR,
       f"mailbox-spark-{application_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}"))
   try:
     mailbox.emptied()

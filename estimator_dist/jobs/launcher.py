@@ -100,7 +100,8 @@ def launch(job, *, options=LaunchOptions(), out=sys.stdout):
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
     group.task_logs = shown_output.TaskLogs(
-        None if "://" in model_dir else os.path.join(model_dir, "estimator_dist", "logs"),
+        None if "://" in model_dir else os.path.join(model_dir, checkpoint_names.TOOLKIT_DIR,
+                                                     "logs"),
         level=options.terminal,
         program=os.path.basename(launching.program_file(list(job.command)) or ""))
     # Its tasks agree through the job's directory on this machine: local jobs only.

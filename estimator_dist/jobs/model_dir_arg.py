@@ -4,6 +4,7 @@ one."""
 import os
 import shutil
 
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.outputs import model_dir_lock
 from estimator_dist.supervision import job_dirs
 
@@ -63,11 +64,16 @@ def kept_from_scratch(own, *, scratch, job_model_dir):
   if os.path.commonpath([own, scratch]) != scratch or not _files(own):
     return None
   target = job_model_dir
-  if _files(target):
+  if set(_files(target)) - {checkpoint_names.TOOLKIT_DIR}:
     target = os.path.join(target, os.path.basename(own))
   os.makedirs(target, exist_ok=True)
   for name in _files(own):
-    shutil.move(os.path.join(own, name), os.path.join(target, name))
+    if name == checkpoint_names.TOOLKIT_DIR:  # Beside the job's own (its tasks' logs).
+      os.makedirs(os.path.join(target, name), exist_ok=True)
+      for child in os.listdir(os.path.join(own, name)):
+        shutil.move(os.path.join(own, name, child), os.path.join(target, name, child))
+    else:
+      shutil.move(os.path.join(own, name), os.path.join(target, name))
   index = os.path.join(target, "checkpoint")  # Its paths name `own`: TensorFlow writes them.
   if os.path.isfile(index):
     with open(index) as f:

@@ -31,6 +31,7 @@ import time
 from typing import Callable, Optional
 
 from estimator_dist import extras
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import env_vars
 
 REQUEST_TIMEOUT_SECS = 5
@@ -38,8 +39,8 @@ CALL_DEADLINE_SECS = 15
 UPLOAD_DEADLINE_SECS = 300  # After training: it delays the job's end, not its training.
 EXPERIMENT = "estimator_dist"  # Unless MLFLOW_EXPERIMENT_NAME names another.
 _BATCH = 500  # Metrics per request (MLflow takes at most 1000).
-PARAMS = os.path.join("estimator_dist", "params.json")  # In the model_dir, by the chief.
-_RATE = os.path.join("estimator_dist", "learning_rate.json")  # training.rate_record's.
+PARAMS = os.path.join(checkpoint_names.TOOLKIT_DIR, "params.json")  # By the chief.
+_RATE = os.path.join(checkpoint_names.TOOLKIT_DIR, "learning_rate.json")  # rate_record's.
 _TRAINING_SCALARS = {"loss": "train_loss", "global_step/sec": "train_steps_per_sec"}
 # What this process set for MLflow's requests, kept from the tasks it starts.
 SET_HERE = {}

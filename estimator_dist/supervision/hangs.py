@@ -15,6 +15,7 @@ while any work uses about a second per second.
 
 import time
 
+from estimator_dist import errors
 from estimator_dist.contract import heartbeat
 from estimator_dist.supervision import process_tree
 
@@ -25,6 +26,9 @@ _LOOK_SECS = 1.0
 # A task that said it waits for the chief this recently is not idle (contract/rounds.py
 # says so about every second while it waits).
 _WAITING_SECS = 5.0
+# A Horovod rank that ended before its training did stops the job after this long, where
+# horovodrun did not exit first (its exit code then stands): under Gloo it never does.
+_GONE_SECS = 2.0
 
 # Progress: at least this share of one CPU since the last progress (and at least the
 # least CPU time counted), so the slow polling of a waiting process never counts.
@@ -83,12 +87,20 @@ class Hangs:
   def __init__(self, *, mailbox, timeout_secs, expected, log):
     self._mailbox, self._timeout_secs, self._expected = mailbox, timeout_secs, expected
     self._log, self._started, self._next_look = log, time.time(), 0.0
-    self._stopped_since, self._idleness = {}, Idleness()
+    self._stopped_since, self._idleness, self._gone_since = {}, Idleness(), None
 
   def found(self, tasks):
-    """Whether one of the running `tasks` hangs (said); False until a look is due."""
+    """The exit code of the job when one of the running `tasks` hangs, or a task of theirs
+    the launcher does not watch by itself (a Horovod rank) ended before its training did
+    (said); 0 otherwise, and until a look is due."""
     if time.monotonic() < self._next_look:
-      return False
+      return 0
+    gone = self._gone(tasks)
+    if gone:
+      self._log(f"{', '.join(gone)} ended before its training did, and the job's other "
+                f"tasks would wait for it (horovodrun under Gloo does not end them); "
+                f"stopping the job")
+      return 1
     self._next_look, timeout = time.monotonic() + _LOOK_SECS, self._timeout_secs
     table = process_tree.process_table()
     stops = stopped(tasks, self._stopped_since, table)
@@ -110,4 +122,12 @@ class Hangs:
                 f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "
                 f"something, such as a session that waits for a task that has exited); "
                 f"stopping the job")
-    return bool(stuck or too_long or idle)
+    return errors.STALLED_EXIT_CODE if stuck or too_long or idle else 0
+
+  def _gone(self, tasks):
+    """The expected tasks that ended before their training did, and that no task of
+    `tasks` is (the launcher sees those exit), for _GONE_SECS."""
+    gone = self._mailbox and sorted(
+        heartbeat.exited_early(self._mailbox) & set(self._expected) - {t.name for t in tasks})
+    self._gone_since = (self._gone_since or time.monotonic()) if gone else None
+    return gone if gone and time.monotonic() - self._gone_since >= _GONE_SECS else []

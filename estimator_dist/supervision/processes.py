@@ -248,9 +248,9 @@ class TaskGroup:
           self.log(f"{task.name} exited with code {code}; stopping the other tasks")
           self.stop_all()
           return _exit_code(code)
-      if hangs and hangs.found(self.tasks):
+      if hangs and (hung := hangs.found(self.tasks)):
         self.stop_all()
-        return errors.STALLED_EXIT_CODE
+        return hung
       uneven = self.mailbox and rounds.unmatched(self.mailbox)
       uneven_since = (uneven_since or time.monotonic()) if uneven else None
       if uneven and time.monotonic() - uneven_since >= _UNEVEN_SECS:

@@ -14,6 +14,9 @@ ERROR is how its line starts (command_line.error_line's, which it cannot import)
 It reads the task's phases (PHASES), one a line, from stdin. It exits with 0 when stdin
 closes (the task ended), when its parent is no longer the task, and right after it
 killed the task with SIGKILL, having printed why on stderr ("estimator-dist: error: ...").
+A task that ended (however: an exception, a signal, the kernel's OOM killer) before its
+training did (no HEARTBEAT.ended) gets HEARTBEAT.exited, which the launcher reads where
+it cannot see the task's exit (a Horovod rank of horovodrun): contract/heartbeat.py.
 """
 
 import json
@@ -84,8 +87,11 @@ def _beat(path, task_pid):
   """Touches the heartbeat file, unless the task is stopped (state t or T): a task
   stopped right after it started must look stuck to the launcher."""
   fields = process_stat(task_pid)
-  if not (path and fields and fields[0] not in "tT"):
-    return
+  if path and fields and fields[0] not in "tT":
+    _touch(path)
+
+
+def _touch(path):
   try:
     with open(path, "a"):
       os.utime(path)
@@ -103,8 +109,10 @@ def watch(*, task, timeout, launcher, beat, peers, error):
   while True:
     if select.select([sys.stdin], [], [], 0.5)[0]:
       line = sys.stdin.readline()
-      if not line:
-        return  # The task ended.
+      if not line:  # The task ended.
+        if beat and not os.path.exists(beat + ".ended"):
+          _touch(beat + ".exited")
+        return
       phase = line.strip()
     if os.getppid() != task_pid:
       return

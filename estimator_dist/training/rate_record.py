@@ -14,7 +14,9 @@ from typing import Optional
 
 import tensorflow as tf
 
-PATH = os.path.join("estimator_dist", "learning_rate.json")  # Inside the model_dir.
+from estimator_dist.contract import checkpoint_names
+
+PATH = os.path.join(checkpoint_names.TOOLKIT_DIR, "learning_rate.json")  # In the model_dir.
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

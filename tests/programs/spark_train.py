@@ -6,7 +6,9 @@
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 from absl import app
 from absl import flags
@@ -47,9 +49,15 @@ def main(_):
   f = flags.FLAGS
   # The executors' Python: this one, which has estimator_dist and Horovod.
   os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+  # Spark's JVMs unpack native libraries (lz4's) into java.io.tmpdir, /tmp whatever
+  # TMPDIR says, and leave them there: into a directory of this run's instead.
+  scratch = tempfile.mkdtemp(prefix="spark_train_")
+  java_tmp = f"-Djava.io.tmpdir={scratch}"
   conf = (pyspark.SparkConf().setMaster(f.spark_master or f"local[{f.spark_slots}]")
           .setAppName("estimator_dist").set("spark.ui.enabled", "false")
-          .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1"))
+          .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+          .set("spark.driver.extraJavaOptions", java_tmp)
+          .set("spark.executor.extraJavaOptions", java_tmp))
   if f.spark_master:
     # Start once the executors have every slot, and let a lost executor fail the job
     # (training resumes from its checkpoints when the job is run again).
@@ -69,6 +77,7 @@ def main(_):
                         progress_secs=f.progress_secs)
   finally:
     sc.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
   print("RESULTS", json.dumps(results), flush=True)
 
 
