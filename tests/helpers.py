@@ -108,9 +108,14 @@ def wait_until_gone(find, timeout=30):
 def launch_command(*launch_args, program=(PYTHON, "-m", "tests.programs.plain_model")):
   """The one command line of a launcher run: `python -m estimator_dist.launch ARGS --
   PROGRAM` (a command: a Python module is `(PYTHON, "-m", module, args...)`). The job
-  draws no curves.png (half a second a job) unless ARGS say --curves."""
+  draws no curves.png (half a second a job) unless ARGS say --curves, and its terminal
+  shows every line of its tasks (--terminal=all: the tests read TensorFlow's own lines
+  too) unless ARGS say another --terminal; README's commands run with the default."""
   curves = [] if "--curves" in launch_args else ["--nocurves"]
-  return [PYTHON, "-m", "estimator_dist.launch", *curves, *launch_args, "--", *program]
+  terminal = [] if any(a.startswith("--terminal") for a in launch_args) else [
+      "--terminal=all"]
+  return [PYTHON, "-m", "estimator_dist.launch", *curves, *terminal, *launch_args, "--",
+          *program]
 
 
 def launch(strategy, program, *args, num_workers=2, launch_args=(), timeout=300):

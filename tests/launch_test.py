@@ -111,7 +111,7 @@ def test_every_task_gets_its_tf_config_and_prefix(tmp_path):
 def test_a_failing_task_stops_the_others_and_gives_its_code():
   # The others sleep for 600 s: run_launcher's timeout (60 s) fails a launcher that waits.
   code, output = run_launcher("--strategy=multi_worker", "--num_workers=3",
-                              env={"FAIL_ROLE": "worker"})
+                              "--terminal=default", env={"FAIL_ROLE": "worker"})
   assert code == 3, output
   assert "exited with code 3; stopping the other tasks" in output
   # The default terminal shows the error, not TensorFlow's INFO line, which the task's

@@ -105,9 +105,12 @@ def test_a_record_of_every_level_but_info_shows(level):
 
 def test_the_logs_keep_every_line_and_say_where(tmp_path):
   logs = shown_output.TaskLogs(str(tmp_path / "logs"), level="default")
-  with logs.file_of("chief:0") as f:
-    f.write("a line\n")
-  assert (tmp_path / "logs" / "chief-0.log").read_text() == "a line\n"
+  for attempt in (1, 2):  # A restart appends.
+    with logs.file_of("chief:0") as f:
+      f.write(f"line {attempt}\n")
+  started, first, again, second = (tmp_path / "logs" / "chief-0.log").read_text().splitlines()
+  assert (first, second) == ("line 1", "line 2")
+  assert started.startswith(f"{shown_output.STARTED} chief:0 at ") and again[:40] == started[:40]
   assert logs.note() is None
   logs.count_hidden()
   assert logs.note().startswith("the terminal left out 1 of the tasks' lines") and (

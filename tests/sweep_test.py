@@ -37,6 +37,7 @@ from estimator_dist.experiments import sweep_progress
 from estimator_dist.experiments import trial_job
 from estimator_dist.outputs import event_files
 from estimator_dist.supervision import failure_cause
+from estimator_dist.supervision import shown_output
 from model_zoo import data as model_zoo_data
 from tests import helpers
 from tests import postgres_server
@@ -618,9 +619,10 @@ def test_a_killed_sweep_run_again_retries_its_trial_from_its_checkpoint(tmp_path
   (retried,) = [t for t in trials if t["number"] > failed["number"] and
                 t["params"] == failed["params"]]
   assert retried["model_dir"] == failed["model_dir"]
-  log = helpers.task_logs(retried["model_dir"])  # Both attempts', the retry's last.
-  restored = re.findall(r"Restoring parameters from \S*model\.ckpt-(\d+)", log)
-  assert restored and 1000 <= int(restored[-1]) < 2000, log[-3000:]  # Not from 0.
+  # The chief's log, of both runs: the retry's first restore.
+  log = helpers.task_logs(retried["model_dir"]).split(f"{shown_output.STARTED} chief:0 ")[-1]
+  restored = re.search(r"Restoring parameters from \S*model\.ckpt-(\d+)", log)
+  assert restored and 1000 <= int(restored.group(1)) < 2000, log[-3000:]  # Not from 0.
   with sqlite3.connect(tmp_path / "study.db") as db:  # Exactly the trials asked.
     assert db.execute("SELECT COUNT(*) FROM trials WHERE state='COMPLETE'").fetchone() == (3,)
 

@@ -21,9 +21,14 @@ RunConfig's braces, a deprecation's instructions).
 import os
 import re
 import threading
+import time
+
+from estimator_dist import command_line
 
 LEVELS = ("quiet", "default", "all")
-OURS = "estimator-dist"
+# The line a task's log gets each time the task starts (a restart appends to it).
+STARTED = command_line.line("started", "launch")
+OURS = command_line.PROGRAM  # How the toolkit's lines start.
 _ABSL = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([^\s:\]]+):\d+\] ?(.*)$")
 _CPP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: ([IWEF]) \S+\] ?(.*)$")
 _PY_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: (.*)$")
@@ -136,8 +141,10 @@ class TaskLogs:
       return None
     try:
       os.makedirs(self.directory, exist_ok=True)
-      return open(os.path.join(self.directory, task_name.replace(":", "-") + ".log"), "a",
-                  encoding="utf-8", errors="replace")
+      log = open(os.path.join(self.directory, task_name.replace(":", "-") + ".log"), "a",
+                 encoding="utf-8", errors="replace")
+      log.write(f"{STARTED} {task_name} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+      return log
     except OSError:
       return None
 

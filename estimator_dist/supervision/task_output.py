@@ -51,7 +51,8 @@ class Output:
       self._copy_lines()
     finally:
       if self._file:
-        self._file.close()
+        with contextlib.suppress(OSError):
+          self._file.close()
 
   def _copy_lines(self):
     for raw in iter(lambda: self._process.stdout.readline(_LINE_LIMIT), b""):
@@ -77,9 +78,11 @@ class Output:
       try:
         self._file.write(line + "\n")
         self._file.flush()
-      except OSError as e:
-        self._file = self._file.close()
-        self._warn(f"its whole output is no longer kept ({e})")
+      except OSError as e:  # A full disk: the terminal still shows what it shows.
+        file, self._file = self._file, None
+        with contextlib.suppress(OSError):
+          file.close()
+        self._warn(f"its whole output is no longer kept in {file.name} ({e})")
     shown = self._shown(text) if self._shown else text
     if shown is None:
       self._logs.count_hidden()
