@@ -2,6 +2,7 @@
 writes, a loss that becomes NaN. Nothing hangs, nothing is lost beyond one checkpoint
 interval, and no process is left behind (conftest checks the process table)."""
 
+import os
 import random
 import re
 import signal
@@ -39,8 +40,10 @@ def training_process(job, strategy):
       env, command = p.environ(), " ".join(p.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
       continue
-    if "plain_model" not in command or command.startswith("nsenter"):
-      continue  # nsenter starts the task in the job's namespaces; the task is its child.
+    if "plain_model" not in command or not os.path.basename(p.cmdline()[0]).startswith(
+        "python"):
+      continue  # nsenter starts the task in the job's namespaces, horovodrun's Gloo a
+      # shell that starts the rank: the task is their child.
     if strategy == "horovod" and "1" in (env.get("HOROVOD_RANK"),
                                          env.get("OMPI_COMM_WORLD_RANK")):
       return p
