@@ -16,6 +16,7 @@ import time
 
 from benchmarks import models
 from benchmarks import timing
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher as launcher_lib
 from estimator_dist.jobs import spec
 from estimator_dist.supervision import processes
@@ -90,7 +91,7 @@ def run(job, settings):
       baseline = job.kind == "baseline"
       job_spec = spec.JobSpec(strategy=job.strategy, num_workers=job.num_workers,
                               command=[*command, f"--model_dir={model_dir}"])
-      code = launcher_lib.launch(job_spec, options=launcher_lib.LaunchOptions(
+      code = launcher_lib.launch(job_spec, options=launch_options.LaunchOptions(
           shutdown_timeout_secs=_PS_GRACE_SECS if baseline else 120,
           instrument="off" if baseline else "auto"), out=log)
   timings = timing.read_dir(timing_dir)

@@ -17,6 +17,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.jobs import horovodrun
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 
@@ -31,7 +32,7 @@ class LaunchFlags:
   elastic: flags.FlagHolder
   elastic_range: Dict[str, flags.FlagHolder]
 
-  def options(self) -> launcher.LaunchOptions:
+  def options(self) -> launch_options.LaunchOptions:
     elastic = None
     if self.elastic.value:
       given = option_flags.values_of(self.elastic_range)
@@ -40,7 +41,7 @@ class LaunchFlags:
           "max_workers": given["max_workers"] or self.job.value("num_workers")})
     run = option_flags.options_from_flags(horovodrun.HorovodRun, self.horovod,
                                           elastic=elastic)
-    return option_flags.options_from_flags(launcher.LaunchOptions, self.launch, horovod=run)
+    return option_flags.options_from_flags(launch_options.LaunchOptions, self.launch, horovod=run)
 
 
 def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
@@ -48,7 +49,7 @@ def define_flags(flag_values=flags.FLAGS) -> LaunchFlags:
   f = flag_values
   return LaunchFlags(
       job=spec.define_flags(f),
-      launch=option_flags.define_flags(launcher.LaunchOptions, flag_values=f),
+      launch=option_flags.define_flags(launch_options.LaunchOptions, flag_values=f),
       horovod=option_flags.define_flags(horovodrun.HorovodRun, flag_values=f),
       elastic=flags.DEFINE_bool(
           "elastic", False, "horovod: elastic training; ranks come and go between "

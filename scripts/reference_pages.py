@@ -204,7 +204,8 @@ def api_page():
            "used, so `import estimator_dist` imports no TensorFlow. They come in the order "
            "a program meets them: its training, its flags and main, the options, the "
            "decorator and the strategies, sweeps, then the errors and the task's view.", ""]
-  assert sorted(API_ORDER) == sorted(estimator_dist.__all__), "name every public name once"
+  if sorted(API_ORDER) != sorted(estimator_dist.__all__):
+    raise ValueError(f"API_ORDER must name every public name once: {estimator_dist.__all__}")
   for name in API_ORDER:
     lines += [f"::: {exports[name]}.{name}", ""]
   return "\n".join(lines)

@@ -191,7 +191,8 @@ TABLE = {
         ('num_workers', 'int', 2, {'lower_bound': 1},
          'Training tasks (mirrored: replicas of one task).'),
         ('output', 'string', None, {},
-         "#SBATCH --output, e.g. logs/%x-%j.out (default SLURM's, slurm-%j.out)."),
+         "#SBATCH --output, e.g. %x-%j.out (default SLURM's, slurm-%j.out; a directory in "
+         'it must exist).'),
         ('overcommit', 'bool', None, {},
          '#SBATCH --overcommit: let tasks share CPUs. Default: added when the job has more '
          "tasks than the partition's nodes have CPUs (read with sinfo)."),
@@ -199,7 +200,8 @@ TABLE = {
          '#SBATCH --partition.'),
         ('port_base', 'int', None, {'lower_bound': 1, 'upper_bound': 65000},
          "First TensorFlow server port on each node (default: one of the job's own, from "
-         'its job id, so jobs that share a node do not collide).'),
+         'its job id, so jobs that share a node, up to 32 tasks of each there, do not '
+         'collide).'),
         ('preamble', 'multi string', [], {},
          "A line of shell the job runs before its tasks start, e.g. 'module load "
          "cuda/12.2' or 'source ~/venv/bin/activate'; the tasks run `python` as it then "

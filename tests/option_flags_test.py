@@ -10,7 +10,7 @@ from estimator_dist import errors
 from estimator_dist import launch
 from estimator_dist import option_flags
 from estimator_dist.jobs import horovodrun
-from estimator_dist.jobs import launcher
+from estimator_dist.jobs import launch_options
 from estimator_dist.option_flags import option
 
 
@@ -69,12 +69,12 @@ def test_the_launchers_flags_give_its_options():
   values = flags.FlagValues()
   launch_flags = launch.define_flags(values)
   values(["launch"])
-  assert launch_flags.options() == launcher.LaunchOptions()
+  assert launch_flags.options() == launch_options.LaunchOptions()
   values = flags.FlagValues()
   launch_flags = launch.define_flags(values)
   values(["launch", "--num_workers=3", "--elastic", "--hosts=a:2", "--max_restarts=2",
           "--horovodrun_args=--cycle-time-ms=2", "--host_discovery_script=/d.sh"])
-  assert launch_flags.options() == launcher.LaunchOptions(
+  assert launch_flags.options() == launch_options.LaunchOptions(
       max_restarts=2, horovod=horovodrun.HorovodRun(
           hosts="a:2", extra_args="--cycle-time-ms=2", elastic=horovodrun.Elastic(
               min_workers=1, max_workers=3, discovery_script="/d.sh")))

@@ -49,6 +49,9 @@ graph_options {
 
 W1129 12:03:16.5 139739399905856 basic_session_run_hooks.py:724] It seems that global step has not been increased.
 step 10 done
+I1129 12:00:12.655539 140 estimator.py:2085] Saving dict for global step 200: accuracy = 0.897, global_step = 200, loss = 0.26
+accuracy: 0.897
+/tmp/qs/train.py:12: UserWarning: the learning rate is high
 I1129 12:03:24.460385 140708430116544 coordinator.py:213] Error reported to Coordinator: in user code:
 
     File "/tmp/qs/broken.py", line 16, in model_fn
@@ -65,6 +68,7 @@ estimator-dist: summary: strategy=multi_worker workers=2 steps=200
 OURS = ["estimator-dist: training process 0 of 2 on this host runs on CPUs [0]"]
 WARNING = ["W1129 12:03:16.5 139739399905856 basic_session_run_hooks.py:724] It seems that "
            "global step has not been increased."]
+PROGRAMS_WARNING = ["/tmp/qs/train.py:12: UserWarning: the learning rate is high"]
 TRACEBACK = ["Traceback (most recent call last):",
              "  File \"/tmp/qs/train.py\", line 43, in <module>",
              "    ed.run_program(main)",
@@ -80,7 +84,8 @@ def shown(level, program="train.py"):
 def test_the_default_shows_the_programs_and_the_toolkits_lines_and_no_tensorflow_chatter():
   assert shown("default") == [
       *OURS, "I1129 12:00:09.101 140 train.py:30] reading /data/train",
-      "eval_result: {'accuracy': 0.9}", *WARNING, "step 10 done", *TRACEBACK]
+      "eval_result: {'accuracy': 0.9}", *WARNING, "step 10 done", "accuracy: 0.897",
+      *PROGRAMS_WARNING, *TRACEBACK]
 
 
 def test_the_program_is_known_by_its_main_file():
@@ -89,7 +94,7 @@ def test_the_program_is_known_by_its_main_file():
 
 
 def test_quiet_shows_warnings_errors_tracebacks_and_the_toolkits_lines():
-  assert shown("quiet") == [*OURS, *WARNING, *TRACEBACK]
+  assert shown("quiet") == [*OURS, *WARNING, *PROGRAMS_WARNING, *TRACEBACK]
 
 
 def test_all_shows_every_line_as_it_came():
@@ -115,4 +120,5 @@ def test_the_logs_keep_every_line_and_say_where(tmp_path):
   logs.count_hidden()
   assert logs.note().startswith("the terminal left out 1 of the tasks' lines") and (
       logs.note().endswith(f"every line is in {tmp_path / 'logs'}"))
-  assert shown_output.TaskLogs(None, level="default").file_of("chief:0") is None
+  nowhere = shown_output.TaskLogs(None, level="default")  # A model_dir of gs://, say.
+  assert nowhere.file_of("chief:0") is None and nowhere.level == "all"

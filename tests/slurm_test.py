@@ -164,6 +164,11 @@ def test_a_sites_options_its_own_sbatch_lines_and_its_preamble():
   # find it after the preamble.
   assert not [line for line in script if sys.executable in line or helpers.REPO in line]
   assert any(line.startswith("python3 -m estimator_dist.cli progress") for line in script)
+  check, = [i for i, line in enumerate(script) if line.startswith(
+      "python3 -c 'import estimator_dist' || { echo \"estimator-dist slurm: error: python3 "
+      "here cannot import the toolkit")]
+  assert check < script.index("# The job's mailbox: its tasks' messages to each other, for "
+                              "this attempt."), script  # Before anything that needs it.
   with pytest.raises(errors.ConfigError, match=r"--sbatch='mail-type=END' is not one option"):
     sbatch("--sbatch=mail-type=END", "--", "python", "train.py")
 

@@ -9,6 +9,7 @@ import pytest
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import startup_checks
@@ -52,7 +53,7 @@ def no_compiler(tmp_path, monkeypatch):
 
 
 def test_auto_on_the_host_network_without_the_library_is_refused_too(no_compiler):
-  options = launcher.LaunchOptions(isolation="auto")
+  options = launch_options.LaunchOptions(isolation="auto")
   assert startup_checks.exposure(options, on_host_network=False) is None
   with pytest.raises(errors.ConfigError, match=(
       r"^--isolation=auto: this machine cannot give the job its own namespaces \(unshare: "
@@ -61,7 +62,7 @@ def test_auto_on_the_host_network_without_the_library_is_refused_too(no_compiler
       r".* or pass --allow_every_interface to accept that the servers listen on every "
       r"interface\.$")):
     startup_checks.exposure(options, on_host_network=True, why_no_namespace="unshare: no")
-  allowed = launcher.LaunchOptions(isolation="auto", allow_every_interface=True)
+  allowed = launch_options.LaunchOptions(isolation="auto", allow_every_interface=True)
   assert startup_checks.exposure(allowed, on_host_network=True).startswith(
       "--allow_every_interface: the library that keeps the job's servers on loopback cannot "
       "be built (there is no C compiler (install gcc)), so they listen on every interface")

@@ -18,6 +18,7 @@ from estimator_dist.engines import kubernetes
 from estimator_dist.engines import slurm
 from estimator_dist.engines import slurm_options
 from estimator_dist.engines import spark
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import task_starter
@@ -35,7 +36,7 @@ OWN = {"local": {env_vars.STARTUP_TIMEOUT_SECS, env_vars.MODEL_DIR, env_vars.MOD
 
 
 def local_env(job, grace):
-  options = launcher.LaunchOptions(model_dir="/shared/run", preemption_grace_secs=grace)
+  options = launch_options.LaunchOptions(model_dir="/shared/run", preemption_grace_secs=grace)
   return task_starter.job_environment(job, options, mailbox=mailbox_lib.Mailbox("/tmp/job/mailbox"))
 
 

@@ -69,7 +69,7 @@ def sbatch_script(job, *, options=slurm_options.SlurmOptions()):
   program = (f"""bash -c '{'trap "" USR1; ' if grace else ''}touch """
              f""""${env_vars.MAILBOX}/{mailbox_lib.REACHED}/$SLURM_PROCID" 2>/dev/null; """
              f"""exec "$@"' task {shlex.join(job.command)}""")
-  lines += _mailbox_lines(job, options)
+  lines += _python_lines(job) + _mailbox_lines(job, options)
   if options.instrument == "auto":
     lines += _instrumented_lines(job)
   # The tasks' variables, the grace also when it is 0 (SIGTERM and USR1 then end a task).
@@ -185,7 +185,17 @@ def _instrumented_lines(job):
   return ["# A program that does not import the toolkit: its tasks start the job's strategy",
           "# as they import TensorFlow, and route its Estimator calls.",
           f"export {env_vars.INSTRUMENT}={shlex.quote(program)}",
-          f'export PYTHONPATH="$({site})${{PYTHONPATH:+:$PYTHONPATH}}"']
+          f'site="$({site})"', 'export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"']
+
+
+def _python_lines(job):
+  """The check that the nodes' Python (after the preamble) has the toolkit, which the
+  job's watcher, its end and an instrumented program need: one line, exit 2, else."""
+  python = _python(job)
+  missing = 'echo "' + command_line.error_line(
+      f"{python} here cannot import the toolkit: add a --preamble that activates the "
+      f"environment it is installed in", "slurm") + '"'
+  return [f"{shlex.join([python, '-c', 'import estimator_dist'])} || {{ {missing}; exit 2; }}"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -32,7 +32,8 @@ class SlurmOptions:
   gres: Optional[str] = option(None, kind="string", help="#SBATCH --gres, e.g. gpu:2.")
   exclusive: bool = option(False, kind="bool", help="#SBATCH --exclusive: whole nodes.")
   output: Optional[str] = option(None, kind="string", help="#SBATCH --output, e.g. "
-                                 "logs/%x-%j.out (default SLURM's, slurm-%j.out).")
+                                 "%x-%j.out (default SLURM's, slurm-%j.out; a directory "
+                                 "in it must exist).")
   sbatch: Tuple[str, ...] = option(
       (), kind="multi_string", flag_default=[], help="Any other #SBATCH option, as sbatch "
       "takes it, e.g. --sbatch=--mail-type=END --sbatch=--mail-user=me@site.org")
@@ -44,7 +45,7 @@ class SlurmOptions:
   port_base: Optional[int] = option(
       None, kind="integer", lower_bound=1, upper_bound=65000, help="First TensorFlow "
       "server port on each node (default: one of the job's own, from its job id, so jobs "
-      "that share a node do not collide).")
+      "that share a node, up to 32 tasks of each there, do not collide).")
   srun_mpi: str = option("pmix", kind="string",
                          help="horovod: srun --mpi plugin that starts the ranks.")
   overcommit: bool = option(

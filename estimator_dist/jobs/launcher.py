@@ -49,10 +49,9 @@ from estimator_dist.watching import live_progress
 PORT_RETRIES = 3
 
 
-LaunchOptions = launch_options.LaunchOptions  # Where callers of the engine find it.
 
 
-def launch(job, *, options=LaunchOptions(), out=sys.stdout):
+def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
   """Runs `job` (a JobSpec) on this machine; returns its exit code.
 
   Every strategy runs on this machine, except horovod given hosts. When a task fails,
@@ -158,8 +157,9 @@ def _why_remove(model_dir, code, *, kept_output):
   """Why the new temporary `model_dir` goes once the job ended with `code` (None: stopped
   by a signal), or None: it keeps a checkpoint, what a job that finished wrote, or the
   tasks' output that the terminal did not show all of (`kept_output`)."""
-  if code == 0:
-    wrote = not os.path.isdir(model_dir) or os.listdir(model_dir)
+  if code == 0:  # The toolkit's own files alone (its tasks' logs) are not the job's.
+    wrote = not os.path.isdir(model_dir) or (
+        set(os.listdir(model_dir)) - {checkpoint_names.TOOLKIT_DIR}) or kept_output
     return None if wrote else "the job finished without writing anything there"
   if model_dir_arg.has_checkpoint(model_dir) or kept_output:
     return None

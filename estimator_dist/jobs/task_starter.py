@@ -52,7 +52,7 @@ class Starter:
   """
   job: spec.JobSpec
   command: list
-  options: object  # launcher.LaunchOptions
+  options: object  # launch_options.LaunchOptions
   group: processes.TaskGroup
   sandbox: Optional[sandbox_lib.Sandbox]
   local: bool

@@ -17,6 +17,7 @@ import time
 
 from estimator_dist import errors
 from estimator_dist.contract import heartbeat
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.supervision import process_tree
 
 # How often the processes are looked at: the table of every process costs milliseconds of
@@ -100,7 +101,9 @@ class Hangs:
       self._log(f"{', '.join(gone)} ended before its training did, and the job's other "
                 f"tasks would wait for it (horovodrun under Gloo does not end them); "
                 f"stopping the job")
-      return 1
+      if mailbox_lib.saved_on_preemption(self._mailbox) is not None:
+        return errors.PREEMPTED_EXIT_CODE  # The work is saved.
+      return max(mailbox_lib.verdict_codes(self._mailbox), default=1)
     self._next_look, timeout = time.monotonic() + _LOOK_SECS, self._timeout_secs
     table = process_tree.process_table()
     stops = stopped(tasks, self._stopped_since, table)

@@ -47,10 +47,14 @@ _NOISE = re.compile(
     r"possible to preserve tf.data options|GeneratorDatasetOp::Dataset will not be "
     r"optimized")
 _START_UP_NOTE = "To enable the following instructions"  # The CPU features' second line.
-# A line of a protocol buffer's text, as TensorFlow prints one in a record; a record's
-# body goes on with such lines, and indented and empty ones.
+# A line of a protocol buffer's text, as TensorFlow prints one in a record. A record's
+# body goes on with indented and empty lines, and with such lines after a record that
+# ends in a field of one (`... with config: device_filters: "/job:chief/task:0"`): a
+# program's `accuracy: 0.98` after another record is the program's.
 _PROTO = re.compile(r'^\s*([a-z_][a-z0-9_]*( \{|: ("[^"]*"|-?[0-9.e+-]+|true|false|'
                     r'[A-Z][A-Z0-9_]*))|\}|)$')
+_PROTO_TAIL = re.compile(r'(^|\s)[a-z_][a-z0-9_]*: ("[^"]*"|-?[0-9.e+-]+|true|false|'
+                         r'[A-Z][A-Z0-9_]*)$|\{$')
 
 
 class Shown:
@@ -78,6 +82,8 @@ class Shown:
     if warning and (_NOISE.search(warning.group(1)) or "deprecat" in warning.group(1)):
       self._hide_while = "indented"  # The line of the source that warned.
       return None
+    if warning:
+      return line
     self._traceback = (self._traceback and line[:1].isspace()) or line.startswith(
         ("Traceback (most recent call last)", "During handling of the above",
          "The above exception was"))
@@ -99,8 +105,9 @@ class Shown:
       return True
     if kind == "indented" and line[:1].isspace():
       return True
-    if kind == "body" and (line[:1].isspace() or _PROTO.match(line)):
-      self._hide_while = "body"
+    if kind in ("body", "proto") and (line[:1].isspace() or not line or (
+        kind == "proto" and _PROTO.match(line))):
+      self._hide_while = kind
       return True
     return kind == "one more"
 
@@ -115,7 +122,8 @@ class Shown:
       return line
     self._braces = message.count("{") - message.count("}")
     self._hide_while = ("braces" if self._braces > 0 else
-                        "instructions" if deprecation else "body")
+                        "instructions" if deprecation else
+                        "proto" if _PROTO_TAIL.search(message) else "body")
     return None
 
 
@@ -125,12 +133,13 @@ def _is_error_line(line):
 
 
 class TaskLogs:
-  """Every line of each task of a job, kept in `directory` (None: nowhere), and what the
-  terminal shows of them (`level`; `program`: the basename of the program's main file);
-  counts the lines it did not show."""
+  """Every line of each task of a job, kept in `directory`, and what the terminal shows of
+  them (`level`; `program`: the basename of the program's main file); counts the lines it
+  did not show. Without a directory (a model_dir of another file system) nothing is kept,
+  and the terminal shows every line."""
 
   def __init__(self, directory, *, level, program=None):
-    self.directory, self.level, self.program = directory, level, program
+    self.directory, self.level, self.program = directory, level if directory else "all", program
     self.hidden = 0
     self._lock = threading.Lock()
 
@@ -157,6 +166,6 @@ class TaskLogs:
     showed every line."""
     if not self.hidden:
       return None
-    where = f"every line is in {self.directory}" if self.directory else "kept nowhere"
     return (f"the terminal left out {self.hidden} of the tasks' lines (TensorFlow's start-up "
-            f"notes, INFO lines and deprecation warnings; --terminal=all shows them): {where}")
+            f"notes, INFO lines and deprecation warnings; --terminal=all shows them): every "
+            f"line is in {self.directory}")

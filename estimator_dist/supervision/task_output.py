@@ -28,9 +28,10 @@ class Output:
     """logs: a shown_output.TaskLogs, which keeps every line in a file and chooses what
     `out` shows (None: every line, kept nowhere else)."""
     self.tail = collections.deque(maxlen=20)
-    self._name, self._out, self._logs = name, out, logs
-    self._shown = shown_output.Shown(logs.level, program=logs.program) if logs else None
+    self._name, self._out = name, out
+    self._shown = {}  # prefix: its shown_output.Shown (horovodrun's ranks each have one).
     self._file = logs and logs.file_of(name)
+    self._logs = logs if self._file else None  # Lines kept nowhere are all shown.
     self.printed_summaries, self._uncopied = [], False
     self._process = self._thread = None
 
@@ -78,12 +79,15 @@ class Output:
       try:
         self._file.write(line + "\n")
         self._file.flush()
-      except OSError as e:  # A full disk: the terminal still shows what it shows.
-        file, self._file = self._file, None
+      except OSError as e:  # A full disk: the terminal shows every line from here on.
+        file, self._file, self._logs = self._file, None, None
         with contextlib.suppress(OSError):
           file.close()
-        self._warn(f"its whole output is no longer kept in {file.name} ({e})")
-    shown = self._shown(text) if self._shown else text
+        self._warn(f"its output is no longer kept in {file.name} ({e}): every line of it "
+                   f"is shown from here on")
+    if self._logs and prefix not in self._shown:
+      self._shown[prefix] = shown_output.Shown(self._logs.level, program=self._logs.program)
+    shown = self._shown[prefix](text) if self._logs else text
     if shown is None:
       self._logs.count_hidden()
       return

@@ -26,7 +26,6 @@ from tensorflow_estimator.python.estimator import early_stopping as tf_early_sto
 from estimator_dist import command_line
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import stop_files
-from estimator_dist.task import early_stopping_options
 from estimator_dist.task import preemption
 
 # What a task feeds into the agreement; the adapters sum (or take the largest of) them.

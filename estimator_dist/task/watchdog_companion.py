@@ -15,7 +15,7 @@ It reads the task's phases (PHASES), one a line, from stdin. It exits with 0 whe
 closes (the task ended), when its parent is no longer the task, and right after it
 killed the task with SIGKILL, having printed why on stderr ("estimator-dist: error: ...").
 A task that ended (however: an exception, a signal, the kernel's OOM killer) before its
-training did (no HEARTBEAT.ended) gets HEARTBEAT.exited, which the launcher reads where
+training did (no phase "ended", no HEARTBEAT.ended) gets HEARTBEAT.exited, which the launcher reads where
 it cannot see the task's exit (a Horovod rank of horovodrun): contract/heartbeat.py.
 """
 
@@ -110,7 +110,7 @@ def watch(*, task, timeout, launcher, beat, peers, error):
     if select.select([sys.stdin], [], [], 0.5)[0]:
       line = sys.stdin.readline()
       if not line:  # The task ended.
-        if beat and not os.path.exists(beat + ".ended"):
+        if beat and phase != "ended" and not os.path.exists(beat + ".ended"):
           _touch(beat + ".exited")
         return
       phase = line.strip()

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.outputs import checkpoints
@@ -74,7 +75,8 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
     job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
-    code = launcher.launch(job, options=launcher.LaunchOptions(model_dir=model_dir), out=out)
+    code = launcher.launch(job, options=launch_options.LaunchOptions(model_dir=model_dir),
+                           out=out)
   with open(log) as f:
     output = f.read()
   if code:
