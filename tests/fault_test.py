@@ -2,7 +2,6 @@
 writes, a loss that becomes NaN. Nothing hangs, nothing is lost beyond one checkpoint
 interval, and no process is left behind (conftest checks the process table)."""
 
-import os
 import random
 import re
 import signal
@@ -37,13 +36,12 @@ def training_process(job, strategy):
   """The non-chief worker's process: TF_CONFIG worker 0, or Horovod rank 1."""
   for p in psutil.Process(job.process.pid).children(recursive=True):
     try:
-      env, command = p.environ(), " ".join(p.cmdline())
+      env, command = p.environ(), p.cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
       continue
-    if "plain_model" not in command or not os.path.basename(p.cmdline()[0]).startswith(
-        "python"):
-      continue  # nsenter starts the task in the job's namespaces, horovodrun's Gloo a
-      # shell that starts the rank: the task is their child.
+    if command[1:3] != ["-m", "tests.programs.plain_model"]:
+      continue  # nsenter starts the task in the job's namespaces; horovodrun's Gloo a
+      # shell, and a copy of horovodrun that watches it: the task is their child.
     if strategy == "horovod" and "1" in (env.get("HOROVOD_RANK"),
                                          env.get("OMPI_COMM_WORLD_RANK")):
       return p

@@ -225,6 +225,9 @@ def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(
   while not cluster.idle() or processes_of(model_dir):
     assert time.monotonic() < deadline, cluster.explain(job_id, fields, output)
     time.sleep(0.3)
+  # slurmd refuses a run whose credential is not newer, to the second, than the
+  # revocation of the run before ("Job credential revoked"): one more second.
+  time.sleep(1.5)
   cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now", "TimeLimit=10")
   fields = cluster.wait(job_id, timeout=300)
   with open(output) as f:
