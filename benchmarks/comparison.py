@@ -8,11 +8,11 @@ from absl import flags
 
 from benchmarks import choices
 from benchmarks import models
-from benchmarks import projection
 from benchmarks import report
 from benchmarks import runner
 from benchmarks import stats
 from estimator_dist import command_line
+from estimator_dist.bench import projection
 from estimator_dist.strategies import traits
 
 
@@ -35,15 +35,18 @@ def jobs(f):
 
 def _project(f, rows):
   """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
-  fitted = projection.fit(rows, f.batch_size, models.parameter_bytes(f.model))
+  per_worker = {("independent" if r["kind"] == "independent" else r["strategy"], r["workers"]):
+                r["per_worker"] for r in rows
+                if r["examples_per_sec"] and r["kind"] != "baseline" and not r["variant"]}
+  fitted = projection.fit(per_worker=per_worker, batch=f.batch_size,
+                          model_bytes=models.parameter_bytes(f.model))
   if not fitted:
     print("\n" + command_line.line("--project needs an independent 1-worker job and a "
                                   "toolkit job with more than one worker", "bench"),
           file=sys.stderr)
     return None
   if f.project_bandwidth_gbps:
-    fitted["ring_bytes_per_sec"] = fitted["ps_bytes_per_sec"] = f.project_bandwidth_gbps / 8e-9
-    fitted["bandwidth_source"] = f"given as {f.project_bandwidth_gbps:g} Gbit/s"
+    fitted = projection.given_bandwidth(fitted, f.project_bandwidth_gbps)
   projected = projection.project(fitted, f.project_latency_us * 1e-6)
   print("\n" + projection.markdown(fitted, projected))
   return {"parameters": fitted, "rows": projected}

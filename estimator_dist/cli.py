@@ -4,7 +4,7 @@
 named, with the commands; `estimator-dist --version`
 prints the installed version. Only verify and bench run TensorFlow here: where it is not
 installed (a login node), slurm and k8s print their script and manifest, every command's
---help lists its flags (bench's in a checkout, sweep's with Optuna installed), and verify
+--help lists its flags (sweep's with Optuna installed), and verify
 and bench, asked to run, say in one line what to install.
 """
 
@@ -26,7 +26,9 @@ _COMMANDS = {
                "Check that a strategy does the math of one worker."),
     "sweep": ("estimator_dist.sweep_cli",
               "Search hyperparameters: many trials, each a job, one Optuna study."),
-    "bench": (None, "Compare strategies' speed on this machine (from a checkout)."),
+    "bench": ("estimator_dist.bench.program_bench",
+              "Which strategy and worker count train your program fastest here: "
+              "bench -- python train.py."),
 }
 # The commands that run TensorFlow here; the others start jobs and need none installed.
 # Their --help needs none either.
@@ -61,7 +63,7 @@ def main(argv=None):
     (sys.stdout if asked else sys.stderr).write(_usage())
     return 0 if asked else 2
   argv = argv[:2] + _with_long_help(argv[2:])
-  if argv[1] == "bench":
+  if argv[1] == "bench" and "--" not in argv[2:] and not _asks_help(argv[2:]):
     return _bench(argv[2:])
   if _missing_tensorflow(argv[1], argv[2:]):
     return 2
@@ -105,16 +107,18 @@ def _asks_help(args):
 
 
 def _bench(args):
-  """Runs the checkout's benchmark with `args`, in place of this process."""
+  """Runs the checkout's benchmark of model_zoo (`bench` without a program) with `args`,
+  in place of this process."""
   roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.getcwd()]
   script = next((os.path.join(root, _BENCH_SCRIPT) for root in roots
                  if os.path.isfile(os.path.join(root, _BENCH_SCRIPT))
                  and os.path.isfile(os.path.join(root, "pyproject.toml"))), None)
   if script is None:
     command_line.write_error(
-        f"bench runs the benchmark of a checkout of the repository ({_BENCH_SCRIPT} is not "
-        f"installed with the package): run it in the checkout's root directory, or run "
-        f"python {_BENCH_SCRIPT} there", "bench")
+        f"bench without a program runs model_zoo's benchmark of a checkout of the "
+        f"repository ({_BENCH_SCRIPT} is not installed with the package): name your "
+        f"program after -- ({command_line.PROGRAM} bench -- python train.py), or run "
+        f"bench in the checkout's root directory", "bench")
     return 2
   if _missing_tensorflow("bench", args):
     return 2

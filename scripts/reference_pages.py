@@ -100,15 +100,14 @@ def _defined(define):
   return values
 
 
-# Commands that run a checkout's program rather than a module of the package.
+# Commands that, without a program, run a checkout's program (its flags listed after theirs).
 _CHECKOUT_COMMANDS = {"bench": "benchmarks.compare_strategies"}
 
 
 def commands():
   """{command: (module, summary)} of `estimator-dist`."""
   from estimator_dist import cli  # pylint: disable=g-import-not-at-top
-  return {command: (module or _CHECKOUT_COMMANDS[command], summary)
-          for command, (module, summary) in cli._COMMANDS.items()}  # pylint: disable=protected-access
+  return dict(cli._COMMANDS)  # pylint: disable=protected-access
 
 
 def _program_flag_values():
@@ -122,13 +121,20 @@ def command_page(command, module_name, summary):
   program = _program_flag_values() if training_flags.DEFINED in values else {}
   own = [n for n in _public(values) if n not in program]
   lines = [f"# estimator-dist {command}", "", MARK, "", summary, "", "```sh",
-           f"estimator-dist {command} --flag=value ...", "```", "",
+           f"estimator-dist {command} --flag=value ..."
+           + (" -- python train.py" if command in _CHECKOUT_COMMANDS else ""), "```", "",
            *_flag_rows(values, own), ""]
   if program:  # verify: the program flags too, some with defaults of its own.
     changed = [n for n in _public(values) if n in program and
                values[n].default != program[n].default]
     lines += [f"It also takes every [program flag]({PROGRAM_FLAGS}), with these defaults "
               "of its own:", "", *_flag_rows(values, changed), ""]
+  if command in _CHECKOUT_COMMANDS:
+    checkout = _defined(importlib.import_module(_CHECKOUT_COMMANDS[command]).define_flags)
+    lines += [f"Without a program (`estimator-dist {command} --flag=value ...` in a checkout of "
+              f"the repository) it runs model_zoo's benchmark, "
+              f"`{_CHECKOUT_COMMANDS[command].replace('.', '/')}.py`, whose flags are:", "",
+              *_flag_rows(checkout, _public(checkout)), ""]
   return "\n".join(lines)
 
 

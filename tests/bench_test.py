@@ -10,8 +10,8 @@ from absl.testing import absltest
 from benchmarks import breakdown
 from benchmarks import choices
 from benchmarks import models
-from benchmarks import projection
 from benchmarks import stats
+from estimator_dist.bench import projection
 from tests import helpers
 
 
@@ -42,24 +42,19 @@ class ThroughputTest(absltest.TestCase):
 
 class ProjectionTest(absltest.TestCase):
 
-  def rows(self):
-    def row(kind, strategy, workers, per_worker):
-      return {"kind": kind, "strategy": strategy, "variant": "", "workers": workers,
-              "examples_per_sec": per_worker * workers, "per_worker": per_worker}
-    # Alone 50 ms/step; two independent 60 ms; ring 80 ms; ps 100 ms (batch 64).
-    return [row("independent", "local", 1, 1280), row("independent", "local", 2, 64 / 0.06),
-            row("toolkit", "horovod", 2, 64 / 0.08),
-            row("toolkit", "parameter_server", 2, 64 / 0.10)]
+  # Alone 50 ms/step; two independent 60 ms; ring 80 ms; ps 100 ms (batch 64).
+  PER_WORKER = {("independent", 1): 1280, ("independent", 2): 64 / 0.06,
+                ("horovod", 2): 64 / 0.08, ("parameter_server", 2): 64 / 0.10}
 
   def test_fit_reads_bandwidth_from_the_added_step_time(self):
-    fitted = projection.fit(self.rows(), 64, model_bytes=10e6)
+    fitted = projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6)
     self.assertAlmostEqual(fitted["t_compute"], 0.05)
     # 2 (n-1)/n S over the 20 ms ring all-reduce added; 2 S over the 40 ms ps added.
     self.assertAlmostEqual(fitted["ring_bytes_per_sec"] / (10e6 / 0.02), 1.0)
     self.assertAlmostEqual(fitted["ps_bytes_per_sec"] / (2 * 10e6 / 0.04), 1.0)
 
   def test_ring_scales_better_than_one_parameter_server(self):
-    fitted = projection.fit(self.rows(), 64, model_bytes=10e6)
+    fitted = projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6)
     projected = {(r["scheme"], r["workers"]): r for r in projection.project(fitted)}
     ring = projected[("ring all-reduce", 256)]
     self.assertAlmostEqual(ring["efficiency"], 0.05 / (0.05 + 2 * 255 / 256 * 0.02))
@@ -69,7 +64,14 @@ class ProjectionTest(absltest.TestCase):
                        one_ps["efficiency"])
 
   def test_fit_needs_a_distributed_job(self):
-    self.assertIsNone(projection.fit(self.rows()[:2], 64, 10e6))
+    alone = {k: v for k, v in self.PER_WORKER.items() if k[0] == "independent"}
+    self.assertIsNone(projection.fit(per_worker=alone, batch=64, model_bytes=10e6))
+
+  def test_a_given_bandwidth_replaces_the_fitted_one_and_says_so(self):
+    fitted = projection.given_bandwidth(
+        projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6), 10)
+    self.assertAlmostEqual(fitted["ring_bytes_per_sec"], 1.25e9)
+    self.assertIn("given as 10 Gbit/s", projection.markdown(fitted, projection.project(fitted)))
 
 
 def test_the_flags_offer_the_models_the_benchmark_has():

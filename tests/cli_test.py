@@ -22,7 +22,7 @@ MAIN_FLAGS = {
     "progress": ("model_dir", "mailbox", "progress_secs"),
     "sweep": ("space", "trials", "parallel", "sampler", "pruner", "metric", "sweep_dir"),
     "verify": ("module", "strategy", "num_workers", "tolerance", "train_steps"),
-    "bench": ("strategies", "num_workers", "model", "steps", "output_dir"),
+    "bench": ("strategies", "num_workers", "warmup_steps", "window_secs", "output_dir"),
 }
 
 

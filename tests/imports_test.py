@@ -92,7 +92,7 @@ LAYERS = (("bound_names", "command_line", "contract", "errors", "extras", "lazy_
            "option_flags"),
           ("outputs",), ("task",),
           ("strategies",), ("training",), ("instrument",), ("supervision", "watching"),
-          ("jobs",), ("engines",), ("verification",), ("experiments",))
+          ("jobs",), ("engines",), ("verification", "bench"), ("experiments",))
 
 
 def layer(module):

@@ -283,3 +283,14 @@ def test_a_generator_backed_dataset_is_split_by_batch_and_covers_each_epoch(work
       assert as_list(labels) == [100 * a for a in as_list(features["a"])]
       seen += as_list(features["a"])
   assert sorted(seen) == list(range(10))
+
+
+def test_the_batch_of_the_training_input_is_noted_for_the_examples_per_step():
+  """A program that gives the toolkit no batch size still has its examples/sec measured:
+  the batch is read from the first element of its training input."""
+  def batches():
+    return tf.data.Dataset.range(100).batch(8).map(lambda x: ({"x": x, "y": 2 * x}, x))
+  worker(batches, 2, 0)
+  assert inputs.training_batch() == 8
+  worker(ten, 2, 0)  # Scalars: no batch to read.
+  assert inputs.training_batch() is None

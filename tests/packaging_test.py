@@ -172,17 +172,17 @@ def test_slurm_k8s_and_help_run_without_tensorflow(wheel, tmp_path):
                             "--num_workers=2", "--image=registry/train:1", *program)
   assert code == 0 and "kind: TFJob" in manifest and "registry/train:1" in manifest, err
   # Not sweep, whose --help needs Optuna; bench's needs a checkout (cli_test).
-  for command in ("launch", "slurm", "k8s", "progress", "verify"):
+  for command in ("launch", "slurm", "k8s", "progress", "verify", "bench"):
     code, out, err = run("estimator-dist", command, "--help")
-    flag = "--mailbox" if command == "progress" else "--strategy"
+    flag = {"progress": "--mailbox", "bench": "--window_secs"}.get(command, "--strategy")
     assert code == 0 and f"\n  {flag}:" in out, (command, out, err)
   code, out, err = run("estimator-dist", "verify", "--module=model_zoo.mnist_dnn")
   assert code == 2 and err.startswith(
       "estimator-dist verify: error: this command needs TensorFlow 2.15 and "
       "tensorflow-estimator 2.15 (found TensorFlow missing, tensorflow-estimator missing): "
       "pip install 'estimator_dist[cpu]'"), err
-  assert run("estimator-dist", "bench", "--help")[2].startswith(
-      "estimator-dist bench: error: bench runs the benchmark of a checkout")
+  assert run("estimator-dist", "bench", "--steps=50")[2].startswith(
+      "estimator-dist bench: error: bench without a program runs model_zoo's benchmark")
   assert run("estimator-dist", "--version")[1] == f"estimator-dist {version()}\n"
   code, out, err = run(python, "-c", "import estimator_dist as ed; print(ed.__version__); "
                        "ed.train_and_evaluate")

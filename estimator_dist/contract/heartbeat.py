@@ -8,7 +8,8 @@ is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stop
 The training side is `task.watchdog` and `training.hooks.HeartbeatHook`.
 
 Once training runs, a beat also says how far it is (`Progress`): the task's global step,
-the last step and the examples per step, which the launcher's progress lines read.
+the last step and the examples per step, which the launcher's progress lines read, and
+the bytes of the model's trainable variables, which `estimator-dist bench` projects from.
 """
 
 import dataclasses
@@ -41,6 +42,7 @@ class Progress:
   step: int
   last_step: int
   examples_per_step: Optional[int] = None
+  trainable_bytes: Optional[int] = None  # What one step's gradients hold.
   time: float = 0.0
   ended: bool = False  # The task's training ended at `step`.
 

@@ -140,12 +140,27 @@ def estimator_kwargs(args, **values):
   return {name: value for name, value in values.items() if name in args}
 
 
+def training_batch():
+  """The batch of the training input this process last wrapped (the leading dimension of
+  its first element): None when it was not read before training (a pipeline that builds
+  only in a graph) or its parts differ in it."""
+  return _seen_batch[0] if _seen_batch else None
+
+
+_seen_batch = []
+
+
 def _check_has_data(make_dataset, name):
   """Raises if the training dataset is empty: repeated, it would end at once and every
-  worker would report success after training no step."""
+  worker would report success after training no step. Notes its first element's batch."""
+  _seen_batch.clear()
   try:
     with eager_context.eager_mode():  # Estimator calls input_fn in a graph.
-      next(iter(make_dataset()))
+      first = next(iter(make_dataset()))
+    sizes = {int(t.shape[0]) for t in tf.nest.flatten(first)
+             if t.shape.rank and t.shape[0] is not None}
+    if len(sizes) == 1:
+      _seen_batch.append(sizes.pop())
   except StopIteration:
     raise errors.ConfigError(
         f"the training input_fn {name} gives no data: its dataset is empty, so no step "

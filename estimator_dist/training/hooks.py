@@ -85,7 +85,9 @@ def saving_listeners(model_dir):
 
 
 def heartbeat_hooks(task, *, last_step, examples_per_step):
-  """The heartbeat hook of this training task, if the launcher asked for heartbeats."""
+  """The heartbeat hook of this training task, if the launcher asked for heartbeats.
+  `examples_per_step()`: the job's examples per global step (None: not known), asked
+  once training runs (the input it counts is read as the graph is built)."""
   path = heartbeat.path_of(task, os.environ)
   return [HeartbeatHook(path, last_step=last_step,
                         examples_per_step=examples_per_step)] if path else []
@@ -102,6 +104,9 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
 
   def begin(self):
     self._global_step = tf.compat.v1.train.get_global_step()
+    self._trainable_bytes = sum(  # Each variable once, however many replicas hold it.
+        v.shape.num_elements() * v.dtype.size for v in tf.compat.v1.trainable_variables()
+        if v.shape.is_fully_defined()) or None
 
   def before_run(self, run_context):
     return tf.estimator.SessionRunArgs(self._global_step)
@@ -110,7 +115,8 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
     now = time.monotonic()
     self._progress = heartbeat.Progress(
         step=int(run_values.results), last_step=self._last_step,
-        examples_per_step=self._examples_per_step, time=time.time())
+        examples_per_step=self._examples_per_step(), trainable_bytes=self._trainable_bytes,
+        time=time.time())
     if self._last is None or now - self._last >= self._every_secs:
       self._beat(heartbeat.beat, self._path, self._progress)
       self._last = now

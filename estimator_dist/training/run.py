@@ -165,7 +165,7 @@ class TrainingRun:
                hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
                self._throughput,
                *hooks_lib.heartbeat_hooks(adapter.task, last_step=self.options.train_steps,
-                                          examples_per_step=self._examples_per_step(adapter)),
+                                          examples_per_step=lambda: self._examples_per_step(adapter)),
                *profiling.hooks(adapter.task, steps=self.options.profile_steps,
                                 tasks=self.options.profile_tasks, model_dir=model_dir),
                *more_hooks,
@@ -183,7 +183,8 @@ class TrainingRun:
     return adapter, adapter.train(estimator, train_spec, self.eval_spec)
 
   def _examples_per_step(self, adapter):
-    batch_size = self.options.batch_size
+    """The job's examples per global step: the batch the options or the input give."""
+    batch_size = self.options.batch_size or inputs.training_batch()
     return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
             if batch_size else None)
 

@@ -1,11 +1,12 @@
-"""A cost model fitted to the measured runs, projected to 8-256 workers (not measured).
+"""A cost model fitted to measured jobs, projected to 8-256 workers (not measured): the
+benchmarks' (`benchmarks/comparison.py`) and `estimator-dist bench --project`'s.
 
   compute     t_c  = batch / (examples/sec of one independent worker)
   ring        t(N) = t_c + 2 (N-1)/N * S / B + 2 (N-1) * a
   ps (K)      t(N) = t_c + max(2 S / B_ps, 2 N S / (K B_ps))
   examples/sec = N * batch / t(N),  efficiency = t_c / t(N)
 
-S is the bytes of the model's float32 variables. B is fitted from the measured ring
+S is the bytes of the model's trainable variables. B is fitted from the measured ring
 all-reduce job at the largest worker count n: the time it added per step over n
 independent workers, t_x, moved 2 (n-1)/n S bytes, so B = 2 (n-1)/n S / t_x. B_ps is
 fitted the same way from the parameter-server job (each step pushes S gradients and
@@ -18,27 +19,25 @@ import math
 WORKERS = (8, 16, 32, 64, 128, 256)
 
 
-def _step_time(row, batch):
-  return batch / row["per_worker"]
+INDEPENDENT = "independent"
 
 
-def fit(rows, batch, model_bytes):
-  """The model's parameters, fitted to the rows of one benchmark; None if it cannot be."""
-  measured = {(r["kind"], r["strategy"], r["variant"], r["workers"]): r for r in rows
-              if r["examples_per_sec"]}
-  alone = measured.get(("independent", "local", "", 1))
-  if not alone:
+def fit(*, per_worker, batch, model_bytes):
+  """The model's parameters fitted to `per_worker` ({(job, workers): examples/sec per
+  worker}, job "independent" for the independent copies, else a strategy's name), the batch
+  of one worker and `model_bytes`; None if it cannot be."""
+  alone = per_worker.get((INDEPENDENT, 1))
+  if not alone or not batch or not model_bytes:
     return None
-  params = {"batch": batch, "model_bytes": model_bytes, "t_compute": _step_time(alone, batch)}
+  params = {"batch": batch, "model_bytes": model_bytes, "t_compute": batch / alone}
 
   def bandwidth(strategy, bytes_moved):
-    counts = [n for (k, s, v, n) in measured if k == "toolkit" and s == strategy and not v
-              and n > 1 and ("independent", "local", "", n) in measured]
+    counts = [n for (s, n) in per_worker if s == strategy and n > 1
+              and (INDEPENDENT, n) in per_worker]
     if not counts:
       return None
     n = max(counts)
-    extra = (_step_time(measured[("toolkit", strategy, "", n)], batch)
-             - _step_time(measured[("independent", "local", "", n)], batch))
+    extra = batch / per_worker[(strategy, n)] - batch / per_worker[(INDEPENDENT, n)]
     return bytes_moved(n) / extra if extra > 0 else math.inf
 
   ring = (bandwidth("horovod", lambda n: 2 * (n - 1) / n * model_bytes)
@@ -48,8 +47,14 @@ def fit(rows, batch, model_bytes):
     return None
   params["ring_bytes_per_sec"] = ring or ps
   params["ps_bytes_per_sec"] = ps or ring
-  params["bandwidth_source"] = "fitted to this run's loopback"
+  params["bandwidth_source"] = "fitted to this machine's loopback"
   return params
+
+
+def given_bandwidth(params, gbps):
+  """`params` with the links' bandwidth given as `gbps` Gbit/s instead of fitted."""
+  return {**params, "ring_bytes_per_sec": gbps / 8e-9, "ps_bytes_per_sec": gbps / 8e-9,
+          "bandwidth_source": f"given as {gbps:g} Gbit/s"}
 
 
 SCHEMES = (("ring all-reduce", None), ("parameter servers, 1 ps", lambda n: 1),
@@ -76,9 +81,9 @@ def markdown(params, rows):
   lines = [
       f"PROJECTION from a cost model, bandwidth {params.get('bandwidth_source', 'fitted')} "
       "(not measured): "
-      f"t_c = {1000 * params['t_compute']:.1f} ms/step, S = {params['model_bytes'] / 1e6:.1f} MB, "
-      f"B = {params['ring_bytes_per_sec'] / 1e9:.2f} GB/s (ring), "
-      f"B_ps = {params['ps_bytes_per_sec'] / 1e9:.2f} GB/s", "",
+      f"t_c = {1000 * params['t_compute']:.3g} ms/step, S = {params['model_bytes'] / 1e6:.3g} MB, "
+      f"B = {params['ring_bytes_per_sec'] / 1e9:.3g} GB/s (ring), "
+      f"B_ps = {params['ps_bytes_per_sec'] / 1e9:.3g} GB/s", "",
       "| scheme | workers | examples/sec (projected) | efficiency (projected) |",
       "| --- | --- | --- | --- |"]
   lines += [f"| {r['scheme']} | {r['workers']} | {r['examples_per_sec']:.0f} | "

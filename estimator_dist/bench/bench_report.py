@@ -1,0 +1,176 @@
+"""What `estimator-dist bench` says of its measured jobs: the rows, the table, the
+recommendation with its reason, results.json and results.png (matplotlib, behind the
+charts extra)."""
+
+import dataclasses
+import json
+import os
+import platform
+import statistics
+from typing import Tuple
+
+from estimator_dist.bench import measured_job
+from estimator_dist.bench import projection
+
+LIMIT = projection.INDEPENDENT
+RESULTS, CHART = "results.json", "results.png"
+
+
+def row(strategy, workers, measured):
+  """The row of a job: `measured`, its Measured (several for the limit's copies, whose
+  rates add up)."""
+  failures = [m.failure for m in measured if m.failure]
+  known_batch = all(m.examples_per_step for m in measured)
+  found = {"strategy": strategy, "workers": workers, "rate": None, "spread": None,
+           "unit": "examples/s" if known_batch else "steps/s", "failure": failures[0]
+           if failures else "", "examples_per_step": sum(m.examples_per_step or 0
+                                                         for m in measured) or None,
+           "trainable_bytes": max(m.trainable_bytes or 0 for m in measured) or None}
+  if failures:
+    return found
+  rates = [m.rate if known_batch else m.steps_per_sec for m in measured]
+  parts = [m.window_rates() for m in measured]
+  spread = max((max(p) - min(p)) / statistics.median(p) for p in parts if p) if any(parts) else 0
+  return {**found, "rate": sum(rates), "spread": spread,
+          "window_secs": min(m.beats[-1][1] - m.beats[0][1] for m in measured)}
+
+
+def name(found):
+  if found["strategy"] == LIMIT:
+    return f"{found['workers']} independent cop{'y' if found['workers'] == 1 else 'ies'}"
+  return f"{found['strategy']} on {found['workers']} worker{'s' * (found['workers'] > 1)}"
+
+
+def describe(found):
+  """One line of a measured job."""
+  if found["failure"]:
+    return f"{name(found)}: not measured: {found['failure']}"
+  return (f"{name(found)}: {rate(found['rate'])} {found['unit']} "
+          f"(±{100 * found['spread'] / 2:.0f} % over {found['window_secs']:.0f} s)")
+
+
+def rate(value):
+  """A rate as people read it: 0.53, 12.4, 3,562."""
+  return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def cpu_model():
+  """The CPU's model name, as /proc/cpuinfo gives it."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      return next((line.split(":", 1)[1].strip() for line in f
+                   if line.startswith("model name")), platform.processor())
+  except OSError:
+    return platform.processor()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Report:
+  rows: Tuple[dict, ...]
+  program: Tuple[str, ...]
+  window: measured_job.Window
+
+  def _limit(self, workers, unit):
+    found = next((r for r in self.rows if r["strategy"] == LIMIT and r["workers"] == workers
+                  and r["rate"] and r["unit"] == unit), None)
+    return found["rate"] if found else None
+
+  def compared(self):
+    """The rows with their share of the limit (`of_limit`) and speed-up over one copy of
+    the program alone (`speedup`), where measured."""
+    out = []
+    for r in self.rows:
+      limit, alone = self._limit(r["workers"], r["unit"]), self._limit(1, r["unit"])
+      out.append({**r, "of_limit": r["rate"] / limit if r["rate"] and limit else None,
+                  "speedup": r["rate"] / alone if r["rate"] and alone else None})
+    return out
+
+  def table(self):
+    lines = [f"{'job':34s} {'rate':>20s} {'spread':>7s} {'of limit':>9s} {'× alone':>8s}"]
+    for r in self.compared():
+      if r["failure"]:
+        lines.append(f"{name(r):34s} {'not measured':>18s}")
+        continue
+      of_limit = r["of_limit"] if r["strategy"] != LIMIT else None
+      lines.append(f"{name(r):34s} {rate(r['rate']):>9s} {r['unit']:>10s} "
+                   f"{100 * r['spread']:>5.0f} % "
+                   + (f"{100 * of_limit:>7.0f} % " if of_limit else f"{'':>9s} ")
+                   + (f"{r['speedup']:>7.2f}×" if r["speedup"] else ""))
+    lines.append(f"(CPU: {cpu_model()}, {os.cpu_count()} CPUs; spread: the range of the "
+                 f"window's parts over the rate)")
+    return "\n".join(lines)
+
+  def recommendation(self):
+    """One line: the fastest strategy and worker count, and why."""
+    measured = sorted((r for r in self.compared() if r["rate"] and r["strategy"] != LIMIT),
+                      key=lambda r: r["rate"], reverse=True)
+    if not measured:
+      return "no strategy was measured: see each job's line above and its launch.log"
+    best = measured[0]
+    said = [f"recommended: {name(best)}, {rate(best['rate'])} {best['unit']}"]
+    if best["speedup"]:
+      said.append(f"{best['speedup']:.2f}× one process alone")
+    if best["of_limit"] and best["workers"] > 1:
+      said.append(f"{100 * best['of_limit']:.0f} % of {best['workers']} independent copies")
+    line = ", ".join(said)
+    if best["workers"] == 1:
+      line += " (more workers do not speed this program up on this machine)"
+    if len(measured) > 1:
+      runner = measured[1]
+      behind = 1 - runner["rate"] / best["rate"]
+      noise = max(best["spread"], runner["spread"]) / 2
+      line += (f"; {name(runner)} is within the measurement's spread ({100 * behind:.0f} % "
+               f"slower): either will do" if behind <= noise else
+               f"; the next, {name(runner)}, is {100 * behind:.0f} % slower")
+    return line
+
+  def projection(self, *, bandwidth_gbps=None, latency_us=0.0):
+    """(the cost model fitted to the measured jobs, its rows projected to 8-256 workers);
+    (None, why) when it cannot be fitted."""
+    measured = [r for r in self.rows if r["rate"] and r["unit"] == "examples/s"]
+    alone = next((r for r in measured if r["strategy"] == LIMIT and r["workers"] == 1), None)
+    fitted = projection.fit(
+        per_worker={(r["strategy"], r["workers"]): r["rate"] / r["workers"] for r in measured},
+        batch=alone["examples_per_step"] if alone else None,
+        model_bytes=max((r["trainable_bytes"] or 0 for r in measured), default=0))
+    if fitted is None:
+      return None, ("no projection: it needs one independent copy and a job of more than one "
+                    "worker measured in examples/s, and the model's size (its heartbeats')")
+    if bandwidth_gbps:
+      fitted = projection.given_bandwidth(fitted, bandwidth_gbps)
+    return fitted, projection.project(fitted, latency_us * 1e-6)
+
+  def write(self, output_dir, extra=None):
+    """Writes results.json (with `extra`) and the chart to `output_dir`; lines that name
+    them."""
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, RESULTS)
+    with open(path, "w") as f:
+      json.dump({"program": list(self.program), "cpu": cpu_model(), "cpus": os.cpu_count(),
+                 "window": dataclasses.asdict(self.window), "rows": self.compared(),
+                 "recommendation": self.recommendation(), **(extra or {})}, f, indent=1)
+    return [f"results: {path}", self._chart(output_dir)]
+
+  def _chart(self, output_dir):
+    try:
+      from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      return f"no {CHART}: matplotlib is not installed (pip install estimator_dist[charts])"
+    figure = Figure(figsize=(7, 4), layout="constrained")
+    axes = figure.subplots()
+    by_strategy = {}
+    for r in self.rows:
+      if r["rate"]:
+        by_strategy.setdefault(r["strategy"], []).append((r["workers"], r["rate"]))
+    for strategy, points in by_strategy.items():
+      axes.plot(*zip(*sorted(points)), marker="o",
+                linestyle="--" if strategy == LIMIT else "-",
+                label="limit: independent copies" if strategy == LIMIT else strategy)
+    units = {r["unit"] for r in self.rows if r["rate"]}
+    axes.set_xlabel("workers")
+    axes.set_ylabel(" or ".join(sorted(units)) or "rate")
+    axes.set_title(" ".join(self.program)[:80], fontsize=9)
+    axes.legend()
+    path = os.path.join(output_dir, CHART)
+    figure.savefig(path, dpi=100)
+    return f"chart: {path}"
