@@ -19,6 +19,7 @@ from benchmarks import timing
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher as launcher_lib
 from estimator_dist.jobs import spec
+from estimator_dist.strategies import traits
 from estimator_dist.supervision import processes
 from estimator_dist.task import placement
 
@@ -58,9 +59,14 @@ def _program_args(job, settings, timing_dir):
   threads = settings.threads_per_worker
   if job.strategy == "mirrored":
     threads *= job.num_workers  # One process runs every replica.
+  steps = settings.steps
+  if job.kind == "baseline" and traits.of(job.strategy).needs_ps:
+    # Estimator starts worker i of a hand-written parameter_server job (i + 1) * 5 s after
+    # the chief: the chief alone must not reach the last step before they all train.
+    steps *= 3
   args = [f"--model={settings.model}", f"--data={settings.data}",
           f"--learning_rate={models.MODELS[settings.model].learning_rate}",
-          f"--batch_size={settings.batch_size}", f"--train_steps={settings.steps}",
+          f"--batch_size={settings.batch_size}", f"--train_steps={steps}",
           f"--timing_dir={timing_dir}"]
   if threads:
     args.append(f"--intra_op_threads={threads}")

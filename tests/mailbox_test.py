@@ -95,7 +95,10 @@ def test_the_launcher_learns_the_chiefs_model_dir_and_summary(mailbox):
   chief_model_dir.write("/their/own")
   assert chief_model_dir.read(mailbox) == "/their/own"
   warned = []
-  assert summary.read_record(mailbox, warn=warned.append) is None
+  assert summary.read_record(mailbox, warn=warned.append) is None and not warned
+  assert summary.read_record(mailbox, warn=warned.append, expected=True) is None
+  assert warned == [summary.MISSING]  # A job that succeeded without one: said.
+  warned.clear()
   summary.write_record({"strategy": "horovod", "steps": 20}, warn=pytest.fail)
   assert summary.read_record(mailbox, warn=warned.append) == {"strategy": "horovod",
                                                               "steps": 20}

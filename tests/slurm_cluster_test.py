@@ -163,6 +163,26 @@ def test_an_unmodified_program_trains_distributed_under_sbatch(cluster, monkeypa
   assert not glob.glob(str(model_dir / "estimator_dist" / "mailbox-*"))  # Gone with the job.
 
 
+def test_a_summary_record_the_program_spoiled_is_one_line_and_the_code_stands(
+    cluster, monkeypatch, tmp_path):
+  """What a program leaves where the chief's summary record goes (JSON cut short here) is
+  read warily by the script's end of the job, as the local launcher reads it."""
+  output = str(tmp_path / "job.out")
+  monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+  text = slurm.script_from_args([
+      "--strategy=local", "--num_workers=1", f"--model_dir={tmp_path / 'run'}", "--",
+      helpers.PYTHON, "-m", "tests.programs.noisy_summary", "--bad_record=json",
+      "--flood_lines=1"])
+  fields = cluster.wait(cluster.sbatch(text, output=output), timeout=180)
+  with open(output) as f:
+    printed = f.read()
+  assert fields["ExitCode"] == "0:0", printed[-5000:]
+  warnings = [line for line in printed.splitlines() if "summary record" in line]
+  assert len(warnings) == 1 and warnings[0].startswith(
+      "estimator-dist slurm: the summary record in ") and (
+          "Expecting ':' delimiter" in warnings[0]), (warnings, printed[-3000:])
+
+
 def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):
   """A multi_worker job that trains until it is stopped, once it has a checkpoint."""
   model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")

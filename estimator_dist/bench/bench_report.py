@@ -113,7 +113,7 @@ class Report:
     if best["of_limit"] and best["workers"] > 1:
       said.append(f"{100 * best['of_limit']:.0f} % of {best['workers']} independent copies")
     line = ", ".join(said)
-    if best["workers"] == 1:
+    if best["workers"] == 1 and any(r["workers"] > 1 for r in measured):
       line += " (more workers do not speed this program up on this machine)"
     if len(measured) > 1:
       runner = measured[1]

@@ -14,6 +14,7 @@ opens once every training task has beaten past the warm-up steps and lasts
 import dataclasses
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.strategies import traits
+from estimator_dist.supervision import job_dirs
 from estimator_dist.supervision import process_tree
 
 LOG_NAME = "launch.log"
@@ -93,13 +95,15 @@ def program_args(program, model_dir):
 
 
 class Job:
-  """A job of the launcher started for the bench in `directory` (its log, its model_dir,
-  its temporary directory), pinned to `cpus` (None: this process's)."""
+  """A job of the launcher started for the bench in `directory` (its log and model_dir)
+  with a temporary directory of its own, pinned to `cpus` (None: this process's)."""
 
   def __init__(self, *, strategy, num_workers, num_ps, program, directory, cpus=None):
     shutil.rmtree(directory, ignore_errors=True)
-    self._tmp = os.path.join(directory, "tmp")
-    os.makedirs(self._tmp)
+    os.makedirs(directory)
+    # Short, as the paths of sockets in it must be (Open MPI's, Gloo's); named after this
+    # process, so that a later launch removes it if this one is killed.
+    self._tmp = job_dirs.make("bench")
     model_dir = os.path.join(directory, "model")
     needs_ps = traits.of(strategy).needs_ps
     command = [sys.executable, "-m", "estimator_dist.launch", f"--strategy={strategy}",
@@ -132,13 +136,14 @@ class Job:
     """Why the job gave no window: `tasks` its last progress."""
     code = self.process.poll()
     if not tasks:
-      return (f"no task trained through the toolkit (exit code {code}): see {self.log_path}"
-              if code is not None else f"no heartbeat: see {self.log_path}")
+      said = _error_in(self.log_path)
+      return (f"exit code {code}" + (f": {said}" if said else
+                                     ", and no task trained through the toolkit")
+              + f" (see {self.log_path})" if code is not None
+              else f"no heartbeat: see {self.log_path}")
     step = max(p.step for p in tasks.values())
-    if step < window.warmup_steps + 2:
-      return (f"the job ended at step {step}, before {window.warmup_steps} steps of warm-up "
-              f"and a window: give the program more steps (see {self.log_path})")
-    return f"the job ended at step {step} before a window was measured: see {self.log_path}"
+    return (f"its training ended at step {step}, too soon after {window.warmup_steps} steps "
+            f"of warm-up to be measured: give the program more steps (see {self.log_path})")
 
   def ask_to_stop(self):
     """Asks the launcher to stop the job (its tasks save and end), once."""
@@ -155,8 +160,21 @@ class Job:
       except subprocess.TimeoutExpired:
         self.process.kill()
         self.process.wait()
-    for name in ("model", "tmp"):
-      shutil.rmtree(os.path.join(self._directory, name), ignore_errors=True)
+    shutil.rmtree(os.path.join(self._directory, "model"), ignore_errors=True)
+    shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _error_in(log_path):
+  """The job's error line in its log: the toolkit's, else the last exception's; None."""
+  ours, raised = None, None
+  with open(log_path, errors="replace") as log:
+    for line in log:
+      line = re.sub(r"^\[[a-z]+:\d+\] ", "", line.strip())
+      if ": error: " in line and line.startswith("estimator-dist"):
+        ours = ours or line
+      elif re.match(r"^[\w.]+(Error|Exception): ", line):
+        raised = line
+  return (ours or raised or "")[:400] or None
 
 
 def measure(jobs, window: Window):

@@ -116,6 +116,8 @@ def _main(argv):
       f"(at most {len(jobs) * f.timeout_secs / 60:.0f} min)", "bench"), flush=True)
   rows = []
   for strategy, workers in jobs:
+    print(command_line.line(f"{bench_report.name(dict(strategy=strategy, workers=workers))} "
+                            f"...", "bench"), flush=True)
     rows.append(run_job(strategy, workers, program=program, window=window, num_ps=f.num_ps,
                         output_dir=f.output_dir))
     print(command_line.line(bench_report.describe(rows[-1]), "bench"), flush=True)

@@ -5,6 +5,8 @@ engines that start no launcher of ours (SLURM's script, Spark, Kubernetes, horov
 other hosts), whose output is all there is. The local launcher instead reads the record
 the chief posts in the job's mailbox, a JSON object (`write_record`), once the job ended
 (`read_record`): a line of a program's output can neither forge the summary nor break it.
+SLURM's script (`engines.job_end`) and Spark's driver read it too, to say when a job that
+succeeded has none, or one that is not the chief's.
 """
 
 from estimator_dist.contract import mailbox as mailbox_lib
@@ -48,10 +50,16 @@ def write_record(fields, *, warn):
          f"shows no summary table; the summary line below has the same numbers")
 
 
-def read_record(mailbox, *, warn):
-  """The fields the chief posted in `mailbox`; None when it posted none. A record that is
-  not a JSON object of names and plain values (whatever a program left there: a FIFO, a
-  large or binary file) is ignored, and `warn` gets one line saying so."""
+MISSING = ("no summary: the chief wrote no summary record (a program that trains without "
+           "estimator_dist's train_and_evaluate, or that removed it, writes none)")
+
+
+def read_record(mailbox, *, warn, expected=False):
+  """The fields the chief posted in `mailbox`; None when it posted none (`warn` gets
+  MISSING if it was `expected`: the job succeeded). A record that is not a JSON object of
+  names and plain values (whatever a program left there: a FIFO, a large or binary file)
+  is ignored, and `warn` gets one line saying so. Every engine reads it so: the job's own
+  exit code stands."""
   try:
     fields = mailbox.read(mailbox_lib.SUMMARY, mailbox_lib.CHIEF)
   except whole_file.Unreadable as e:
@@ -61,6 +69,8 @@ def read_record(mailbox, *, warn):
          f"has no summary")
     return None
   if fields is None:
+    if expected:
+      warn(MISSING)
     return None
   if isinstance(fields, dict) and all(
       isinstance(value, (str, int, float)) for value in fields.values()):

@@ -2,7 +2,8 @@
 (contract/mailbox.py) once its step ended, as the local launcher does:
 
 - exit code 0: every task must have joined the job's strategy; a job whose tasks trained
-  alone (if at all) fails (1), naming them;
+  alone (if at all) fails (1), naming them; a summary record that is missing, or not the
+  chief's, is one line (`contract.summary`), and the code stands;
 - exit code 200: a preemption only when the toolkit said so (a task's verdict, the
   chief's save); a program's own 200 is named as the program's, and not requeued (1).
 
@@ -18,6 +19,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import summary
 
 
 def main(argv=None, *, command="slurm"):
@@ -35,7 +37,12 @@ def main(argv=None, *, command="slurm"):
     command_line.write(sys.stdout, f"exit code {args.code} is the program's own (no task "
                        f"said the toolkit chose it): the job is not requeued", command)
     return 1
-  if args.code != 0 or args.strategy == "local":  # One process on its own is the job.
+  if args.code != 0:
+    return 0
+  def say(line):
+    command_line.write(sys.stdout, line, command)
+  if args.strategy == "local":  # One process on its own is the job.
+    summary.read_record(mailbox, warn=say, expected=True)
     return 0
   if not mailbox.names(mailbox_lib.REACHED):
     command_line.write(sys.stdout, f"no task reached the job's mailbox {args.mailbox}: the "
@@ -43,6 +50,7 @@ def main(argv=None, *, command="slurm"):
                        f"reaches); whether every task joined the job's strategy is not "
                        f"checked", command)
     return 0
+  summary.read_record(mailbox, warn=say, expected=True)  # The job's code stands.
   missing = joined.not_joined(mailbox, args.tasks.split(","), strategy=args.strategy)
   if missing:
     command_line.write_error(joined.failure(missing, strategy=args.strategy), command)

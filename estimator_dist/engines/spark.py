@@ -37,6 +37,7 @@ from estimator_dist import errors
 from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import summary
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import spec
@@ -132,8 +133,13 @@ def run_job(job, train_fn, *, options=SparkOptions()):
   with _mailbox(options, sc.applicationId) as mailbox:
     env = task_environment(job, options, mailbox=mailbox)
     if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
-      return _run_horovod(train_fn, job, options, env)
-    return _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
+      results = _run_horovod(train_fn, job, options, env)
+    else:
+      results = _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
+    if mailbox is not None and mailbox.names(mailbox_lib.JOINED):  # The tasks reached it.
+      summary.read_record(mailbox, expected=True, warn=lambda line: command_line.write(
+          sys.stderr, line))  # One line: the job's results stand.
+    return results
 
 
 def task_environment(job, options, *, mailbox=None):

@@ -27,7 +27,6 @@ from estimator_dist.contract import bind_address
 from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
-from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import horovodrun
@@ -215,7 +214,7 @@ def _run_attempts(starter, *, new_model_dir):
     group.log(group.task_logs.note())
   group.log(f"job {outcome} with exit code {code}")
   if group.mailbox:
-    record = summary.read_record(group.mailbox, warn=group.log)
+    record = summary.read_record(group.mailbox, warn=group.log, expected=code == 0)
     summaries = [record] if record else []
   else:
     summaries = [f for t in group.tasks for f in t.printed_summaries]
@@ -223,9 +222,6 @@ def _run_attempts(starter, *, new_model_dir):
   for fields in summaries:
     group.log("summary\n" + summary.format_table({**fields, **(
         {"model_dir": model_dir} if kept else {})}))
-  if code == 0 and group.mailbox and not group.mailbox.names(mailbox_lib.SUMMARY):
-    group.log("no summary: the chief wrote no summary record (a program that trains "
-              "without estimator_dist's train_and_evaluate, or that removed it, writes none)")
   drawn = starter.options.curves and curves.draw(model_dir)
   if drawn:
     group.log(drawn)

@@ -22,12 +22,14 @@ flags.DEFINE_integer("spark_slots", 2, "Spark local[N].")
 flags.DEFINE_string("spark_master", None, "A Spark master URL (spark://host:port) instead of "
                     "local[spark_slots].")
 flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
+flags.DEFINE_bool("spoil_summary", False, "After training, the chief leaves bytes that are "
+                  "no text where its summary record goes.")
 flags.DEFINE_string("network_interface", None, "horovod: the interface the ranks listen on.")
 flags.DEFINE_string("horovod_controller", "gloo", "horovod: gloo or mpi.")
 flags.DEFINE_float("progress_secs", 30, "The driver's progress lines this often.")
 
 
-def train(strategy, model_dir, train_steps, fail_worker=False):
+def train(strategy, model_dir, train_steps, fail_worker=False, spoil_summary=False):
   """What each Spark task runs: the DNN program's training, as a function."""
   import os  # pylint: disable=g-import-not-at-top
   import estimator_dist as ed  # pylint: disable=g-import-not-at-top
@@ -40,6 +42,11 @@ def train(strategy, model_dir, train_steps, fail_worker=False):
       data.input_fn(x_eval, y_eval, shuffle=False), strategy=strategy, model_dir=model_dir,
       train_steps=train_steps, batch_size=32,
       params={"learning_rate": 0.05, "batch_size": 32})
+  if spoil_summary and '"type": "chief"' in os.environ.get("TF_CONFIG", ""):
+    from estimator_dist.contract import mailbox as mailbox_lib  # pylint: disable=g-import-not-at-top
+    mailbox = mailbox_lib.Mailbox.of_environment()
+    with open(mailbox.path(mailbox_lib.SUMMARY, mailbox_lib.CHIEF), "wb") as f:
+      f.write(b'{"steps": "\xff\xfe"}')
   return {k: float(v) for k, v in metrics.items()} if metrics else None
 
 
@@ -71,7 +78,8 @@ def main(_):
   try:
     results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
-                                "train_steps": f.train_steps, "fail_worker": f.fail_worker},
+                                "train_steps": f.train_steps, "fail_worker": f.fail_worker,
+                                "spoil_summary": f.spoil_summary},
                         spark_context=sc, network_interface=f.network_interface,
                         horovod_controller=f.horovod_controller, model_dir=f.model_dir,
                         progress_secs=f.progress_secs)
