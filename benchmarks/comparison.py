@@ -1,6 +1,7 @@
 """The benchmark's run (`compare_strategies` has its flags): its jobs, their measurement,
 the report and the projection."""
 
+import dataclasses
 import os
 import sys
 
@@ -35,21 +36,38 @@ def jobs(f):
 
 def _project(f, rows):
   """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
-  per_worker = {("independent" if r["kind"] == "independent" else r["strategy"], r["workers"]):
-                r["per_worker"] for r in rows
-                if r["examples_per_sec"] and r["kind"] != "baseline" and not r["variant"]}
+  per_worker = {
+      (projection.INDEPENDENT if r["kind"] == "independent" else r["strategy"], r["workers"]):
+      r["per_worker"] for r in rows
+      if r["examples_per_sec"] and r["kind"] != "baseline" and not r["variant"]}
   fitted = projection.fit(per_worker=per_worker, batch=f.batch_size,
-                          model_bytes=models.parameter_bytes(f.model))
+                          model_bytes=models.parameter_bytes(f.model),
+                          bandwidth_gbps=f.project_bandwidth_gbps)
   if not fitted:
     print("\n" + command_line.line("--project needs an independent 1-worker job and a "
-                                  "toolkit job with more than one worker", "bench"),
+                                  "toolkit job with more than one worker slower than its "
+                                  "independent workers", "bench"),
           file=sys.stderr)
     return None
-  if f.project_bandwidth_gbps:
-    fitted = projection.given_bandwidth(fitted, f.project_bandwidth_gbps)
   projected = projection.project(fitted, f.project_latency_us * 1e-6)
   print("\n" + projection.markdown(fitted, projected))
   return {"parameters": fitted, "rows": projected}
+
+
+# A hand-written parameter_server job's worker starts 5 s after its chief (Estimator's
+# delay) and, when it looks before the chief has made the variables, 30 s later still
+# (TensorFlow's session manager waits so long between looks): the chief trains alone
+# meanwhile. The baseline gets the steps the toolkit's job made in that time on top, so
+# that its tasks train together for as many steps as the toolkit's did.
+_PS_ALONE_SECS = 45
+
+
+def _ps_baseline_steps(f, job, results):
+  measured = next((r["throughput"] for r in results if r["job"].kind == "toolkit"
+                   and r["job"].strategy == job.strategy and not r["job"].variant
+                   and r["job"].num_workers == job.num_workers and r["throughput"]), None)
+  steps_per_sec = measured["examples_per_sec"] / f.batch_size if measured else 50
+  return f.steps + int(_PS_ALONE_SECS * steps_per_sec)
 
 
 def main(_):
@@ -60,6 +78,8 @@ def main(_):
       checkpoint_every=f.checkpoint_every if f.data == "digits" else 0)
   results = []
   for job in jobs(f):
+    if job.kind == "baseline" and traits.of(job.strategy).needs_ps:
+      job = dataclasses.replace(job, steps=_ps_baseline_steps(f, job, results))
     print(command_line.line(f"{job.name} ...", "bench"), flush=True)
     result = runner.run(job, settings)
     result["throughput"] = stats.throughput(result["timings"], f.warmup_steps, f.window_steps)

@@ -19,7 +19,6 @@ from benchmarks import timing
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import launcher as launcher_lib
 from estimator_dist.jobs import spec
-from estimator_dist.strategies import traits
 from estimator_dist.supervision import processes
 from estimator_dist.task import placement
 
@@ -37,6 +36,7 @@ class Job:
   num_workers: int
   variant: str = ""      # a name for extra toolkit options, e.g. "fp16"
   extra_args: tuple = ()
+  steps: int = 0         # its training steps; 0: the settings'.
 
   @property
   def name(self):
@@ -59,11 +59,7 @@ def _program_args(job, settings, timing_dir):
   threads = settings.threads_per_worker
   if job.strategy == "mirrored":
     threads *= job.num_workers  # One process runs every replica.
-  steps = settings.steps
-  if job.kind == "baseline" and traits.of(job.strategy).needs_ps:
-    # Estimator starts worker i of a hand-written parameter_server job (i + 1) * 5 s after
-    # the chief: the chief alone must not reach the last step before they all train.
-    steps *= 3
+  steps = job.steps or settings.steps
   args = [f"--model={settings.model}", f"--data={settings.data}",
           f"--learning_rate={models.MODELS[settings.model].learning_rate}",
           f"--batch_size={settings.batch_size}", f"--train_steps={steps}",

@@ -35,8 +35,8 @@ _COMMANDS = {
 _NEED_TENSORFLOW = ("verify", "bench")
 # absl's flags that print a program's flags and exit: --help (-?), --helpshort, ...
 _HELP_FLAGS = ("help", "?", "helpshort", "helpfull", "helpxml")
-# `bench` runs the benchmark of a checkout of the repository: benchmarks/ and model_zoo/
-# are not installed with the package.
+# `bench` without a program runs model_zoo's benchmark of a checkout of the repository:
+# benchmarks/ and model_zoo/ are not installed with the package.
 _BENCH_SCRIPT = os.path.join("benchmarks", "compare_strategies.py")
 
 

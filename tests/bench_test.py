@@ -49,9 +49,26 @@ class ProjectionTest(absltest.TestCase):
   def test_fit_reads_bandwidth_from_the_added_step_time(self):
     fitted = projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6)
     self.assertAlmostEqual(fitted["t_compute"], 0.05)
-    # 2 (n-1)/n S over the 20 ms ring all-reduce added; 2 S over the 40 ms ps added.
+    # 2 (n-1)/n S over the 20 ms ring all-reduce added; the one ps's link carried 2 n S
+    # over the 40 ms it added.
     self.assertAlmostEqual(fitted["ring_bytes_per_sec"] / (10e6 / 0.02), 1.0)
-    self.assertAlmostEqual(fitted["ps_bytes_per_sec"] / (2 * 10e6 / 0.04), 1.0)
+    self.assertAlmostEqual(fitted["ps_bytes_per_sec"] / (4 * 10e6 / 0.04), 1.0)
+
+  def test_the_projection_adds_the_measured_exchange_to_the_compute(self):
+    """At the measured job's size, each on a machine of its own: one worker's compute plus
+    what the exchange added over the independent workers (20 ms ring, 40 ms ps)."""
+    fitted = projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6)
+    projected = {(r["scheme"], r["workers"]): r
+                 for r in projection.project(fitted, workers=(2,))}
+    self.assertAlmostEqual(projected[("ring all-reduce", 2)]["examples_per_sec"], 2 * 64 / 0.07)
+    self.assertAlmostEqual(projected[("parameter servers, 1 ps", 2)]["examples_per_sec"],
+                           2 * 64 / 0.09)
+
+  def test_no_job_slower_than_its_copies_is_no_fit_unless_a_bandwidth_is_given(self):
+    as_fast = {**self.PER_WORKER, ("horovod", 2): 64 / 0.06, ("parameter_server", 2): 64 / 0.05}
+    self.assertIsNone(projection.fit(per_worker=as_fast, batch=64, model_bytes=10e6))
+    given = projection.fit(per_worker=as_fast, batch=64, model_bytes=10e6, bandwidth_gbps=10)
+    self.assertAlmostEqual(given["ring_bytes_per_sec"], 1.25e9)
 
   def test_ring_scales_better_than_one_parameter_server(self):
     fitted = projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6)
@@ -59,7 +76,7 @@ class ProjectionTest(absltest.TestCase):
     ring = projected[("ring all-reduce", 256)]
     self.assertAlmostEqual(ring["efficiency"], 0.05 / (0.05 + 2 * 255 / 256 * 0.02))
     one_ps = projected[("parameter servers, 1 ps", 256)]
-    self.assertAlmostEqual(one_ps["efficiency"], 0.05 / (0.05 + 256 * 0.04))
+    self.assertAlmostEqual(one_ps["efficiency"], 0.05 / (0.05 + 128 * 0.04))
     self.assertGreater(projected[("parameter servers, 1 ps per 4 workers", 256)]["efficiency"],
                        one_ps["efficiency"])
 
@@ -68,8 +85,8 @@ class ProjectionTest(absltest.TestCase):
     self.assertIsNone(projection.fit(per_worker=alone, batch=64, model_bytes=10e6))
 
   def test_a_given_bandwidth_replaces_the_fitted_one_and_says_so(self):
-    fitted = projection.given_bandwidth(
-        projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6), 10)
+    fitted = projection.fit(per_worker=self.PER_WORKER, batch=64, model_bytes=10e6,
+                            bandwidth_gbps=10)
     self.assertAlmostEqual(fitted["ring_bytes_per_sec"], 1.25e9)
     self.assertIn("given as 10 Gbit/s", projection.markdown(fitted, projection.project(fitted)))
 

@@ -33,7 +33,7 @@ def test_every_command_has_its_main_flags_here():
 @pytest.mark.processes
 @pytest.mark.parametrize("command", sorted(MAIN_FLAGS))
 def test_a_commands_help_lists_its_flags_and_exits_0(command, tmp_path):
-  """Through the console script, away from the checkout (bench finds it all the same)."""
+  """Through the console script, away from the checkout."""
   done = subprocess.run([SCRIPT, command, "--help"], capture_output=True, text=True,
                         env=helpers.child_env(), cwd=tmp_path, timeout=120, check=False)
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

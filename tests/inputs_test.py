@@ -294,3 +294,10 @@ def test_the_batch_of_the_training_input_is_noted_for_the_examples_per_step():
   assert inputs.training_batch() == 8
   worker(ten, 2, 0)  # Scalars: no batch to read.
   assert inputs.training_batch() is None
+  worker(batches, 2, 0)
+  # Examples not batched: an image and its scalar label (not a batch of 28).
+  worker(lambda: tf.data.Dataset.from_tensors((tf.zeros([28, 28]), 1)).repeat(3), 2, 0)
+  assert inputs.training_batch() is None
+  worker(batches, 2, 0)
+  worker(lambda: (tf.zeros([4, 2]), tf.zeros([4])), 1, 0)  # Tensors: not read, not kept.
+  assert inputs.training_batch() is None

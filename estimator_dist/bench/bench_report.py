@@ -25,14 +25,26 @@ def row(strategy, workers, measured):
            "unit": "examples/s" if known_batch else "steps/s", "failure": failures[0]
            if failures else "", "examples_per_step": sum(m.examples_per_step or 0
                                                          for m in measured) or None,
-           "trainable_bytes": max(m.trainable_bytes or 0 for m in measured) or None}
+           "trainable_bytes": max(m.trainable_bytes or 0 for m in measured) or None,
+           "cut_short": next((m.cut_short for m in measured if m.cut_short), "")}
   if failures:
     return found
   rates = [m.rate if known_batch else m.steps_per_sec for m in measured]
-  parts = [m.window_rates() for m in measured]
-  spread = max((max(p) - min(p)) / statistics.median(p) for p in parts if p) if any(parts) else 0
-  return {**found, "rate": sum(rates), "spread": spread,
-          "window_secs": min(m.beats[-1][1] - m.beats[0][1] for m in measured)}
+  return {**found, "rate": sum(rates), "spread": spread(measured),
+          "window_secs": min(m.seconds for m in measured)}
+
+
+def spread(measured):
+  """The range of the rates of the window's parts over their median, the largest of the
+  jobs' `measured`; None under three parts (too few to say)."""
+  found = [(max(parts) - min(parts)) / statistics.median(parts)
+           for parts in (m.window_rates() for m in measured)
+           if len(parts) >= 3 and statistics.median(parts) > 0]
+  return max(found) if len(found) == len(measured) else None
+
+
+def _percent(value):
+  return f"{100 * value:.0f} %" if value is not None else "–"
 
 
 def name(found):
@@ -45,8 +57,9 @@ def describe(found):
   """One line of a measured job."""
   if found["failure"]:
     return f"{name(found)}: not measured: {found['failure']}"
-  return (f"{name(found)}: {rate(found['rate'])} {found['unit']} "
-          f"(±{100 * found['spread'] / 2:.0f} % over {found['window_secs']:.0f} s)")
+  return (f"{name(found)}: {rate(found['rate'])} {found['unit']} (spread "
+          f"{_percent(found['spread'])} over {found['window_secs']:.0f} s"
+          + (f"; cut short, {found['cut_short']})" if found["cut_short"] else ")"))
 
 
 def rate(value):
@@ -69,6 +82,7 @@ class Report:
   rows: Tuple[dict, ...]
   program: Tuple[str, ...]
   window: measured_job.Window
+  num_ps: int = 1  # The parameter_server jobs'.
 
   def _limit(self, workers, unit):
     found = next((r for r in self.rows if r["strategy"] == LIMIT and r["workers"] == workers
@@ -93,19 +107,23 @@ class Report:
         continue
       of_limit = r["of_limit"] if r["strategy"] != LIMIT else None
       lines.append(f"{name(r):34s} {rate(r['rate']):>9s} {r['unit']:>10s} "
-                   f"{100 * r['spread']:>5.0f} % "
+                   f"{_percent(r['spread']):>7s} "
                    + (f"{100 * of_limit:>7.0f} % " if of_limit else f"{'':>9s} ")
                    + (f"{r['speedup']:>7.2f}×" if r["speedup"] else ""))
-    lines.append(f"(CPU: {cpu_model()}, {os.cpu_count()} CPUs; spread: the range of the "
-                 f"window's parts over the rate)")
+    lines.append(f"(CPU: {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs; spread: the "
+                 f"range of the rates of the window's parts over their median)")
     return "\n".join(lines)
 
   def recommendation(self):
     """One line: the fastest strategy and worker count, and why."""
-    measured = sorted((r for r in self.compared() if r["rate"] and r["strategy"] != LIMIT),
-                      key=lambda r: r["rate"], reverse=True)
+    measured = [r for r in self.compared() if r["rate"] and r["strategy"] != LIMIT]
     if not measured:
       return "no strategy was measured: see each job's line above and its launch.log"
+    # Steps/s and examples/s do not compare: the jobs of the most common unit.
+    units = [r["unit"] for r in measured]
+    unit = max(set(units), key=units.count)
+    measured = sorted((r for r in measured if r["unit"] == unit), key=lambda r: r["rate"],
+                      reverse=True)
     best = measured[0]
     said = [f"recommended: {name(best)}, {rate(best['rate'])} {best['unit']}"]
     if best["speedup"]:
@@ -118,7 +136,7 @@ class Report:
     if len(measured) > 1:
       runner = measured[1]
       behind = 1 - runner["rate"] / best["rate"]
-      noise = max(best["spread"], runner["spread"]) / 2
+      noise = max(best["spread"] or 0, runner["spread"] or 0) / 2
       line += (f"; {name(runner)} is within the measurement's spread ({100 * behind:.0f} % "
                f"slower): either will do" if behind <= noise else
                f"; the next, {name(runner)}, is {100 * behind:.0f} % slower")
@@ -132,12 +150,12 @@ class Report:
     fitted = projection.fit(
         per_worker={(r["strategy"], r["workers"]): r["rate"] / r["workers"] for r in measured},
         batch=alone["examples_per_step"] if alone else None,
-        model_bytes=max((r["trainable_bytes"] or 0 for r in measured), default=0))
+        model_bytes=max((r["trainable_bytes"] or 0 for r in measured), default=0),
+        num_ps=self.num_ps, bandwidth_gbps=bandwidth_gbps)
     if fitted is None:
       return None, ("no projection: it needs one independent copy and a job of more than one "
-                    "worker measured in examples/s, and the model's size (its heartbeats')")
-    if bandwidth_gbps:
-      fitted = projection.given_bandwidth(fitted, bandwidth_gbps)
+                    "worker measured in examples/s and slower than its copies (else give "
+                    "--project_bandwidth_gbps), and the model's size (its heartbeats')")
     return fitted, projection.project(fitted, latency_us * 1e-6)
 
   def write(self, output_dir, extra=None):
@@ -146,7 +164,8 @@ class Report:
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, RESULTS)
     with open(path, "w") as f:
-      json.dump({"program": list(self.program), "cpu": cpu_model(), "cpus": os.cpu_count(),
+      json.dump({"program": list(self.program), "cpu": cpu_model(),
+                 "cpus": len(os.sched_getaffinity(0)),
                  "window": dataclasses.asdict(self.window), "rows": self.compared(),
                  "recommendation": self.recommendation(), **(extra or {})}, f, indent=1)
     return [f"results: {path}", self._chart(output_dir)]

@@ -7,8 +7,9 @@ the launcher makes its mailbox, so the bench finds the heartbeats there) and tol
 trial (its tasks train in the bench's model_dir, not the program's own). Every training
 task beats about once a second with the job's global step, its time and the examples of
 one global step (contract/heartbeat.py); the bench samples them. The measured window
-opens once every training task has beaten past the warm-up steps and lasts
-`window_secs`; then the launcher is asked to stop the job (SIGTERM: its tasks save and end).
+opens once every training task has beaten `warmup_steps` past its first beat and lasts
+`window_secs`; then the launcher is asked to stop the job (SIGTERM, without a save: the
+job's model_dir goes with it).
 """
 
 import dataclasses
@@ -22,9 +23,9 @@ import sys
 import time
 from typing import Optional, Tuple
 
-from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import task_env
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.strategies import traits
 from estimator_dist.supervision import job_dirs
@@ -33,6 +34,7 @@ from estimator_dist.supervision import process_tree
 LOG_NAME = "launch.log"
 _POLL_SECS = 0.25
 _STOP_SECS = 60  # How long a job may take to stop before it is killed.
+_BEAT_SECS = 1.0  # How often a task beats (training.hooks.HeartbeatHook).
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -48,18 +50,22 @@ class Window:
 class Measured:
   """A job's measurement: the (step, time) beats of its furthest task in the window, the
   examples of one global step and the bytes of the model's trainable variables (None:
-  not known), or why there is none."""
+  not known), or why there is none; `cut_short`: why the window is shorter than asked."""
   beats: Tuple[Tuple[int, float], ...] = ()
   examples_per_step: Optional[int] = None
   trainable_bytes: Optional[int] = None
   failure: str = ""
+  cut_short: str = ""
+
+  @property
+  def seconds(self):
+    return self.beats[-1][1] - self.beats[0][1] if self.beats else 0.0
 
   @property
   def steps_per_sec(self):
-    if len(self.beats) < 2:
+    if len(self.beats) < 2 or self.seconds <= 0:
       return None
-    (first_step, first), (last_step, last) = self.beats[0], self.beats[-1]
-    return (last_step - first_step) / (last - first) if last > first else None
+    return (self.beats[-1][0] - self.beats[0][0]) / self.seconds
 
   @property
   def rate(self):
@@ -77,28 +83,12 @@ class Measured:
             for a, b in zip(bounds, bounds[1:]) if b[1] > a[1]]
 
 
-def program_args(program, model_dir):
-  """`program` with its own --model_dir, if it gives one, replaced by `model_dir`: the
-  bench never trains in (or resumes from) the user's."""
-  if model_dir_arg.program_model_dir(program[1:]) is None:
-    return list(program)
-  args, skip = [program[0]], False
-  for i, arg in enumerate(program[1:], start=1):
-    name, sep, _ = arg.lstrip("-").partition("=")
-    if skip:
-      skip = False
-    elif arg.startswith("-") and name == "model_dir":
-      skip = not sep and i + 1 < len(program)
-    else:
-      args.append(arg)
-  return [*args, f"--model_dir={model_dir}"]
-
-
 class Job:
   """A job of the launcher started for the bench in `directory` (its log and model_dir)
   with a temporary directory of its own, pinned to `cpus` (None: this process's)."""
 
   def __init__(self, *, strategy, num_workers, num_ps, program, directory, cpus=None):
+    directory = os.path.abspath(directory)
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
     # Short, as the paths of sockets in it must be (Open MPI's, Gloo's); named after this
@@ -108,13 +98,13 @@ class Job:
     needs_ps = traits.of(strategy).needs_ps
     command = [sys.executable, "-m", "estimator_dist.launch", f"--strategy={strategy}",
                f"--num_workers={num_workers}", *([f"--num_ps={num_ps}"] if needs_ps else []),
-               f"--model_dir={model_dir}", "--curves=false",
+               f"--model_dir={model_dir}", "--curves=false", "--preemption_grace_secs=0",
                "--terminal=all", "--",  # Every line of its tasks in its log.
-               *program_args(program, model_dir)]
+               *model_dir_arg.with_flag(program, "model_dir", model_dir)]
     self.tasks = 1 if traits.of(strategy).one_process else num_workers
     self.log_path = os.path.join(directory, LOG_NAME)
-    self._directory, self._asked = directory, False
-    env = {**os.environ, "TMPDIR": self._tmp, env_vars.TRIAL: "1"}
+    self._directory, self._asked, self.code = directory, False, None
+    env = {**os.environ, "TMPDIR": self._tmp, **task_env.task_environment(trial=True)}
 
     def start():
       process_tree.die_with_parent()
@@ -125,41 +115,49 @@ class Job:
       log.flush()
       self.process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
           command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-          preexec_fn=start)
+          preexec_fn=start, start_new_session=True)
 
   def progress(self):
     """{task: Progress} of the job's training tasks, from their heartbeats."""
     found = glob.glob(os.path.join(self._tmp, "estimator_dist_*_mailbox_*"))
     return heartbeat.progress_of(mailbox_lib.Mailbox(found[0])) if found else {}
 
+  def ended_by_itself(self):
+    """Whether the job ended before the bench asked it to stop (its code in `code`)."""
+    if not self._asked and self.code is None:
+      self.code = self.process.poll()
+    return self.code is not None
+
   def why_not_measured(self, tasks, window):
     """Why the job gave no window: `tasks` its last progress."""
-    code = self.process.poll()
-    if not tasks:
-      said = _error_in(self.log_path)
-      return (f"exit code {code}" + (f": {said}" if said else
-                                     ", and no task trained through the toolkit")
-              + f" (see {self.log_path})" if code is not None
-              else f"no heartbeat: see {self.log_path}")
-    step = max(p.step for p in tasks.values())
-    return (f"its training ended at step {step}, too soon after {window.warmup_steps} steps "
-            f"of warm-up to be measured: give the program more steps (see {self.log_path})")
+    if any(p.ended for p in tasks.values()) and self.code in (None, 0):
+      step = max(p.step for p in tasks.values())
+      return (f"its training ended at step {step}, too soon after {window.warmup_steps} "
+              f"steps of warm-up to be measured: give the program more steps (see "
+              f"{self.log_path})")
+    if self.code is None:
+      return f"stopped unmeasured: another copy ended first (see {self.log_path})"
+    said = _error_in(self.log_path)
+    return (f"exit code {self.code}" + (f": {said}" if said else
+                                        ", and no task trained through the toolkit" * (
+                                            not tasks)) + f" (see {self.log_path})")
 
   def ask_to_stop(self):
-    """Asks the launcher to stop the job (its tasks save and end), once."""
+    """Asks the launcher to stop the job (its tasks end), once."""
+    self.ended_by_itself()
     if self.process.poll() is None and not self._asked:
       self.process.send_signal(signal.SIGTERM)
-      self._asked = True
+    self._asked = True
 
   def stop(self):
-    """Ends the job (the launcher stops its tasks) and removes its model_dir."""
+    """Ends the job (the launcher stops its tasks; killed with its session if it does not
+    in time) and removes its model_dir."""
     self.ask_to_stop()
-    if self.process.poll() is None:
-      try:
-        self.process.wait(timeout=_STOP_SECS)
-      except subprocess.TimeoutExpired:
-        self.process.kill()
-        self.process.wait()
+    try:
+      self.process.wait(timeout=_STOP_SECS)
+    except subprocess.TimeoutExpired:
+      os.killpg(self.process.pid, signal.SIGKILL)
+      self.process.wait()
     shutil.rmtree(os.path.join(self._directory, "model"), ignore_errors=True)
     shutil.rmtree(self._tmp, ignore_errors=True)
 
@@ -179,19 +177,23 @@ def _error_in(log_path):
 
 def measure(jobs, window: Window):
   """Samples `jobs`, started together (one, or independent copies side by side), until
-  their common window is measured: it opens once every training task of every job is past
-  the warm-up and lasts `window.window_secs`. A Measured per job; every job is stopped."""
-  beats, last, opened = [[] for _ in jobs], [{} for _ in jobs], None
+  their common window is measured: it opens once every training task of every job is
+  `window.warmup_steps` past its first beat, and lasts `window.window_secs`. A Measured
+  per job; every job is stopped."""
+  beats, last, opened, first = [[] for _ in jobs], [{} for _ in jobs], None, {}
   started = time.monotonic()
   try:
     while time.monotonic() - started < window.timeout_secs:
       last = [job.progress() or seen for job, seen in zip(jobs, last)]
+      for i, tasks in enumerate(last):
+        for name, p in tasks.items():
+          first.setdefault((i, name), p.step)
       furthest = [max(tasks.values(), key=lambda p: (p.step, p.time)) if tasks else None
                   for tasks in last]
       if opened is None and all(
-          len(tasks) >= job.tasks and all(p.step >= window.warmup_steps and not p.ended
-                                          for p in tasks.values())
-          for job, tasks in zip(jobs, last)):
+          len(tasks) >= job.tasks and all(p.step - first[i, name] >= window.warmup_steps
+                                          and not p.ended for name, p in tasks.items())
+          for i, (job, tasks) in enumerate(zip(jobs, last))):
         opened = max(p.time for p in furthest)
       if opened is not None:
         for kept, progress in zip(beats, furthest):
@@ -200,7 +202,7 @@ def measure(jobs, window: Window):
         if (any(p.ended for p in furthest) or
             min(p.time for p in furthest) - opened >= window.window_secs):
           break
-      if any(job.process.poll() is not None for job in jobs):
+      if any(job.ended_by_itself() for job in jobs):
         break
       time.sleep(_POLL_SECS)
     else:
@@ -211,9 +213,17 @@ def measure(jobs, window: Window):
       job.ask_to_stop()
     for job in jobs:
       job.stop()
-  return [Measured(beats=tuple(kept),
-                   examples_per_step=max(p.examples_per_step or 0 for p in tasks.values()) or None,
-                   trainable_bytes=max(p.trainable_bytes or 0 for p in tasks.values()) or None)
-          if len(kept) >= 2 and kept[-1][0] > kept[0][0]
-          else Measured(failure=job.why_not_measured(tasks, window))
-          for job, kept, tasks in zip(jobs, beats, last)]
+  return [_measured(job, kept, tasks, window) for job, kept, tasks in zip(jobs, beats, last)]
+
+
+def _measured(job, kept, tasks, window):
+  if len(kept) < 2 or kept[-1][0] <= kept[0][0] or (job.code not in (None, 0)):
+    return Measured(failure=job.why_not_measured(tasks, window))
+  found = Measured(
+      beats=tuple(kept),
+      examples_per_step=max(p.examples_per_step or 0 for p in tasks.values()) or None,
+      trainable_bytes=max(p.trainable_bytes or 0 for p in tasks.values()) or None)
+  if found.seconds < window.window_secs - _BEAT_SECS:
+    return dataclasses.replace(found, cut_short=f"{found.seconds:.0f} s of "
+                               f"{window.window_secs:.0f}: its training ended")
+  return found

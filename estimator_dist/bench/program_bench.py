@@ -4,17 +4,20 @@ workers, train the user's own program fastest on this machine.
   estimator-dist bench --num_workers=1,2 -- python train.py --train_steps=100000
 
 For every worker count it runs the program, unmodified, as a job of each strategy, and
-beside them the limit: as many independent copies of the program (each a one-process
-job on its share of the CPUs) side by side. Each job is measured from its tasks'
-heartbeats for --window_secs once every task is past --warmup_steps, then stopped
-(`measured_job`). It prints a table (examples/sec, or steps/sec where the program's batch
-cannot be read, with the spread over the window's parts, the share of the limit and the
-speed-up over one process alone) and a recommendation, and writes results.json and
-results.png to --output_dir (`bench_report`).
+beside them the limit: as many independent copies of the program side by side, each a
+one-process job on its share of the CPUs (a one-rank horovod job when horovod is the one
+strategy compared: a program that starts Horovod itself runs only so). Each job is
+measured from its tasks' heartbeats for --window_secs once every task is past
+--warmup_steps, then stopped (`measured_job`). It prints a table (examples/sec, or
+steps/sec where the program's batch cannot be read, with the spread over the window's
+parts, the share of the limit and the speed-up over one process alone) and a
+recommendation, and writes results.json and results.png to --output_dir
+(`bench_report`).
 """
 
 import importlib.util
 import os
+import sys
 
 from absl import flags
 
@@ -51,7 +54,7 @@ def define_flags(flag_values=flags.FLAGS):
                     "compute and the bytes of its trainable variables.", flag_values=f)
   flags.DEFINE_float("project_bandwidth_gbps", None, "--project: the links' bandwidth in "
                      "Gbit/s, instead of the one fitted to this machine's jobs.",
-                     lower_bound=0.0, flag_values=f)
+                     lower_bound=0.001, flag_values=f)
   flags.DEFINE_float("project_latency_us", 0.0, "--project: latency of one message between "
                      "workers, in microseconds.", lower_bound=0.0, flag_values=f)
   flags.register_validator(
@@ -73,14 +76,15 @@ def plan(strategies, worker_counts, *, limit=True):
   return jobs
 
 
-def run_job(strategy, workers, *, program, window, num_ps, output_dir):
-  """Runs and measures one job of the plan; its row (`bench_report.row`)."""
+def run_job(strategy, workers, *, program, window, num_ps, output_dir, copies_under="local"):
+  """Runs and measures one job of the plan; its row (`bench_report.row`). The limit's
+  copies are one-process jobs of `copies_under`."""
   directory = os.path.join(output_dir, "runs", f"{strategy}-{workers}")
   if strategy == LIMIT:
     # Each copy on its own share of the CPUs, as the launcher pins a job's tasks.
     cpus = sorted(os.sched_getaffinity(0))
     per_copy = len(cpus) // workers
-    jobs = [measured_job.Job(strategy="local", num_workers=1, num_ps=0, program=program,
+    jobs = [measured_job.Job(strategy=copies_under, num_workers=1, num_ps=0, program=program,
                              directory=f"{directory}/copy_{i}",
                              cpus=cpus[i * per_copy:(i + 1) * per_copy] if per_copy else None)
             for i in range(workers)]
@@ -100,28 +104,34 @@ def _main(argv):
   wanted = list(dict.fromkeys(f.strategies))
   if "horovod" in wanted and importlib.util.find_spec("horovod") is None:
     wanted.remove("horovod")
-    print(command_line.line("horovod is left out: it is not installed here (pip install "
-                            "'estimator_dist[horovod]')", "bench"), flush=True)
+    command_line.write(sys.stdout, "horovod is left out: it is not installed here (pip "
+                       "install 'estimator_dist[horovod]')", "bench")
     if not wanted:
+      command_line.write_error("no strategy is left to measure", "bench")
       return 2
   counts = sorted({int(n) for n in f.num_workers})
+  # A program that starts Horovod itself runs only as Horovod's ranks: its copies too.
+  copies_under = "horovod" if wanted == ["horovod"] else "local"
   window = measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
                                timeout_secs=f.timeout_secs)
   jobs = plan(wanted, counts, limit=f.limit)
   minutes = len(jobs) * (f.window_secs + _START_SECS) / 60
+  output_dir = os.path.abspath(f.output_dir)
   print(command_line.line(
-      f"{len(jobs)} jobs ({', '.join(wanted)}{' and the limit' if f.limit else ''} on "
+      f"{len(jobs)} job{'s' * (len(jobs) > 1)} ({', '.join(wanted)}"
+      f"{' and the limit' if f.limit else ''} on "
       f"{', '.join(map(str, counts))} worker(s)), each measured for {f.window_secs:.0f} s "
       f"after {f.warmup_steps} warm-up steps: about {minutes:.0f} min plus the warm-ups "
-      f"(at most {len(jobs) * f.timeout_secs / 60:.0f} min)", "bench"), flush=True)
+      f"(at most {len(jobs) * (f.timeout_secs + 60) / 60:.0f} min)", "bench"), flush=True)
   rows = []
   for strategy, workers in jobs:
     print(command_line.line(f"{bench_report.name(dict(strategy=strategy, workers=workers))} "
                             f"...", "bench"), flush=True)
     rows.append(run_job(strategy, workers, program=program, window=window, num_ps=f.num_ps,
-                        output_dir=f.output_dir))
+                        output_dir=output_dir, copies_under=copies_under))
     print(command_line.line(bench_report.describe(rows[-1]), "bench"), flush=True)
-  report = bench_report.Report(rows=tuple(rows), program=tuple(program), window=window)
+  report = bench_report.Report(rows=tuple(rows), program=tuple(program), window=window,
+                               num_ps=f.num_ps)
   print(report.table())
   print(command_line.line(report.recommendation(), "bench"))
   extra = {}
@@ -131,7 +141,7 @@ def _main(argv):
     print(projection.markdown(fitted, projected) if fitted else
           command_line.line(projected, "bench"))
     extra = {"projection": {"parameters": fitted, "rows": projected}} if fitted else {}
-  for line in report.write(f.output_dir, extra):
+  for line in report.write(output_dir, extra):
     print(command_line.line(line, "bench"))
   return 0 if any(r["rate"] for r in rows if r["strategy"] != LIMIT) else 1
 

@@ -10,7 +10,8 @@ S is the bytes of the model's trainable variables. B is fitted from the measured
 all-reduce job at the largest worker count n: the time it added per step over n
 independent workers, t_x, moved 2 (n-1)/n S bytes, so B = 2 (n-1)/n S / t_x. B_ps is
 fitted the same way from the parameter-server job (each step pushes S gradients and
-pulls S variables). Communication is assumed not to overlap computation, each worker
+pulls S variables, over its K ps: the busiest link carries max(2 S, 2 n S / K)).
+Communication is assumed not to overlap computation, each worker
 to have its own machine, and ps links to be the bottleneck when N S / K exceeds S.
 """
 
@@ -22,14 +23,20 @@ WORKERS = (8, 16, 32, 64, 128, 256)
 INDEPENDENT = "independent"
 
 
-def fit(*, per_worker, batch, model_bytes):
+def fit(*, per_worker, batch, model_bytes, num_ps=1, bandwidth_gbps=None):
   """The model's parameters fitted to `per_worker` ({(job, workers): examples/sec per
   worker}, job "independent" for the independent copies, else a strategy's name), the batch
-  of one worker and `model_bytes`; None if it cannot be."""
+  of one worker, `model_bytes` and the `num_ps` of the parameter_server jobs; with
+  `bandwidth_gbps`, the links have that bandwidth instead. None if it cannot be fitted (no
+  job slower than its independent copies: its communication was not measured)."""
   alone = per_worker.get((INDEPENDENT, 1))
   if not alone or not batch or not model_bytes:
     return None
   params = {"batch": batch, "model_bytes": model_bytes, "t_compute": batch / alone}
+  if bandwidth_gbps:
+    return {**params, "ring_bytes_per_sec": bandwidth_gbps / 8e-9,
+            "ps_bytes_per_sec": bandwidth_gbps / 8e-9,
+            "bandwidth_source": f"given as {bandwidth_gbps:g} Gbit/s"}
 
   def bandwidth(strategy, bytes_moved):
     counts = [n for (s, n) in per_worker if s == strategy and n > 1
@@ -38,23 +45,19 @@ def fit(*, per_worker, batch, model_bytes):
       return None
     n = max(counts)
     extra = batch / per_worker[(strategy, n)] - batch / per_worker[(INDEPENDENT, n)]
-    return bytes_moved(n) / extra if extra > 0 else math.inf
+    return bytes_moved(n) / extra if extra > 0 else None
 
   ring = (bandwidth("horovod", lambda n: 2 * (n - 1) / n * model_bytes)
           or bandwidth("multi_worker", lambda n: 2 * (n - 1) / n * model_bytes))
-  ps = bandwidth("parameter_server", lambda n: 2 * model_bytes)
+  # What the busiest link of the measured job carried, as `project` counts it.
+  ps = bandwidth("parameter_server",
+                 lambda n: max(2 * model_bytes, 2 * n * model_bytes / num_ps))
   if ring is None and ps is None:
     return None
   params["ring_bytes_per_sec"] = ring or ps
   params["ps_bytes_per_sec"] = ps or ring
   params["bandwidth_source"] = "fitted to this machine's loopback"
   return params
-
-
-def given_bandwidth(params, gbps):
-  """`params` with the links' bandwidth given as `gbps` Gbit/s instead of fitted."""
-  return {**params, "ring_bytes_per_sec": gbps / 8e-9, "ps_bytes_per_sec": gbps / 8e-9,
-          "bandwidth_source": f"given as {gbps:g} Gbit/s"}
 
 
 SCHEMES = (("ring all-reduce", None), ("parameter servers, 1 ps", lambda n: 1),

@@ -47,6 +47,9 @@ class Progress:
   ended: bool = False  # The task's training ended at `step`.
 
 
+_FIELDS = {f.name for f in dataclasses.fields(Progress)}
+
+
 def beat(path, progress=None):
   """Touches `path`; with a `progress`, writes it there."""
   if progress is None:
@@ -60,8 +63,9 @@ def progress_of(mailbox):
   """{task name: Progress} of the tasks whose beats, or whose end, say how far they are."""
   found = {}
   for name in mailbox.names(mailbox_lib.BEATS):
-    try:
-      progress = Progress(**mailbox.value(mailbox_lib.BEATS, name, dict))
+    record = mailbox.value(mailbox_lib.BEATS, name, dict) or {}
+    try:  # The fields this version knows: a newer task's beat may have more.
+      progress = Progress(**{k: v for k, v in record.items() if k in _FIELDS})
     except TypeError:
       continue  # Gone, or a beat without progress.
     task = name[:-len(_ENDED)] if name.endswith(_ENDED) else name

@@ -39,6 +39,7 @@ def main(argv=None, *, command="slurm"):
     return 1
   if args.code != 0:
     return 0
+
   def say(line):
     command_line.write(sys.stdout, line, command)
   if args.strategy == "local":  # One process on its own is the job.

@@ -31,6 +31,25 @@ def program_flag(args, flag):
   return found
 
 
+def with_flag(command, flag, value):
+  """`command` (a program and its arguments) with --`flag`=`value` in place of the flag
+  its arguments give in any form absl reads (before a `--`); as it is if they give none."""
+  args = command[1:]
+  if program_flag(args, flag) is None:
+    return list(command)
+  own = args.index("--") if "--" in args else len(args)
+  kept, skip = [], False
+  for arg in args[:own]:
+    name, sep, _ = arg.lstrip("-").partition("=")
+    if skip:
+      skip = False
+    elif arg.startswith("-") and name == flag:
+      skip = not sep
+    else:
+      kept.append(arg)
+  return [command[0], *kept, f"--{flag}={value}", *args[own:]]
+
+
 def given_model_dir(command, model_dir):
   """The model_dir `job_model_dir` gives the job, before it is made: None for a new
   temporary directory."""

@@ -64,6 +64,7 @@ def wrap_input_fn(input_fn, input_context_for):
       kwargs["input_context"] = context
     if mode != tf.estimator.ModeKeys.TRAIN:
       return read_on_one_cpu(input_fn(**kwargs))
+    _seen_batch.clear()  # Read anew from this input (not at all from tensors).
 
     def make_dataset():
       return iterator_inputs.dataset_of(lambda: input_fn(**kwargs))
@@ -153,14 +154,15 @@ _seen_batch = []
 def _check_has_data(make_dataset, name):
   """Raises if the training dataset is empty: repeated, it would end at once and every
   worker would report success after training no step. Notes its first element's batch."""
-  _seen_batch.clear()
   try:
     with eager_context.eager_mode():  # Estimator calls input_fn in a graph.
       first = next(iter(make_dataset()))
-    sizes = {int(t.shape[0]) for t in tf.nest.flatten(first)
-             if t.shape.rank and t.shape[0] is not None}
-    if len(sizes) == 1:
-      _seen_batch.append(sizes.pop())
+    # A batch: every part has a leading dimension, and the same (an element of examples
+    # not yet batched, an image and its scalar label, has none).
+    shapes = [getattr(t, "shape", None) for t in tf.nest.flatten(first)]
+    sizes = {s[0] for s in shapes if s is not None and s.rank}
+    if shapes and all(s is not None and s.rank for s in shapes) and len(sizes) == 1:
+      _seen_batch.append(int(sizes.pop()))
   except StopIteration:
     raise errors.ConfigError(
         f"the training input_fn {name} gives no data: its dataset is empty, so no step "

@@ -164,8 +164,9 @@ class TrainingRun:
         hooks=[checkpoints.FitsTheModel(model_dir), hooks_lib.NanLossHook(model_dir),
                hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
                self._throughput,
-               *hooks_lib.heartbeat_hooks(adapter.task, last_step=self.options.train_steps,
-                                          examples_per_step=lambda: self._examples_per_step(adapter)),
+               *hooks_lib.heartbeat_hooks(
+                   adapter.task, last_step=self.options.train_steps,
+                   examples_per_step=lambda: self._examples_per_step(adapter)),
                *profiling.hooks(adapter.task, steps=self.options.profile_steps,
                                 tasks=self.options.profile_tasks, model_dir=model_dir),
                *more_hooks,
@@ -178,7 +179,8 @@ class TrainingRun:
     estimator = self.estimator(adapter, warm_start_from=warm_start_from)
     train_spec = self.train_spec(adapter, (*warm_start_hooks, *more_hooks))
     logging.info(command_line.line("%s; batch %s per worker, %s per step; training to step %d"),
-                 adapter.describe(), self.options.batch_size, self._examples_per_step(adapter),
+                 adapter.describe(), self.options.batch_size or "read from the input",
+                 self._examples_per_step(adapter) or "that times the replicas",
                  self.options.train_steps)
     return adapter, adapter.train(estimator, train_spec, self.eval_spec)
 

@@ -43,9 +43,8 @@ def train(strategy, model_dir, train_steps, fail_worker=False, spoil_summary=Fal
       train_steps=train_steps, batch_size=32,
       params={"learning_rate": 0.05, "batch_size": 32})
   if spoil_summary and '"type": "chief"' in os.environ.get("TF_CONFIG", ""):
-    from estimator_dist.contract import mailbox as mailbox_lib  # pylint: disable=g-import-not-at-top
-    mailbox = mailbox_lib.Mailbox.of_environment()
-    with open(mailbox.path(mailbox_lib.SUMMARY, mailbox_lib.CHIEF), "wb") as f:
+    from estimator_dist.contract import mailbox as box  # pylint: disable=g-import-not-at-top
+    with open(box.Mailbox.of_environment().path(box.SUMMARY, box.CHIEF), "wb") as f:
       f.write(b'{"steps": "\xff\xfe"}')
   return {k: float(v) for k, v in metrics.items()} if metrics else None
 
