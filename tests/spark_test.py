@@ -88,6 +88,18 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
 
 
 @pytest.mark.processes
+def test_a_function_that_trains_alone_on_every_task_fails_the_job(tmp_path):
+  """Each task exits 0 having trained on its own: the job did not train together, and
+  the driver says so, as the local launcher and SLURM's script do."""
+  code, output = spark_train("--strategy=multi_worker", "--num_workers=2", "--alone",
+                             f"--model_dir={tmp_path}", "--train_steps=20", timeout=180)
+  assert code != 0, output[-5000:]
+  assert ("RuntimeError: estimator-dist: the Spark job failed: every task exited 0, but the "
+          "job did not train together under multi_worker: chief:0 never started the job's "
+          "strategy; worker:0 never started the job's strategy.") in output, output[-5000:]
+
+
+@pytest.mark.processes
 def test_more_tasks_than_spark_slots_is_refused_at_once(tmp_path):
   code, output = spark_train("--strategy=parameter_server", "--num_workers=2",
                              f"--model_dir={tmp_path}", timeout=180)

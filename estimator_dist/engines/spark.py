@@ -1,7 +1,8 @@
 """Spark: train on a Spark cluster's executors, the TensorFlowOnSpark way.
 
   from estimator_dist.engines import spark
-  from estimator_dist.jobs import spec
+  from estimator_dist.engines import spark_mailbox
+from estimator_dist.jobs import spec
   results = spark.run(train_fn, num_workers=4, strategy="multi_worker")
   # The same as values: the JobSpec every engine takes, and Spark's own options.
   job = spec.JobSpec(strategy="multi_worker", num_workers=4, command=spark.FUNCTION_COMMAND)
@@ -17,33 +18,30 @@ the same strategy and a model_dir every executor can reach.
 Given that model_dir (`SparkOptions.model_dir`), the driver prints the progress lines of
 `estimator-dist progress` (`estimator-dist progress: step 1200/2000 (60 %), ...`) every
 `progress_secs`: the tasks beat in a directory of it, and a thread of the driver reads them.
+There too each task says it started, and the job fails when a task of a distributed job
+never started its strategy (a function that ignores the cluster trains alone on every
+task), as under the local launcher and SLURM.
 """
 
-import contextlib
 import dataclasses
 import functools
 import logging
 import os
-import shutil
 import sys
 import tempfile
-import threading
 import types
-import uuid
 from typing import Any, Mapping, Optional
 
 from estimator_dist import command_line
 from estimator_dist import errors
-from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
-from estimator_dist.contract import summary
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
+from estimator_dist.engines import spark_mailbox
 from estimator_dist.jobs import spec
 from estimator_dist.supervision import local_cluster
 from estimator_dist.supervision import processes
-from estimator_dist.watching import progress_watch
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
 FUNCTION_COMMAND = ("<train_fn>",)
@@ -130,15 +128,14 @@ def run_job(job, train_fn, *, options=SparkOptions()):
         f"{int(job.evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
         f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
         f"or more executors or cores).")
-  with _mailbox(options, sc.applicationId) as mailbox:
+  with spark_mailbox.made(options.model_dir, sc.applicationId,
+                          progress_secs=options.progress_secs) as mailbox:
     env = task_environment(job, options, mailbox=mailbox)
     if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
       results = _run_horovod(train_fn, job, options, env)
     else:
       results = _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
-    if mailbox is not None and mailbox.names(mailbox_lib.JOINED):  # The tasks reached it.
-      summary.read_record(mailbox, expected=True, warn=lambda line: command_line.write(
-          sys.stderr, line))  # One line: the job's results stand.
+    spark_mailbox.check_end(mailbox, job)
     return results
 
 
@@ -171,6 +168,9 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
       env["TF_CONFIG"] = cluster_lib.tf_config(cluster, role, index)
     else:
       role, index = "chief", 0
+    mailbox = mailbox_lib.Mailbox.of_environment(env)  # None where the driver's is not seen.
+    if mailbox:
+      mailbox.post(mailbox_lib.REACHED, f"{role}:{index}", True)
     yield partition, _run_in_new_process(payload, f"{role}:{index}", env)
 
   from py4j.protocol import Py4JJavaError  # pylint: disable=g-import-not-at-top
@@ -180,39 +180,6 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
   except Py4JJavaError as e:
     raise RuntimeError(command_line.line(f"the Spark job failed: {_failure(e)}")) from e
   return [result for _, result in sorted(results, key=lambda r: r[0])]
-
-
-@contextlib.contextmanager
-def _mailbox(options, application_id):
-  """The job's mailbox, new in the model_dir, while a thread of the driver prints progress
-  lines from the beats there; None when there is no model_dir the driver can write."""
-  model_dir = options.model_dir
-  if not model_dir or "://" in model_dir:
-    yield None
-    return
-  mailbox = mailbox_lib.Mailbox(os.path.join(
-      os.path.abspath(model_dir), checkpoint_names.TOOLKIT_DIR,
-      f"mailbox-spark-{application_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}"))
-  try:
-    mailbox.emptied()
-  except OSError as e:
-    logging.warning(command_line.line("no mailbox, no progress lines: %s"), e)
-    yield None
-    return
-  stop = threading.Event()
-  watcher = options.progress_secs and threading.Thread(
-      target=progress_watch.watch, name="estimator_dist progress", daemon=True,
-      kwargs=dict(mailbox=mailbox, model_dir=model_dir, every_secs=options.progress_secs,
-                  stop=stop))
-  if watcher:
-    watcher.start()
-  try:
-    yield mailbox
-  finally:
-    stop.set()
-    if watcher:
-      watcher.join()
-    shutil.rmtree(mailbox.directory, ignore_errors=True)
 
 
 # How a task's failure reads in the Spark job's error (its RuntimeError, in the executor's).

@@ -22,6 +22,8 @@ flags.DEFINE_integer("spark_slots", 2, "Spark local[N].")
 flags.DEFINE_string("spark_master", None, "A Spark master URL (spark://host:port) instead of "
                     "local[spark_slots].")
 flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
+flags.DEFINE_bool("alone", False, "Each task trains on its own, with plain tf.estimator, "
+                  "ignoring the cluster (as a function not written for it would).")
 flags.DEFINE_bool("spoil_summary", False, "After training, the chief leaves bytes that are "
                   "no text where its summary record goes.")
 flags.DEFINE_string("network_interface", None, "horovod: the interface the ranks listen on.")
@@ -29,7 +31,8 @@ flags.DEFINE_string("horovod_controller", "gloo", "horovod: gloo or mpi.")
 flags.DEFINE_float("progress_secs", 30, "The driver's progress lines this often.")
 
 
-def train(strategy, model_dir, train_steps, fail_worker=False, spoil_summary=False):
+def train(strategy, model_dir, train_steps, fail_worker=False, spoil_summary=False,
+          alone=False):
   """What each Spark task runs: the DNN program's training, as a function."""
   import os  # pylint: disable=g-import-not-at-top
   import estimator_dist as ed  # pylint: disable=g-import-not-at-top
@@ -37,6 +40,14 @@ def train(strategy, model_dir, train_steps, fail_worker=False, spoil_summary=Fal
     raise ValueError("this worker fails on purpose")
   from model_zoo import data, mnist_dnn  # pylint: disable=g-import-not-at-top
   (x_train, y_train), (x_eval, y_eval) = data.load()
+  if alone:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    os.environ.pop("TF_CONFIG")
+    estimator = tf.estimator.Estimator(
+        mnist_dnn.model_fn, params={"learning_rate": 0.05, "batch_size": 32},
+        model_dir=os.path.join(model_dir, os.urandom(4).hex()))
+    estimator.train(data.input_fn(x_train, y_train, shuffle=True), max_steps=train_steps)
+    return None
   metrics = ed.train_and_evaluate(
       mnist_dnn.model_fn, data.input_fn(x_train, y_train, shuffle=True),
       data.input_fn(x_eval, y_eval, shuffle=False), strategy=strategy, model_dir=model_dir,
@@ -78,7 +89,7 @@ def main(_):
     results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
                                 "train_steps": f.train_steps, "fail_worker": f.fail_worker,
-                                "spoil_summary": f.spoil_summary},
+                                "spoil_summary": f.spoil_summary, "alone": f.alone},
                         spark_context=sc, network_interface=f.network_interface,
                         horovod_controller=f.horovod_controller, model_dir=f.model_dir,
                         progress_secs=f.progress_secs)
