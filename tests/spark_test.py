@@ -5,6 +5,7 @@ its call form builds, checked before Spark starts."""
 import contextlib
 import glob
 import json
+import os
 import re
 import time
 
@@ -97,6 +98,28 @@ def test_a_function_that_trains_alone_on_every_task_fails_the_job(tmp_path):
   assert ("RuntimeError: estimator-dist: the Spark job failed: every task exited 0, but the "
           "job did not train together under multi_worker: chief:0 never started the job's "
           "strategy; worker:0 never started the job's strategy.") in output, output[-5000:]
+
+
+@pytest.mark.processes
+def test_an_unmodified_program_trains_distributed_through_spark(tmp_path):
+  """TensorFlow's premade-Estimator tutorial, which never imports estimator_dist, run by
+  `spark.run_program` as the tasks of multi_worker: instrumented on each executor as the
+  local launcher's and SLURM's tasks are, agreeing on its rounds through the job's
+  mailbox, checked to have joined, and trained in the job's model_dir."""
+  code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
+                             f"--program={helpers.PYTHON} -m "
+                             "tests.programs.upstream.premade_estimator",
+                             f"--model_dir={tmp_path}", timeout=400)
+  assert code == 0, output[-5000:]
+  assert results(output) == [None, None]
+  assert output.count("estimator-dist: instrumented premade_estimator.py: its Estimators "
+                      "train, evaluate and export under the job's multi_worker") == 2, (
+                          output[-5000:])
+  accuracies = re.findall(r"Test set accuracy: (\S+)", output)
+  assert len(accuracies) == 2 and len(set(accuracies)) == 1, accuracies  # The chief's.
+  summary, = helpers.summaries(output)
+  assert summary["steps"] == "5000" and float(summary["eval_accuracy"]) > 0.8, summary
+  assert glob.glob(str(tmp_path / "model.ckpt-5000.index")), os.listdir(tmp_path)
 
 
 @pytest.mark.processes

@@ -2,6 +2,7 @@
 
   from estimator_dist.engines import spark
   from estimator_dist.engines import spark_mailbox
+from estimator_dist.instrument import launching
 from estimator_dist.jobs import spec
   results = spark.run(train_fn, num_workers=4, strategy="multi_worker")
   # The same as values: the JobSpec every engine takes, and Spark's own options.
@@ -39,6 +40,7 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.engines import spark_mailbox
+from estimator_dist.instrument import launching
 from estimator_dist.jobs import spec
 from estimator_dist.supervision import local_cluster
 from estimator_dist.supervision import processes
@@ -104,16 +106,33 @@ def run(train_fn, *, num_workers, strategy, num_ps=None, evaluator=False, args=(
                  options=SparkOptions(**options))
 
 
+def run_program(command, *, num_workers, strategy, num_ps=None, evaluator=False, **options):
+  """Runs the program `command` (`["python", "train.py", ...]`), as it is, as the tasks of
+  `strategy` on Spark's executors, instrumented as the local launcher's tasks are; a
+  relative program file is the driver's. Trains in `options["model_dir"]` unless the
+  program names its own. None for each task (they exited 0)."""
+  command = list(command)
+  if len(command) > 1 and command[1].endswith(".py") and os.path.isfile(command[1]):
+    command[1] = os.path.abspath(command[1])
+  job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
+                     evaluator=evaluator, command=command)
+  return run_job(job, None, options=SparkOptions(**options))
+
+
 def run_job(job, train_fn, *, options=SparkOptions()):
   """Runs `train_fn()` as the tasks of `job` (a `spec.JobSpec`) on Spark's executors.
 
-  Every task runs `train_fn` (give it arguments with functools.partial), not
-  `job.command`. Returns the tasks' return values: by rank for horovod, else in task
-  order (chief first, then evaluator, ps and workers). A failing task fails the Spark
-  job, which stops every other task.
+  Every task runs `train_fn` (give it arguments with functools.partial); without one,
+  `job.command` (`run_program`). Returns the tasks' return values: by rank for horovod,
+  else in task order (chief first, then evaluator, ps and workers). A failing task fails
+  the Spark job, which stops every other task.
   """
   strategy, num_workers, num_ps, num_tasks = (job.strategy, job.num_workers, job.num_ps,
                                               job.num_tasks)
+  if train_fn is None and job.traits.ranks_from_horovodrun:
+    raise errors.ConfigError(
+        "a program file runs on Spark under the tf.distribute strategies; under horovod "
+        "give spark.run the function that trains (horovod.spark.run starts functions).")
   if options.network_interface and not job.traits.ranks_from_horovodrun:
     raise errors.ConfigError(
         f"network_interface applies to strategy horovod; {strategy}'s tasks listen on the "
@@ -145,7 +164,8 @@ def task_environment(job, options, *, mailbox=None):
   `options.env` may change like any other), `options.env`, and the job's `mailbox` (a
   Mailbox), if it has one."""
   job_wide = task_env.task_environment(
-      job=job, preemption_grace_secs=task_env.DEFAULT_PREEMPTION_GRACE_SECS)
+      job=job, preemption_grace_secs=task_env.DEFAULT_PREEMPTION_GRACE_SECS,
+      model_dir=None if job.command == FUNCTION_COMMAND else options.model_dir)
   return {**job_wide, **options.env,
           **task_env.task_environment(mailbox=mailbox and mailbox.directory)}
 
@@ -153,7 +173,7 @@ def task_environment(job, options, *, mailbox=None):
 def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
   """The tf.distribute strategies: one barrier stage, a task per partition."""
   num_ps, num_tasks = job.num_ps, job.num_tasks
-  payload = cloudpickle.dumps(train_fn)
+  payload = cloudpickle.dumps(train_fn) if train_fn is not None else None
 
   def task(_):
     context = pyspark.BarrierTaskContext.get()
@@ -171,7 +191,11 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
     mailbox = mailbox_lib.Mailbox.of_environment(env)  # None where the driver's is not seen.
     if mailbox:
       mailbox.post(mailbox_lib.REACHED, f"{role}:{index}", True)
-    yield partition, _run_in_new_process(payload, f"{role}:{index}", env)
+    program = payload is None and launching.instrumented(job.command)  # As this node sees it.
+    if program:
+      env = launching.task_env(env, program)
+    yield partition, _run_in_new_process(payload, f"{role}:{index}", env,
+                                         command=job.command if payload is None else None)
 
   from py4j.protocol import Py4JJavaError  # pylint: disable=g-import-not-at-top
   try:
@@ -210,20 +234,21 @@ def _failure(error):
   return lines[0] if lines else message
 
 
-def _run_in_new_process(payload, name, extra_env):
-  """Runs the pickled function of no arguments in a new Python process; returns its result.
+def _run_in_new_process(payload, name, extra_env, command=None):
+  """Runs the pickled function of no arguments (or `command`, a program: its result is
+  None) in a new Python process; returns its result.
 
   A new process starts TensorFlow fresh (a strategy can be set up once per process), and
   it dies with the Spark task that started it.
   """
   with tempfile.TemporaryDirectory(prefix="estimator_dist_spark_") as workdir:
     call, result = os.path.join(workdir, "call"), os.path.join(workdir, "result")
-    with open(call, "wb") as f:
-      f.write(payload)
-    task = processes.Task(
-        name, [sys.executable, "-c", "import sys; from estimator_dist.engines import spark; "
-               "spark.call_pickled(sys.argv[1], sys.argv[2])", call, result],
-        processes.child_env(**extra_env), sys.stderr)
+    if command is None:
+      with open(call, "wb") as f:
+        f.write(payload)
+      command = [sys.executable, "-c", "import sys; from estimator_dist.engines import spark; "
+                 "spark.call_pickled(sys.argv[1], sys.argv[2])", call, result]
+    task = processes.Task(name, list(command), processes.child_env(**extra_env), sys.stderr)
     try:
       code = task.process.wait()
     finally:
@@ -237,6 +262,8 @@ def _run_in_new_process(payload, name, extra_env):
     if code != 0:
       raise RuntimeError(command_line.line(f"task {name} exited with code {code}; its last "
                                            f"lines:\n") + "\n".join(task.tail))
+    if not os.path.exists(result):
+      return None  # A program's: it exited 0.
     _, cloudpickle = pyspark_modules()
     with open(result, "rb") as f:
       return cloudpickle.load(f)

@@ -6,6 +6,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -22,6 +23,8 @@ flags.DEFINE_integer("spark_slots", 2, "Spark local[N].")
 flags.DEFINE_string("spark_master", None, "A Spark master URL (spark://host:port) instead of "
                     "local[spark_slots].")
 flags.DEFINE_bool("fail_worker", False, "The non-chief worker raises instead of training.")
+flags.DEFINE_string("program", None, "Run this program (a command line) on the tasks "
+                    "instead of the DNN's function.")
 flags.DEFINE_bool("alone", False, "Each task trains on its own, with plain tf.estimator, "
                   "ignoring the cluster (as a function not written for it would).")
 flags.DEFINE_bool("spoil_summary", False, "After training, the chief leaves bytes that are "
@@ -86,6 +89,11 @@ def main(_):
                  ("spark.executor.memory", "2g")])
   sc = pyspark.SparkContext(conf=conf)
   try:
+    if f.program:  # A program file, as it is.
+      results = spark.run_program(shlex.split(f.program), num_workers=f.num_workers,
+                                  strategy=f.strategy, spark_context=sc,
+                                  model_dir=f.model_dir, progress_secs=f.progress_secs)
+      return print("RESULTS", json.dumps(results), flush=True)
     results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
                                 "train_steps": f.train_steps, "fail_worker": f.fail_worker,
