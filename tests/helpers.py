@@ -4,6 +4,7 @@ import contextlib
 import json
 import mmap
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -139,6 +140,19 @@ def task_logs(model_dir):
 def summaries(output):
   from estimator_dist.contract import summary  # pylint: disable=g-import-not-at-top
   return [fields for fields in map(summary.parse_line, output.splitlines()) if fields]
+
+
+def check_premade_trained_together(output, strategy="multi_worker"):
+  """TensorFlow's premade-Estimator tutorial (tests/programs/upstream), unmodified, trained
+  by two tasks of `strategy` as one job: both instrumented, the chief's accuracy printed
+  by both, one summary of its 5000 steps."""
+  assert output.count("estimator-dist: instrumented premade_estimator.py: its Estimators "
+                      f"train, evaluate and export under the job's {strategy}") == 2, (
+                          output[-5000:])
+  accuracies = re.findall(r"Test set accuracy: (\S+)", output)
+  assert len(accuracies) == 2 and len(set(accuracies)) == 1, accuracies  # The chief's.
+  found, = summaries(output)
+  assert found["steps"] == "5000" and float(found["eval_accuracy"]) > 0.8, found
 
 
 def our_processes():

@@ -153,13 +153,7 @@ def test_an_unmodified_program_trains_distributed_under_sbatch(cluster, monkeypa
             "together under multi_worker: chief:0 never started the job's strategy; "
             "worker:0 never started the job's strategy.") in printed, printed[-5000:]
     return
-  assert printed.count("estimator-dist: instrumented premade_estimator.py: its Estimators "
-                       "train, evaluate and export under the job's multi_worker") == 2, (
-                           printed[-5000:])
-  accuracies = re.findall(r"Test set accuracy: (\S+)", printed)
-  assert len(accuracies) == 2 and len(set(accuracies)) == 1, accuracies  # The chief's.
-  summary, = helpers.summaries(printed)
-  assert summary["steps"] == "5000" and float(summary["eval_accuracy"]) > 0.8, summary
+  helpers.check_premade_trained_together(printed)
   assert not glob.glob(str(model_dir / "estimator_dist" / "mailbox-*"))  # Gone with the job.
 
 

@@ -112,13 +112,7 @@ def test_an_unmodified_program_trains_distributed_through_spark(tmp_path):
                              f"--model_dir={tmp_path}", timeout=400)
   assert code == 0, output[-5000:]
   assert results(output) == [None, None]
-  assert output.count("estimator-dist: instrumented premade_estimator.py: its Estimators "
-                      "train, evaluate and export under the job's multi_worker") == 2, (
-                          output[-5000:])
-  accuracies = re.findall(r"Test set accuracy: (\S+)", output)
-  assert len(accuracies) == 2 and len(set(accuracies)) == 1, accuracies  # The chief's.
-  summary, = helpers.summaries(output)
-  assert summary["steps"] == "5000" and float(summary["eval_accuracy"]) > 0.8, summary
+  helpers.check_premade_trained_together(output)
   assert glob.glob(str(tmp_path / "model.ckpt-5000.index")), os.listdir(tmp_path)
 
 
