@@ -54,20 +54,22 @@ def _project(f, rows):
   return {"parameters": fitted, "rows": projected}
 
 
-# A hand-written parameter_server job's worker starts 5 s after its chief (Estimator's
-# delay) and, when it looks before the chief has made the variables, 30 s later still
-# (TensorFlow's session manager waits so long between looks): the chief trains alone
-# meanwhile. The baseline gets the steps the toolkit's job made in that time on top, so
-# that its tasks train together for as many steps as the toolkit's did.
-_PS_ALONE_SECS = 45
-
-
 def _ps_baseline_steps(f, job, results):
+  """The steps of a hand-written parameter_server job: its worker k starts min(60, 5 (k+1))
+  s after its chief (Estimator's delay) and, when it looks before the chief has made the
+  variables, 30 s later still (TensorFlow's session manager waits so long between looks),
+  while the chief trains alone. On top of --steps it gets the steps the toolkit's job made
+  in that time (a bound: the chief alone makes fewer), so that its tasks train together
+  for as many steps as the toolkit's did."""
+  if job.num_workers < 2:
+    return f.steps
   measured = next((r["throughput"] for r in results if r["job"].kind == "toolkit"
                    and r["job"].strategy == job.strategy and not r["job"].variant
                    and r["job"].num_workers == job.num_workers and r["throughput"]), None)
-  steps_per_sec = measured["examples_per_sec"] / f.batch_size if measured else 50
-  return f.steps + int(_PS_ALONE_SECS * steps_per_sec)
+  if measured is None:
+    return f.steps * 3  # Unknown: the toolkit's job was not measured.
+  alone_secs = min(60, 5 * (job.num_workers - 1)) + 30 + 10
+  return f.steps + int(alone_secs * measured["examples_per_sec"] / f.batch_size)
 
 
 def main(_):

@@ -13,7 +13,9 @@ import psutil
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.engines import spark
+from estimator_dist.engines import spark_mailbox
 from estimator_dist.jobs import spec
 from tests import helpers
 from tests import spark_cluster
@@ -39,6 +41,35 @@ def test_the_call_form_is_the_job_value_and_sparks_options(monkeypatch):
   assert calls == [(spec.JobSpec(strategy="parameter_server", num_workers=3,
                                  command=spark.FUNCTION_COMMAND), 3,
                     spark.SparkOptions(horovod_controller="mpi", env={"X": "1"}))]
+
+
+def test_the_driver_checks_the_tasks_that_reached_the_mailbox(tmp_path, capsys):
+  """A task whose executor does not share the model_dir is named, not failed; one that
+  reached it and never joined fails the job."""
+  mailbox = mailbox_lib.Mailbox(str(tmp_path / "mailbox")).emptied()
+  job = spec.JobSpec(strategy="multi_worker", num_workers=2, command=spark.FUNCTION_COMMAND)
+  mailbox.post(mailbox_lib.REACHED, "chief:0", True)
+  mailbox.post(mailbox_lib.JOINED, "chief:0", {"strategy": "multi_worker", "size": 2})
+  mailbox.post(mailbox_lib.SUMMARY, mailbox_lib.CHIEF, {"steps": 20})
+  spark_mailbox.check_end(mailbox, job)
+  assert capsys.readouterr().err == (
+      "estimator-dist: worker:0 did not reach the job's mailbox in the model_dir (their "
+      "executors do not share it): whether they joined the job's strategy is not checked\n")
+  mailbox.post(mailbox_lib.REACHED, "worker:0", True)
+  with pytest.raises(RuntimeError, match="worker:0 never started the job's strategy"):
+    spark_mailbox.check_end(mailbox, job)
+  spark_mailbox.check_end(None, job)  # No mailbox (no model_dir): nothing to check.
+
+
+def test_a_program_is_a_list_and_one_that_is_instrumented_needs_a_model_dir():
+  """Refused before Spark starts."""
+  with pytest.raises(errors.ConfigError, match=r"shlex.split\('python train.py'\)"):
+    spark.run_program("python train.py", num_workers=2, strategy="multi_worker")
+  program = ["python", os.path.join(helpers.REPO, "tests", "programs", "upstream",
+                                    "premade_estimator.py")]
+  for model_dir in (None, "gs://bucket/run"):
+    with pytest.raises(errors.ConfigError, match="give model_dir, a path the driver and "):
+      spark.run_program(program, num_workers=2, strategy="multi_worker", model_dir=model_dir)
 
 
 def test_a_job_spark_cannot_run_is_refused_before_spark_starts():

@@ -19,7 +19,9 @@ RESULTS, CHART = "results.json", "results.png"
 def row(strategy, workers, measured):
   """The row of a job: `measured`, its Measured (several for the limit's copies, whose
   rates add up)."""
-  failures = [m.failure for m in measured if m.failure]
+  # A copy's own failure before the word that it was stopped for another's.
+  failures = sorted((m.failure for m in measured if m.failure),
+                    key=lambda failure: failure.startswith(measured_job.STOPPED_FOR_ANOTHER))
   known_batch = all(m.examples_per_step for m in measured)
   found = {"strategy": strategy, "workers": workers, "rate": None, "spread": None,
            "unit": "examples/s" if known_batch else "steps/s", "failure": failures[0]
@@ -115,7 +117,8 @@ class Report:
     return "\n".join(lines)
 
   def recommendation(self):
-    """One line: the fastest strategy and worker count, and why."""
+    """One line: the fastest strategy and worker count, and why; one process (the one
+    independent copy, strategy local) where none is faster."""
     measured = [r for r in self.compared() if r["rate"] and r["strategy"] != LIMIT]
     if not measured:
       return "no strategy was measured: see each job's line above and its launch.log"
@@ -124,7 +127,11 @@ class Report:
     unit = max(set(units), key=units.count)
     measured = sorted((r for r in measured if r["unit"] == unit), key=lambda r: r["rate"],
                       reverse=True)
-    best = measured[0]
+    best, alone = measured[0], self._limit(1, unit)
+    if alone and best["rate"] < alone:  # The one copy: a job of strategy local.
+      return (f"recommended: one process (--strategy=local), {rate(alone)} {unit}: no "
+              f"strategy measured trains this program faster on this machine; the fastest, "
+              f"{name(best)}, is {100 * (1 - best['rate'] / alone):.0f} % slower")
     said = [f"recommended: {name(best)}, {rate(best['rate'])} {best['unit']}"]
     if best["speedup"]:
       said.append(f"{best['speedup']:.2f}× one process alone")

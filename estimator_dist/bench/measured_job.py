@@ -35,6 +35,7 @@ LOG_NAME = "launch.log"
 _POLL_SECS = 0.25
 _STOP_SECS = 60  # How long a job may take to stop before it is killed.
 _BEAT_SECS = 1.0  # How often a task beats (training.hooks.HeartbeatHook).
+STOPPED_FOR_ANOTHER = "stopped unmeasured: another copy ended first"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -130,13 +131,13 @@ class Job:
 
   def why_not_measured(self, tasks, window):
     """Why the job gave no window: `tasks` its last progress."""
-    if any(p.ended for p in tasks.values()) and self.code in (None, 0):
+    if tasks and (self.code == 0 or any(p.ended for p in tasks.values())):
       step = max(p.step for p in tasks.values())
       return (f"its training ended at step {step}, too soon after {window.warmup_steps} "
               f"steps of warm-up to be measured: give the program more steps (see "
               f"{self.log_path})")
     if self.code is None:
-      return f"stopped unmeasured: another copy ended first (see {self.log_path})"
+      return f"{STOPPED_FOR_ANOTHER} (see {self.log_path})"
     said = _error_in(self.log_path)
     return (f"exit code {self.code}" + (f": {said}" if said else
                                         ", and no task trained through the toolkit" * (
@@ -202,8 +203,9 @@ def measure(jobs, window: Window):
         if (any(p.ended for p in furthest) or
             min(p.time for p in furthest) - opened >= window.window_secs):
           break
-      if any(job.ended_by_itself() for job in jobs):
-        break
+      if any(job.ended_by_itself() for job in jobs) or (opened is None and any(
+          p.ended for tasks in last for p in tasks.values())):
+        break  # A job ended, or a task's training did before the window could open.
       time.sleep(_POLL_SECS)
     else:
       return [Measured(failure=f"not measured within {window.timeout_secs:.0f} s "
@@ -224,6 +226,8 @@ def _measured(job, kept, tasks, window):
       examples_per_step=max(p.examples_per_step or 0 for p in tasks.values()) or None,
       trainable_bytes=max(p.trainable_bytes or 0 for p in tasks.values()) or None)
   if found.seconds < window.window_secs - _BEAT_SECS:
+    why = "its training ended" if job.code is not None or any(
+        p.ended for p in tasks.values()) else "another copy's training ended"
     return dataclasses.replace(found, cut_short=f"{found.seconds:.0f} s of "
-                               f"{window.window_secs:.0f}: its training ended")
+                               f"{window.window_secs:.0f}: {why}")
   return found

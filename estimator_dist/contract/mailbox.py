@@ -11,7 +11,8 @@ file, `<topic>/<name>`, written whole and read warily (`whole_file`):
   preemption/<task> the chief's save on a preemption (`chief`), each other task's
                     acknowledgement (task/preemption_save.py)
   beats/<task>      a training task's heartbeat (contract/heartbeat.py)
-  reached/<n>       that task n's process started, before its program (SLURM's script)
+  reached/<n>       that task n started, before its program (SLURM's script: its process
+                    id; Spark's barrier tasks: role:index)
   verdicts/<id>     the toolkit's reason for the exit code a process is about to exit with
                     (a taken port, divergence, a preemption, a refused configuration)
 

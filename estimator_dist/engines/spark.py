@@ -1,9 +1,7 @@
 """Spark: train on a Spark cluster's executors, the TensorFlowOnSpark way.
 
   from estimator_dist.engines import spark
-  from estimator_dist.engines import spark_mailbox
-from estimator_dist.instrument import launching
-from estimator_dist.jobs import spec
+  from estimator_dist.jobs import spec
   results = spark.run(train_fn, num_workers=4, strategy="multi_worker")
   # The same as values: the JobSpec every engine takes, and Spark's own options.
   job = spec.JobSpec(strategy="multi_worker", num_workers=4, command=spark.FUNCTION_COMMAND)
@@ -28,8 +26,6 @@ import dataclasses
 import functools
 import logging
 import os
-import sys
-import tempfile
 import types
 from typing import Any, Mapping, Optional
 
@@ -38,12 +34,12 @@ from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
-from estimator_dist.jobs import horovodrun
 from estimator_dist.engines import spark_mailbox
+from estimator_dist.engines import spark_task
 from estimator_dist.instrument import launching
+from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import spec
 from estimator_dist.supervision import local_cluster
-from estimator_dist.supervision import processes
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
 FUNCTION_COMMAND = ("<train_fn>",)
@@ -111,6 +107,9 @@ def run_program(command, *, num_workers, strategy, num_ps=None, evaluator=False,
   `strategy` on Spark's executors, instrumented as the local launcher's tasks are; a
   relative program file is the driver's. Trains in `options["model_dir"]` unless the
   program names its own. None for each task (they exited 0)."""
+  if isinstance(command, str):
+    raise errors.ConfigError(f"give the program as a list of words, e.g. "
+                             f"shlex.split({command!r}), not one string")
   command = list(command)
   if len(command) > 1 and command[1].endswith(".py") and os.path.isfile(command[1]):
     command[1] = os.path.abspath(command[1])
@@ -133,6 +132,12 @@ def run_job(job, train_fn, *, options=SparkOptions()):
     raise errors.ConfigError(
         "a program file runs on Spark under the tf.distribute strategies; under horovod "
         "give spark.run the function that trains (horovod.spark.run starts functions).")
+  if train_fn is None and (not options.model_dir or "://" in options.model_dir) and (
+      launching.instrumented(job.command)):
+    raise errors.ConfigError(
+        "a program that does not import estimator_dist agrees on its train and evaluate "
+        "calls through the job's mailbox, in its model_dir: give model_dir, a path the "
+        "driver and every executor reach (not a URL)")
   if options.network_interface and not job.traits.ranks_from_horovodrun:
     raise errors.ConfigError(
         f"network_interface applies to strategy horovod; {strategy}'s tasks listen on the "
@@ -165,7 +170,9 @@ def task_environment(job, options, *, mailbox=None):
   Mailbox), if it has one."""
   job_wide = task_env.task_environment(
       job=job, preemption_grace_secs=task_env.DEFAULT_PREEMPTION_GRACE_SECS,
-      model_dir=None if job.command == FUNCTION_COMMAND else options.model_dir)
+      model_dir=None if job.command == FUNCTION_COMMAND or not options.model_dir else (
+          options.model_dir if "://" in options.model_dir
+          else os.path.abspath(options.model_dir)))
   return {**job_wide, **options.env,
           **task_env.task_environment(mailbox=mailbox and mailbox.directory)}
 
@@ -189,12 +196,17 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
     else:
       role, index = "chief", 0
     mailbox = mailbox_lib.Mailbox.of_environment(env)  # None where the driver's is not seen.
-    if mailbox:
-      mailbox.post(mailbox_lib.REACHED, f"{role}:{index}", True)
+    try:
+      if mailbox:
+        mailbox.post(mailbox_lib.REACHED, f"{role}:{index}", True)
+    except OSError:
+      pass  # Seen, not writable here: the driver checks only the tasks that said so.
     program = payload is None and launching.instrumented(job.command)  # As this node sees it.
-    if program:
-      env = launching.task_env(env, program)
-    yield partition, _run_in_new_process(payload, f"{role}:{index}", env,
+    if program:  # Before the executor's own PYTHONPATH (Spark's, --py-files').
+      env = launching.task_env(
+          {**env, "PYTHONPATH": env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))},
+          program)
+    yield partition, spark_task.run_in_new_process(payload, f"{role}:{index}", env,
                                          command=job.command if payload is None else None)
 
   from py4j.protocol import Py4JJavaError  # pylint: disable=g-import-not-at-top
@@ -232,51 +244,6 @@ def _failure(error):
     if "ExecutorLostFailure" in line:
       return line + resume
   return lines[0] if lines else message
-
-
-def _run_in_new_process(payload, name, extra_env, command=None):
-  """Runs the pickled function of no arguments (or `command`, a program: its result is
-  None) in a new Python process; returns its result.
-
-  A new process starts TensorFlow fresh (a strategy can be set up once per process), and
-  it dies with the Spark task that started it.
-  """
-  with tempfile.TemporaryDirectory(prefix="estimator_dist_spark_") as workdir:
-    call, result = os.path.join(workdir, "call"), os.path.join(workdir, "result")
-    if command is None:
-      with open(call, "wb") as f:
-        f.write(payload)
-      command = [sys.executable, "-c", "import sys; from estimator_dist.engines import spark; "
-                 "spark.call_pickled(sys.argv[1], sys.argv[2])", call, result]
-    task = processes.Task(name, list(command), processes.child_env(**extra_env), sys.stderr)
-    try:
-      code = task.process.wait()
-    finally:
-      task.stop()  # Waits for the output, and stops anything the task left running.
-    if code == errors.PREEMPTED_EXIT_CODE:
-      raise RuntimeError(command_line.line(
-          f"task {name} was preempted: every task stopped at one step and the chief saved a "
-          f"checkpoint there. A Spark that retries a failed stage (spark.task.maxFailures "
-          f"above 1) runs it again from that checkpoint; else run the job again with the "
-          f"same model_dir to resume"))
-    if code != 0:
-      raise RuntimeError(command_line.line(f"task {name} exited with code {code}; its last "
-                                           f"lines:\n") + "\n".join(task.tail))
-    if not os.path.exists(result):
-      return None  # A program's: it exited 0.
-    _, cloudpickle = pyspark_modules()
-    with open(result, "rb") as f:
-      return cloudpickle.load(f)
-
-
-def call_pickled(call_path, result_path):
-  """Runs the pickled function of `call_path`; pickles its result to `result_path`."""
-  _, cloudpickle = pyspark_modules()
-  with open(call_path, "rb") as f:
-    fn = cloudpickle.load(f)
-  value = fn()
-  with open(result_path, "wb") as f:
-    cloudpickle.dump(value, f)
 
 
 def _run_horovod(train_fn, job, options, variables):
