@@ -132,7 +132,7 @@ def test_a_job_that_fails_in_its_window_is_not_measured_and_says_why(tmp_path, f
                 log="[chief:0] Traceback\n[chief:0] ValueError: the program's own bug\n")
   found, = measured_job.measure([job], window)
   assert found.rate is None and found.failure.startswith(
-      "exit code 1: ValueError: the program's own bug (see "), found
+      "exit code 1: [chief:0] ValueError: the program's own bug (see "), found
 
 
 def test_a_window_cut_short_by_the_end_of_training_is_said(tmp_path, fast_polls):

@@ -15,7 +15,6 @@ job's model_dir goes with it).
 import dataclasses
 import glob
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +27,7 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.strategies import traits
+from estimator_dist.supervision import failure_cause
 from estimator_dist.supervision import job_dirs
 from estimator_dist.supervision import process_tree
 
@@ -138,7 +138,8 @@ class Job:
               f"{self.log_path})")
     if self.code is None:
       return f"{STOPPED_FOR_ANOTHER} (see {self.log_path})"
-    said = _error_in(self.log_path)
+    with open(self.log_path, errors="replace") as log:
+      said = failure_cause.first_error_line(log.read())
     return (f"exit code {self.code}" + (f": {said}" if said else
                                         ", and no task trained through the toolkit" * (
                                             not tasks)) + f" (see {self.log_path})")
@@ -161,19 +162,6 @@ class Job:
       self.process.wait()
     shutil.rmtree(os.path.join(self._directory, "model"), ignore_errors=True)
     shutil.rmtree(self._tmp, ignore_errors=True)
-
-
-def _error_in(log_path):
-  """The job's error line in its log: the toolkit's, else the last exception's; None."""
-  ours, raised = None, None
-  with open(log_path, errors="replace") as log:
-    for line in log:
-      line = re.sub(r"^\[[a-z]+:\d+\] ", "", line.strip())
-      if ": error: " in line and line.startswith("estimator-dist"):
-        ours = ours or line
-      elif re.match(r"^[\w.]+(Error|Exception): ", line):
-        raised = line
-  return (ours or raised or "")[:400] or None
 
 
 def measure(jobs, window: Window):

@@ -39,19 +39,16 @@ def main(argv=None, *, command="slurm"):
     return 1
   if args.code != 0:
     return 0
-
-  def say(line):
-    command_line.write(sys.stdout, line, command)
-  if args.strategy == "local":  # One process on its own is the job.
-    summary.read_record(mailbox, warn=say, expected=True)
-    return 0
   if not mailbox.names(mailbox_lib.REACHED):
     command_line.write(sys.stdout, f"no task reached the job's mailbox {args.mailbox}: the "
                        f"nodes do not share it (give --model_dir a directory every node "
                        f"reaches); whether every task joined the job's strategy is not "
                        f"checked", command)
     return 0
-  summary.read_record(mailbox, warn=say, expected=True)  # The job's code stands.
+  summary.read_record(mailbox, expected=True,  # One line, and the job's code stands.
+                      warn=lambda line: command_line.write(sys.stdout, line, command))
+  if args.strategy == "local":  # One process on its own is the job.
+    return 0
   missing = joined.not_joined(mailbox, args.tasks.split(","), strategy=args.strategy)
   if missing:
     command_line.write_error(joined.failure(missing, strategy=args.strategy), command)

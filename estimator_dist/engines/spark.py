@@ -113,6 +113,9 @@ def run_program(command, *, num_workers, strategy, num_ps=None, evaluator=False,
   command = list(command)
   if len(command) > 1 and command[1].endswith(".py") and os.path.isfile(command[1]):
     command[1] = os.path.abspath(command[1])
+  model_dir = options.get("model_dir")
+  if model_dir and "://" not in model_dir:
+    options["model_dir"] = os.path.abspath(model_dir)  # The driver's, as the program's.
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
                      evaluator=evaluator, command=command)
   return run_job(job, None, options=SparkOptions(**options))
@@ -170,9 +173,7 @@ def task_environment(job, options, *, mailbox=None):
   Mailbox), if it has one."""
   job_wide = task_env.task_environment(
       job=job, preemption_grace_secs=task_env.DEFAULT_PREEMPTION_GRACE_SECS,
-      model_dir=None if job.command == FUNCTION_COMMAND or not options.model_dir else (
-          options.model_dir if "://" in options.model_dir
-          else os.path.abspath(options.model_dir)))
+      model_dir=None if job.command == FUNCTION_COMMAND else options.model_dir)
   return {**job_wide, **options.env,
           **task_env.task_environment(mailbox=mailbox and mailbox.directory)}
 
@@ -203,9 +204,7 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
       pass  # Seen, not writable here: the driver checks only the tasks that said so.
     program = payload is None and launching.instrumented(job.command)  # As this node sees it.
     if program:  # Before the executor's own PYTHONPATH (Spark's, --py-files').
-      env = launching.task_env(
-          {**env, "PYTHONPATH": env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))},
-          program)
+      env = launching.task_env({**os.environ, **env}, program)
     yield partition, spark_task.run_in_new_process(payload, f"{role}:{index}", env,
                                          command=job.command if payload is None else None)
 
