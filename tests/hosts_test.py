@@ -170,12 +170,13 @@ class Sockets(helpers.Sampler):
       assert "plain_model.py" in names, (host.address, names)
 
 
-def horovod_job(hosts, ssh, *launch_args, program_args=()):
+def horovod_job(hosts, ssh, *launch_args, program_args=(),
+                program=(helpers.PYTHON, "-m", "tests.programs.plain_model")):
   """A launcher on host 1 running horovod ranks on both hosts."""
   command = helpers.launch_command(
       "--strategy=horovod", f"--network_interface={netns_hosts.INTERFACE}",
       f"--horovodrun_args={ssh.horovodrun_args}", *launch_args,
-      program=(helpers.PYTHON, "-m", "tests.programs.plain_model", *program_args))
+      program=(*program, *program_args))
   return helpers.Job(command=hosts[0].command(*command), env=ssh.env(helpers.child_env()))
 
 
@@ -195,6 +196,30 @@ def test_horovod_across_two_hosts_over_ssh(hosts, ssh, controller, tmp_path):
   assert summary["workers"] == "2", summary
   assert float(summary["eval_accuracy"]) >= 0.85, summary
   sockets.assert_private()
+
+
+def test_an_unmodified_program_trains_with_horovod_across_two_hosts(hosts, ssh, tmp_path):
+  """TensorFlow's premade tutorial, which never imports estimator_dist, instrumented on
+  each host: its ranks agree through the mailbox in the model_dir both hosts share."""
+  model_dir = tmp_path / "run"
+  job = horovod_job(hosts, ssh, "--num_workers=2", f"--model_dir={model_dir}",
+                    f"--hosts={hosts[0].address}:1,{hosts[1].address}:1",
+                    program=(helpers.PYTHON, "-m", "tests.programs.upstream.premade_estimator"))
+  try:
+    code = job.wait(timeout=300)
+  finally:
+    job.kill()
+  assert code == 0, job.output[-5000:]
+  helpers.check_premade_trained_together(job.output, strategy="horovod")
+  assert list(model_dir.glob("model.ckpt-5000.index")), sorted(os.listdir(model_dir))
+  left = os.listdir(model_dir / "estimator_dist")
+  assert not [name for name in left if "mailbox" in name], left  # It went with the job.
+  # Without a directory both hosts share, the job is refused before any rank starts.
+  job = horovod_job(hosts, ssh, "--num_workers=2",
+                    f"--hosts={hosts[0].address}:1,{hosts[1].address}:1",
+                    program=(helpers.PYTHON, "-m", "tests.programs.upstream.premade_estimator"))
+  assert job.wait(timeout=60) == 2, job.output[-3000:]
+  assert "must be a directory every host shares (not a new temporary directory" in job.output
 
 
 def test_elastic_horovod_across_two_hosts_loses_host_2_and_gets_it_back(hosts, ssh, tmp_path):

@@ -74,6 +74,11 @@ def test_without_a_mailbox_a_task_tells_nobody(tmp_path, monkeypatch):
   monkeypatch.setenv(env_vars.MAILBOX, str(tmp_path / "gone"))
   joined.write(task, strategy="local")
   assert heartbeat.path_of(task, os.environ) is None and not list(tmp_path.iterdir())
+  # An instrumented program's task cannot agree with the others: one line says why.
+  with pytest.raises(errors.ConfigError, match="gone is not on this host, so its tasks "
+                     "cannot agree: the job's model_dir must be a directory every host"):
+    rounds.publish("train", 1, {})
+  monkeypatch.delenv(env_vars.MAILBOX)
   with pytest.raises(errors.ConfigError, match="run the program through it"):
     rounds.publish("train", 1, {})
 

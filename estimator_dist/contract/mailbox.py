@@ -22,7 +22,8 @@ code, whatever its number, stays the program's. Heartbeats are the one topic rea
 once a second, and its modification time is the beat.
 
 Where the directory is depends on the engine, which makes it: the local launcher's
-private job directory; in the model_dir of a SLURM job (`estimator_dist/mailbox-<job
+private job directory (for an instrumented program on several hosts, in its model_dir,
+which they share); in the model_dir of a SLURM job (`estimator_dist/mailbox-<job
 id>-<restart count>`) or a Spark job (`.../mailbox-spark-<application id>-<driver pid>`),
 which its tasks share already. A task without one (a Kubernetes pod, a job the user
 started by hand) tells nobody: nothing it does waits on the mailbox then.

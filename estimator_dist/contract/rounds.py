@@ -14,8 +14,10 @@ stops a job whose chief is in a round that a training task ended without (`unmat
 
 import atexit
 import collections
+import os
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
 
@@ -32,6 +34,10 @@ _me = []  # This process's task name, once it took part in a round.
 
 def _mailbox():
   mailbox = mailbox_lib.Mailbox.of_environment()
+  if mailbox is None and os.environ.get(env_vars.MAILBOX):
+    raise errors.ConfigError(
+        f"the job's mailbox {os.environ[env_vars.MAILBOX]} is not on this host, so its "
+        f"tasks cannot agree: the job's model_dir must be a directory every host shares.")
   if mailbox is None:
     raise errors.ConfigError("an instrumented program's tasks agree through the job's "
                              "mailbox, which `estimator-dist launch` gives them; run the "

@@ -27,6 +27,7 @@ from estimator_dist.contract import bind_address
 from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
+from estimator_dist.contract import mailbox
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import horovodrun
@@ -102,9 +103,10 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
                                                      "logs"),
         level=options.terminal,
         program=os.path.basename(launching.program_file(list(job.command)) or ""))
-    # Its tasks agree through the job's directory on this machine: local jobs only.
-    instrumented = local and options.instrument == "auto" and launching.instrumented(
-        job.command)
+    instrumented = options.instrument == "auto" and launching.instrumented(job.command)
+    if instrumented and not local:  # Its tasks on several hosts agree through the model_dir.
+      group.mailbox = mailbox.Mailbox(group.temporary_directory(
+          "mailbox", startup_checks.mailbox_across_hosts(model_dir, made=made)))
     if instrumented:
       group.log(f"instrumenting {instrumented}: it does not import estimator_dist, so its "
                 f"tasks start the job's {job.strategy} strategy as they import TensorFlow, "

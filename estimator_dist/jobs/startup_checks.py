@@ -5,6 +5,8 @@ launch` prints as it is and exits 2 on).
 - `check_job`: the model_dir (without one, the temporary directory where a new one is
   made) can be written and has space, and so can its best/ where the program keeps best
   checkpoints; the program exists and can be run.
+- `mailbox_across_hosts`: an instrumented program's tasks on several hosts agree through
+  the model_dir, which must be a directory they share.
 - `exposure`: on the host network a job's servers stay on loopback only through the
   preload library of `contract/bind_address.py`. Where it cannot be built they would listen
   on every interface, which only the user's --allow_every_interface accepts.
@@ -20,6 +22,7 @@ import tempfile
 
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.outputs import model_dir_check
@@ -118,6 +121,22 @@ def _check_python(command):
         f"-- {command[0]} runs {interpreter}, which cannot import {' or '.join(missing)}; "
         f"the launcher's own Python can: -- {sys.executable} {shlex.join(command[1:])} (or "
         f"activate its environment first).")
+
+
+def mailbox_across_hosts(model_dir, *, made):
+  """Where the mailbox of an instrumented program's tasks on several hosts goes: in the
+  job's model_dir, which every host must share (a SLURM job's is there too). A ConfigError
+  where it cannot be: a temporary model_dir of this machine, or a URL."""
+  if made or "://" in model_dir:
+    where = "a new temporary directory of this machine" if made else model_dir
+    raise errors.ConfigError(
+        f"the tasks of an instrumented program on several hosts agree through the job's "
+        f"model_dir, which must be a directory every host shares (not {where}): give "
+        f"--model_dir a directory on shared storage (NFS, a cluster file system), or run "
+        f"the program as it is with --instrument=off.")
+  parent = os.path.join(os.path.abspath(model_dir), checkpoint_names.TOOLKIT_DIR)
+  os.makedirs(parent, exist_ok=True)
+  return parent
 
 
 def exposure(options, *, on_host_network, why_no_namespace=None):
