@@ -240,8 +240,15 @@ TABLE = {
          'nvidia.com/gpu per training pod.'),
         ('image', 'string', None, {},
          'Container image with the program and estimator_dist.'),
+        ('instrument', 'string enum', 'auto', {'values': ('auto', 'off')},
+         'auto: a program that does not import estimator_dist trains as written (as under '
+         '`estimator-dist launch`; it needs a model_dir on --volume_claim); off: it runs as '
+         'it is.'),
         ('memory', 'string', None, {},
          'Memory request and limit per pod, e.g. 8Gi.'),
+        ('model_dir', 'string', None, {},
+         "The job's model_dir, where the Estimators of a program that names none train "
+         "(default: the program's --model_dir)."),
         ('name', 'string', 'estimator-dist', {},
          'Job name (a DNS label).'),
         ('namespace', 'string', None, {},

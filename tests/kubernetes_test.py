@@ -16,6 +16,7 @@ from estimator_dist.engines import kubernetes
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import local
 from estimator_dist.strategies import traits
+from estimator_dist.supervision import local_cluster
 from tests import helpers
 
 TF_REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")
@@ -197,3 +198,70 @@ def test_legacy_master_and_the_evaluator_outside_the_cluster(role, index, rank):
   validate_for("parameter_server", task)
   # TensorFlow is given the same cluster with 'chief' for the legacy 'master'.
   assert json.loads(task.tf_config())["cluster"]["chief"] == ["mnist-master-0.team.svc:2222"]
+
+
+PREMADE = ("-m", "tests.programs.upstream.premade_estimator")
+
+
+def test_a_program_that_does_not_import_the_toolkit_is_instrumented_in_each_pod(tmp_path):
+  shared = ["--image=img", f"--volume_claim=runs:{tmp_path}"]
+  job = k8s("--strategy=multi_worker", "--num_workers=2", *shared,
+            f"--model_dir={tmp_path}/run", "--", "python", *PREMADE)
+  for spec in job["spec"]["tfReplicaSpecs"].values():
+    container = spec["template"]["spec"]["containers"][0]
+    # In each pod: the program found as the image sees it, its mailbox new with this
+    # manifest in the model_dir on the shared volume, no pod restarted alone.
+    assert container["command"] == ["python", "-m", "estimator_dist.instrument.in_container",
+                                     "--", "python", *PREMADE]
+    mailbox = {e["name"]: e["value"] for e in container["env"]}["ESTIMATOR_DIST_MAILBOX"]
+    assert mailbox.startswith(f"{tmp_path}/run/estimator_dist/mailbox-k8s-estimator-dist-")
+    assert spec["restartPolicy"] == "Never"
+  # A second manifest has a mailbox of its own; a site's tools get no YAML anchors.
+  again = kubernetes.manifest_from_args(["--strategy=multi_worker", *shared,
+                                         f"--model_dir={tmp_path}/run", "--", "python",
+                                         *PREMADE])
+  assert mailbox not in again and "&id" not in again and "*id" not in again
+  # Off, or a program of ours, runs as it is.
+  for args in (["--instrument=off", "--", "python", *PREMADE],
+               ["--", "python", "-m", "tests.programs.plain_model"]):
+    job = k8s("--strategy=multi_worker", "--image=img", *args)
+    container = job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
+    assert container["command"] == args[args.index("--") + 1:]
+  for args in (["--image=img"], [*shared, "--model_dir=/elsewhere"]):
+    with pytest.raises(errors.ConfigError, match="agree through the job's model_dir, which "
+                       "must be on the volume every pod mounts"):
+      k8s("--strategy=multi_worker", *args, "--", "python", *PREMADE)
+
+
+@pytest.mark.processes
+def test_the_pods_of_an_unmodified_program_train_together(tmp_path):
+  """The TFJob's pods as processes here, each with its container's command and variables
+  and the TF_CONFIG the operator writes (on ports of this machine): TensorFlow's premade
+  tutorial, unmodified, trains as one job; the manifest applied again is refused."""
+  job = k8s("--strategy=multi_worker", "--num_workers=2", "--image=img",
+            f"--volume_claim=runs:{tmp_path}", f"--model_dir={tmp_path}/run", "--",
+            helpers.PYTHON, *PREMADE)
+  ports = iter(local_cluster.free_ports(2))
+  cluster_spec = {"chief": [f"127.0.0.1:{next(ports)}"], "worker": [f"127.0.0.1:{next(ports)}"]}
+
+  def pod(role):
+    container = job["spec"]["tfReplicaSpecs"][role]["template"]["spec"]["containers"][0]
+    env = helpers.child_env(**{e["name"]: e["value"] for e in container["env"]},
+                            TF_CONFIG=cluster.tf_config(cluster_spec, role.lower(), 0))
+    return subprocess.Popen(container["command"], stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.STDOUT, env=env, cwd=helpers.REPO,
+                            start_new_session=True)
+  pods = [pod("Chief"), pod("Worker")]
+  try:
+    outputs = [p.communicate(timeout=300)[0] for p in pods]
+  finally:
+    for p in pods:
+      helpers.stop(p)
+  assert [p.returncode for p in pods] == [0, 0], "\n".join(outputs)[-5000:]
+  helpers.check_premade_trained_together("\n".join(outputs))
+  assert (tmp_path / "run" / "model.ckpt-5000.index").exists()
+  # The same manifest applied again would meet the rounds of this run: refused at once.
+  again = pod("Chief")
+  output = again.communicate(timeout=60)[0]
+  assert again.returncode == 2, output
+  assert "chief:0 started before with the job's mailbox" in output, output

@@ -25,8 +25,10 @@ Where the directory is depends on the engine, which makes it: the local launcher
 private job directory (for an instrumented program on several hosts, in its model_dir,
 which they share); in the model_dir of a SLURM job (`estimator_dist/mailbox-<job
 id>-<restart count>`) or a Spark job (`.../mailbox-spark-<application id>-<driver pid>`),
-which its tasks share already. A task without one (a Kubernetes pod, a job the user
-started by hand) tells nobody: nothing it does waits on the mailbox then.
+which its tasks share already; for the pods of an instrumented program on Kubernetes,
+in its model_dir (`.../mailbox-k8s-<name>-<id>`, new with each manifest: a task starts
+once per mailbox, instrument/in_container.py). A task without one (a pod of a program of
+ours, a job the user started by hand) tells nobody: nothing it does waits on it then.
 
 What stays in the model_dir is the run's own state, which outlives an attempt and is
 read by whoever resumes it: checkpoints, and the sweep's stop request and the chief's

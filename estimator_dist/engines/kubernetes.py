@@ -17,9 +17,11 @@ its final evaluation, and ps tasks exit once every training task has ended.
 """
 
 import dataclasses
+import os
 import re
 import shlex
 import sys
+import uuid
 from typing import Dict, Optional
 
 import yaml
@@ -28,7 +30,12 @@ from absl import flags
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist import option_flags
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import task_env
+from estimator_dist.instrument import in_container
+from estimator_dist.instrument import launching
+from estimator_dist.jobs import launch_options
+from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
 from estimator_dist.option_flags import option
 from estimator_dist.supervision import signal_forwarding
@@ -69,6 +76,14 @@ class KubernetesOptions:
   network_policy: bool = option(
       True, kind="bool", help="Also print a NetworkPolicy that lets only the job's own pods "
       "reach its pods: their servers have no authentication.")
+  instrument: str = option(
+      "auto", kind="enum", values=launch_options.INSTRUMENT,
+      help="auto: a program that does not import estimator_dist trains as written (as "
+      "under `estimator-dist launch`; it needs a model_dir on --volume_claim); off: it runs "
+      "as it is.")
+  model_dir: Optional[str] = option(
+      None, kind="string", help="The job's model_dir, where the Estimators of a program that "
+      "names none train (default: the program's --model_dir).")
   preemption_grace_secs: float = option(
       task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
       help="An evicted pod's tasks get this long to stop at one agreed step and save a "
@@ -84,6 +99,7 @@ class KubernetesOptions:
           f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
           f"starting with a letter, at most 63 characters.")
     errors.check_choice("--restart_policy", self.restart_policy, RESTART_POLICIES)
+    errors.check_choice("--instrument", self.instrument, launch_options.INSTRUMENT)
     errors.check_non_negative_number("--preemption_grace_secs", self.preemption_grace_secs)
     if self.volume_claim:
       claim, _, path = self.volume_claim.partition(":")
@@ -132,8 +148,9 @@ def _replica(replicas, restart_policy, container, volumes, grace_secs):
   return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": spec}}
 
 
-def manifest(job, *, options):
-  """The job (a JobSpec) as a dict: a TFJob, or an MPIJob for horovod."""
+def manifest(job, *, options, mailbox=None):
+  """The job (a JobSpec) as a dict: a TFJob, or an MPIJob for horovod. `mailbox`: the
+  mailbox of a program its tasks instrument (`instrumented_mailbox`), or None."""
   num_workers = job.num_workers
   restart_policy, image = options.restart_policy, options.image
   resources = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v}
@@ -145,10 +162,14 @@ def manifest(job, *, options):
     volumes = [{"name": "model-dir", "persistentVolumeClaim": {"claimName": claim}}]
     mounts = [{"name": "model-dir", "mountPath": path}]
   program = list(job.command)
+  if mailbox:  # Each task instruments it (in_container); a pod restarted alone is refused.
+    program = [_python(job), "-m", in_container.__name__, "--", *program]
+    restart_policy = "Never"
   metadata = {"name": options.name,
               **({"namespace": options.namespace} if options.namespace else {})}
   grace = options.preemption_grace_secs
-  env = task_env.task_environment(job=job, preemption_grace_secs=grace)  # Every pod's.
+  env = task_env.task_environment(  # Every pod's.
+      job=job, preemption_grace_secs=grace, model_dir=options.model_dir, mailbox=mailbox)
   run_policy = {"cleanPodPolicy": "Running", "backoffLimit": options.backoff_limit}
 
   if job.traits.ranks_from_horovodrun:  # Ranks that mpirun starts in the worker pods.
@@ -187,6 +208,32 @@ def manifest(job, *, options):
       "runPolicy": {**run_policy, "cleanPodPolicy": "None"}, "tfReplicaSpecs": specs}}
 
 
+def _python(job):
+  """The program's `python`, as the image finds it; python3 for another program."""
+  program = job.command[0]
+  return program if os.path.basename(program).startswith("python") else "python3"
+
+
+def instrumented_mailbox(job, options):
+  """The job's mailbox for a program its tasks instrument (launching.instrumented, read
+  here: run `estimator-dist k8s` where the program is), new for each manifest, in its
+  model_dir on the shared volume; None for a program that imports estimator_dist. A
+  ConfigError when the model_dir is not on --volume_claim's mount."""
+  if options.instrument != "auto" or not launching.instrumented(job.command):
+    return None
+  model_dir = options.model_dir or model_dir_arg.program_model_dir(list(job.command[1:]))
+  mount = options.volume_claim and options.volume_claim.partition(":")[2].rstrip("/")
+  if not (model_dir and mount and os.path.normpath(model_dir).startswith(mount + "/")):
+    raise errors.ConfigError(
+        f"the pods of a program that does not import estimator_dist agree through the "
+        f"job's model_dir, which must be on the volume every pod mounts: give "
+        f"--volume_claim=CLAIM:/mount and --model_dir (or the program's --model_dir) under "
+        f"/mount (it is {model_dir or 'not given'}), or run the program as it is with "
+        f"--instrument=off.")
+  return os.path.join(os.path.normpath(model_dir), checkpoint_names.TOOLKIT_DIR,
+                      f"mailbox-k8s-{options.name}-{uuid.uuid4().hex[:12]}")
+
+
 def network_policy(name, namespace=None):
   """A NetworkPolicy that admits only the job's pods (the operator labels them)."""
   pods = {"matchLabels": {JOB_NAME_LABEL: name}}
@@ -197,11 +244,31 @@ def network_policy(name, namespace=None):
                    "ingress": [{"from": [{"podSelector": pods}]}]}}
 
 
-def _documents(k8s_flags, command):
+class _Dumper(yaml.SafeDumper):
+  """YAML without anchors and aliases, which some sites' admission tools refuse."""
+
+  def ignore_aliases(self, data):
+    return True
+
+
+def _yaml(k8s_flags, command):
+  """The YAML documents of the job: its manifest, and its NetworkPolicy."""
   options = k8s_flags.options()
-  job = manifest(k8s_flags.job.job(command), options=options)
-  policy = [network_policy(options.name, options.namespace)] if options.network_policy else []
-  return [job] + policy
+  job = k8s_flags.job.job(command)
+  mailbox = instrumented_mailbox(job, options)
+  if mailbox:
+    program = os.path.basename(launching.instrumented(job.command))
+    command_line.write(sys.stderr, (
+        f"instrumenting {program}: it does not import estimator_dist, so each pod starts "
+        f"the job's {job.strategy} strategy as it imports TensorFlow and routes its "
+        f"Estimator calls; the pods agree through {mailbox}, new with this manifest, and "
+        f"run with restartPolicy Never (a pod restarted alone would meet rounds its peers "
+        f"made): to resume, print a new manifest and apply it (--instrument=off: run the "
+        f"program as it is)"), "k8s")
+  documents = [manifest(job, options=options, mailbox=mailbox)]
+  if options.network_policy:
+    documents.append(network_policy(options.name, options.namespace))
+  return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False)
 
 
 def manifest_from_args(args):
@@ -209,16 +276,16 @@ def manifest_from_args(args):
   values = flags.FlagValues()
   k8s_flags = define_flags(values)
   rest = values(["estimator-dist k8s", *args])
-  return yaml.safe_dump_all(_documents(k8s_flags, rest[1:]), sort_keys=False)
+  return _yaml(k8s_flags, rest[1:])
 
 
 def main(argv, k8s_flags):
   try:
-    documents = _documents(k8s_flags, argv[1:])
+    text = _yaml(k8s_flags, argv[1:])
   except errors.ConfigError as e:
     command_line.write_error(str(e), "k8s")
     return 2
-  sys.stdout.write(yaml.safe_dump_all(documents, sort_keys=False))
+  sys.stdout.write(text)
   return 0
 
 

@@ -10,5 +10,6 @@ Keras model, and its Estimator calls routed through the toolkit (`patches`): eac
 and every task gets its metrics, `export_saved_model()` writes once on the chief and every
 task gets its path (`rounds`), `predict()` runs where it is called, and
 `tf.estimator.train_and_evaluate` is `ed.train_and_evaluate`. `launching` is the
-launcher's side: the tasks' PYTHONPATH, and whether a command's program is instrumented.
+launcher's side: the tasks' PYTHONPATH, and whether a command's program is instrumented;
+`in_container` does the same in a Kubernetes pod, where no launcher of ours starts it.
 """
