@@ -21,10 +21,13 @@ from absl import app
 from absl import flags
 
 from estimator_dist.contract import summary
+from estimator_dist.supervision import failure_cause
 
 PROGRAMS = ("premade_estimator", "keras_model_to_estimator", "multi_worker_with_estimator",
-            "tensorflow_mnist_estimator")
-_OWN_MODEL_DIRS = {"multi_worker_with_estimator": "/tmp/multiworker"}
+            "tensorflow_mnist_estimator", "census_estimator", "official_mnist")
+_OWN_MODEL_DIRS = {"multi_worker_with_estimator": "/tmp/multiworker",
+                   "census_estimator": "/tmp/census-estimator",
+                   "official_mnist": "/tmp/mnist_model"}
 # What each program prints of its evaluation, when it prints one.
 _PRINTED = re.compile(r"(Test set accuracy: [0-9.]+|Eval result: .*|\{'accuracy': .*\})")
 
@@ -68,8 +71,8 @@ def run(program, strategy, num_workers, timeout_secs):
   seconds = time.monotonic() - started
   fields = next(filter(None, map(summary.parse_line, output.splitlines())), {})
   printed = _PRINTED.findall(output)
-  errors = [line for line in output.splitlines() if ": error: " in line]
-  return code, seconds, fields, printed[-1] if printed else "", errors[0] if errors else ""
+  error = "" if code == 0 else (failure_cause.first_error_line(output) or "")
+  return code, seconds, fields, printed[-1] if printed else "", error
 
 
 def main(_):

@@ -214,6 +214,8 @@ def sharded_input_fn(input_context=None):
 
 @pytest.mark.parametrize("strategy,task,function,steps,shares", [
     ("local", CHIEF, input_fn, 4, [4]),
+    # A size tf.data cannot tell (a filter, files): read once to count it.
+    ("local", CHIEF, lambda: input_fn().filter(lambda x, y: True), 4, [4]),
     # Dealt by batch, 11 batches: 6 and 5, so 5 steps, none read twice.
     ("horovod", ed.TaskInfo("worker", 1, 1, 2),
      lambda: tf.data.Dataset.from_tensor_slices((X, Y)).batch(6), 5, [6, 5]),
@@ -233,11 +235,14 @@ def test_a_train_spec_without_max_steps_trains_one_pass_over_the_input(
 
 @pytest.mark.parametrize("function,message", [
     (lambda: input_fn().repeat(), "endless .it repeats."),
-    (lambda: input_fn().filter(lambda x, y: True), "of a size tf.data cannot tell"),
+    (lambda: tf.data.Dataset.from_tensors(X).repeat().filter(lambda x: True),
+     "of a size tf.data cannot tell before reading it; [0-9]+ batches were read in 0.5s to "
+     "count them, and it went on .it may never end.: set TrainSpec"),
     (lambda: (X, Y), "returns tuple, whose end cannot be counted"),
     (lambda: input_fn().take(0), "one pass over its input is no step"),
 ])
-def test_an_input_without_a_countable_end_needs_max_steps(function, message):
+def test_an_input_without_a_countable_end_needs_max_steps(function, message, monkeypatch):
+  monkeypatch.setattr(one_pass, "COUNT_SECS", 0.5)
   with pytest.raises(ed.ConfigError, match=message):
     one_pass.steps(function, factory.adapter_class("local")(task=CHIEF), params={},
                    config=None)

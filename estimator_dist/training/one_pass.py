@@ -6,8 +6,11 @@ synchronous step takes one batch from each replica's pipeline, so the job trains
 batches of the smallest share (divided among a process's replicas); an asynchronous
 step takes one batch of one worker, so the job trains the batches of all shares. The
 count is the job's end from step 0: a job resumed from a checkpoint ends at the same
-step.
+step. A dataset whose size tf.data cannot tell before reading it (files, a filter) is
+read once to count it (for at most COUNT_SECS: one that goes on may never end).
 """
+
+import time
 
 import tensorflow as tf
 from absl import logging
@@ -21,6 +24,8 @@ from estimator_dist.task import iterator_inputs
 
 # The train_steps of a run whose TrainSpec has no max_steps, until `steps` counts them.
 UNTIL_THE_INPUT_ENDS = 2**62
+# How long a dataset whose size tf.data cannot tell (files, a filter) is read to count it.
+COUNT_SECS = 60
 
 
 def resolved(options, input_fn, adapter, *, params, config):
@@ -34,6 +39,19 @@ def resolved(options, input_fn, adapter, *, params, config):
 _SPEC = ("the TrainSpec has no max_steps", "set TrainSpec(max_steps=...)")
 TRAIN_CALL = ("Estimator.train() has neither steps nor max_steps",
               "give train() steps=... (or max_steps=...)")
+
+
+def _read_to_its_end(dataset, *, asked, fix):
+  """The batches of a dataset whose size tf.data cannot tell (files, a filter), read once
+  to count them; a ConfigError once that took COUNT_SECS (it may never end)."""
+  deadline, count = time.monotonic() + COUNT_SECS, 0
+  for count, _ in enumerate(dataset, 1):
+    if time.monotonic() > deadline:
+      raise errors.ConfigError(
+          f"{asked} and its input_fn's dataset is of a size tf.data cannot tell before "
+          f"reading it; {count} batches were read in {COUNT_SECS}s to count them, and it "
+          f"went on (it may never end): {fix}.")
+  return count
 
 
 def steps(input_fn, adapter, *, params, config, why=_SPEC):
@@ -56,12 +74,12 @@ def steps(input_fn, adapter, *, params, config, why=_SPEC):
             f"{asked} and its input_fn returns {type(dataset).__name__}, whose end cannot "
             f"be counted before training: return a tf.data.Dataset, or {fix}.")
       count = int(dataset.cardinality())
+      if count == tf.data.UNKNOWN_CARDINALITY:
+        return _read_to_its_end(dataset, asked=asked, fix=fix)
     if count < 0:
-      what = ("endless (it repeats)" if count == tf.data.INFINITE_CARDINALITY else
-              "of a size tf.data cannot tell before reading it (a filter, files)")
       raise errors.ConfigError(
-          f"{asked} and its input_fn's dataset is {what}: a job needs its end before "
-          f"training, so {fix}.")
+          f"{asked} and its input_fn's dataset is endless (it repeats): a job needs its end "
+          f"before training, so {fix}.")
     return count
 
   if "input_context" in args:  # It shards itself: count each worker's share.
