@@ -231,9 +231,11 @@ TABLE = {
     ],
     'k8s': [
         ('backoff_limit', 'int', 3, {'lower_bound': 0},
-         'Restarts before the job is marked failed.'),
+         "Restarts before the job is marked failed (a preemption's do not count in a "
+         'JobSet).'),
         ('cpu', 'string', None, {},
-         'CPU request and limit per pod, e.g. 4.'),
+         'CPU request and limit of each pod of every role, e.g. 4 (an MPI launcher pod: '
+         '500m).'),
         ('evaluator', 'bool', False, {},
          'multi_worker, parameter_server: add an evaluator.'),
         ('gpus', 'int', 0, {'lower_bound': 0},
@@ -242,10 +244,15 @@ TABLE = {
          'Container image with the program and estimator_dist.'),
         ('instrument', 'string enum', 'auto', {'values': ('auto', 'off')},
          'auto: a program that does not import estimator_dist trains as written (as under '
-         '`estimator-dist launch`; it needs a model_dir on --volume_claim); off: it runs as '
-         'it is.'),
+         '`estimator-dist launch`; it needs a model_dir on --volume_claim); off: it runs '
+         'as it is.'),
+        ('kubeflow_v1', 'bool', False, {},
+         "Print Training Operator v1's TFJob and MPIJob (kubeflow.org/v1), for clusters "
+         "still on it, instead of a JobSet (tf.distribute) and the MPI Operator's MPIJob "
+         'v2beta1 (horovod).'),
         ('memory', 'string', None, {},
-         'Memory request and limit per pod, e.g. 8Gi.'),
+         'Memory request and limit of each pod of every role, e.g. 8Gi (an MPI launcher '
+         'pod: 512Mi).'),
         ('model_dir', 'string', None, {},
          "The job's model_dir, where the Estimators of a program that names none train "
          "(default: the program's --model_dir)."),
@@ -260,18 +267,25 @@ TABLE = {
          'parameter_server: ps tasks (default 1).'),
         ('num_workers', 'int', 2, {'lower_bound': 1},
          'Training pods (mirrored: replicas in one pod).'),
+        ('pod_template', 'string', None, {},
+         'A YAML file with a PodTemplateSpec (metadata, spec) merged into every pod: '
+         'nodeSelector, tolerations, affinity, serviceAccountName, imagePullSecrets, '
+         'volumes, env, securityContext... A field the job sets itself is refused there.'),
         ('port', 'int', 2222, {'lower_bound': 1},
          'TensorFlow server port in each pod.'),
         ('preemption_grace_secs', 'float', 25.0, {'lower_bound': 0.0},
          "An evicted pod's tasks get this long to stop at one agreed step and save a "
          "checkpoint there (the pods' terminationGracePeriodSeconds is 15s longer); 0: "
          'SIGTERM ends them at once.'),
-        ('restart_policy', 'string enum', 'OnFailure',
-         {'values': ('OnFailure', 'Never', 'Always', 'ExitCode')},
-         'Restart policy of pods.'),
-        ('strategy', 'string enum', 'multi_worker', {'values': STRATEGIES},
+        ('queue', 'string', None, {},
+         "Kueue's LocalQueue for the job (the label kueue.x-k8s.io/queue-name); Kueue "
+         "admits it by its pods' requests: give --cpu and --memory."),
+        ('restart_policy', 'string enum', 'OnFailure', {'values': ('OnFailure', 'Never', 'Always', 'ExitCode')},
+         '--kubeflow_v1: restart policy of pods (a JobSet starts all its pods again when '
+         'one fails).'),
+        ('strategy', 'string enum', 'multi_worker', {'values': ('local', 'mirrored', 'multi_worker', 'parameter_server', 'horovod', 'collective_all_reduce')},
          "Distribution strategy; the program's tasks find it in their environment "
-         "(ESTIMATOR_DIST_STRATEGY)."),
+         '(ESTIMATOR_DIST_STRATEGY).'),
         ('volume_claim', 'string', None, {},
          'A PersistentVolumeClaim for the shared model_dir, as CLAIM:MOUNT_PATH.'),
     ],

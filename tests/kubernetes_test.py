@@ -1,5 +1,6 @@
-"""Kubernetes: the manifests `estimator-dist k8s` prints, checked the way the Kubeflow
-training-operator checks them, and the TF_CONFIG it would write for each pod."""
+"""Kubernetes: the manifests `estimator-dist k8s` prints, each validated against its kind's
+upstream schema (tests/k8s_schemas: the CRD's, the pod template's included), and the
+TF_CONFIG each pod reads, as its controller or the downward API gives it."""
 
 import json
 import re
@@ -18,34 +19,61 @@ from estimator_dist.strategies import local
 from estimator_dist.strategies import traits
 from estimator_dist.supervision import local_cluster
 from tests import helpers
+from tests import k8s_schemas
 
-TF_REPLICA_TYPES = ("Chief", "Master", "Worker", "PS", "Evaluator")
-RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+SHM = {"name": "dshm", "mountPath": "/dev/shm"}
+PREMADE = ("-m", "tests.programs.upstream.premade_estimator")
 
 
 def k8s(*args):
-  job, policy = yaml.safe_load_all(kubernetes.manifest_from_args(list(args)))
-  # Only the job's own pods may reach them.
-  pods = {"matchLabels": {"training.kubeflow.org/job-name": job["metadata"]["name"]}}
+  """The job's manifest, validated against its schema; its NetworkPolicy admits only the
+  pods its controller labels as the job's."""
+  text = kubernetes.manifest_from_args(list(args))
+  assert "&id" not in text and "*id" not in text  # No anchors: some sites refuse them.
+  job, policy = yaml.safe_load_all(text)
+  k8s_schemas.validate(job)
+  label = ("jobset.sigs.k8s.io/jobset-name" if job["kind"] == "JobSet" else
+           "training.kubeflow.org/job-name")
+  pods = {"matchLabels": {label: job["metadata"]["name"]}}
   assert policy["kind"] == "NetworkPolicy" and policy["spec"]["podSelector"] == pods
   assert policy["spec"]["ingress"] == [{"from": [{"podSelector": pods}]}]
   assert policy["metadata"].get("namespace") == job["metadata"].get("namespace")
   return job
 
 
-def check_replica_specs(specs, container_name):
-  """The operator's admission checks (ValidateReplicaSpecs and the TFJob webhook)."""
-  assert specs, "replica specs are required"
-  for role, spec in specs.items():
-    assert isinstance(spec["replicas"], int) and spec["replicas"] >= 1
-    assert spec["restartPolicy"] in RESTART_POLICIES
-    containers = spec["template"]["spec"]["containers"]
-    assert containers and all(c["image"] for c in containers), role
-    assert container_name in [c["name"] for c in containers], role
+def containers(job):
+  """{role: its pods' first container}."""
+  return {role: pod["spec"]["containers"][0]
+          for role, pod in k8s_schemas.pod_templates(job).items()}
+
+
+def pod_env(container, annotations):
+  """The container's variables as the kubelet gives them: the downward API's from the
+  pod's `annotations`, then `$(NAME)` expanded from the variables before it."""
+  env = {}
+  for item in container["env"]:
+    if "valueFrom" in item:
+      key = re.fullmatch(r"metadata\.annotations\['(.+)'\]",
+                         item["valueFrom"]["fieldRef"]["fieldPath"]).group(1)
+      env[item["name"]] = annotations[key]
+    else:
+      env[item["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], item["value"])
+  return env
+
+
+def jobset_pods(job, uid="1234", restart="0"):
+  """(role, index, variables) of every pod of a JobSet."""
+  for replicated in job["spec"]["replicatedJobs"]:
+    for index in range(replicated["template"]["spec"]["completions"]):
+      annotations = {"batch.kubernetes.io/job-completion-index": str(index),
+                     "jobset.sigs.k8s.io/jobset-uid": uid,
+                     "jobset.sigs.k8s.io/restart-attempt": restart}
+      container = replicated["template"]["spec"]["template"]["spec"]["containers"][0]
+      yield replicated["name"], index, pod_env(container, annotations)
 
 
 def operator_tf_config(job, replicas, role, index, port=2222):
-  """TF_CONFIG as the training-operator writes it (genTFConfigJSONStr): lowercase replica
+  """TF_CONFIG as Training Operator v1 writes it (genTFConfigJSONStr): lowercase replica
   types, one headless-service name per pod, the evaluator left out of the cluster."""
   namespace = job["metadata"].get("namespace", "default")
   name = job["metadata"]["name"]
@@ -55,15 +83,18 @@ def operator_tf_config(job, replicas, role, index, port=2222):
                      "environment": "cloud"})
 
 
-def tfjob_pods(job):
-  replicas = {r: s["replicas"] for r, s in job["spec"]["tfReplicaSpecs"].items()}
-  return [(role, i, operator_tf_config(job, replicas, role, i))
-          for role, n in replicas.items() for i in range(n)]
-
-
-def validate_for(strategy, task):
-  """The adapter's cluster checks, without starting its servers."""
-  return checks.check_task(traits.of(strategy), task)
+def check_task(strategy, text, role, index, replicas, monkeypatch):
+  """A pod's TF_CONFIG `text` is a valid task of the strategy, and TensorFlow reads the
+  cluster estimator_dist publishes as the same task."""
+  task = cluster.parse_tf_config(text)
+  checks.check_task(traits.of(strategy), task)
+  monkeypatch.setenv("TF_CONFIG", task.tf_config())
+  config = tf.estimator.RunConfig()
+  assert (config.task_type, config.task_id) == (role, index)
+  assert config.is_chief == (role == "chief")
+  if role != "evaluator":
+    assert config.num_worker_replicas == replicas["chief"] + replicas.get("worker", 0)
+    assert config.num_ps_replicas == replicas.get("ps", 0)
 
 
 @pytest.mark.processes
@@ -72,68 +103,137 @@ def test_the_command_prints_the_manifest():
   assert helpers.cli("k8s", *args) == kubernetes.manifest_from_args(args)
 
 
+SITE = {"metadata": {"labels": {"team": "vision"}},
+        "spec": {"nodeSelector": {"pool": "train"}, "serviceAccountName": "trainer",
+                 "tolerations": [{"key": "gpu", "operator": "Exists"}],
+                 "imagePullSecrets": [{"name": "registry"}],
+                 "securityContext": {"runAsNonRoot": True},
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}],
+                 "containers": [{"name": "tensorflow", "env": [
+                     {"name": "HTTP_PROXY", "value": "http://proxy:3128"}],
+                     "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}}
+
+
 @pytest.mark.parametrize("strategy,args,replicas", [
     ("multi_worker", ["--num_workers=3", "--evaluator"],
-     {"Chief": 1, "Worker": 2, "Evaluator": 1}),
+     {"chief": 1, "worker": 2, "evaluator": 1}),
     ("parameter_server", ["--num_workers=2", "--num_ps=2", "--evaluator"],
-     {"Chief": 1, "Worker": 1, "PS": 2, "Evaluator": 1}),
-    ("mirrored", ["--num_workers=4"], {"Chief": 1}),
+     {"chief": 1, "worker": 1, "ps": 2, "evaluator": 1}),
+    ("mirrored", ["--num_workers=4"], {"chief": 1}),
 ])
-def test_tfjob_is_what_the_operator_accepts(strategy, args, replicas, monkeypatch):
+def test_a_jobset_runs_each_role_as_an_indexed_job(strategy, args, replicas, monkeypatch,
+                                                   tmp_path):
+  template = tmp_path / "pod.yaml"
+  template.write_text(yaml.safe_dump(SITE))
   job = k8s(f"--strategy={strategy}", *args, "--image=registry.local/train:1",
-            "--name=mnist", "--namespace=team", "--cpu=2", "--memory=4Gi",
-            "--volume_claim=runs:/shared", "--", "python", "train.py",
-            "--model_dir=/shared/run")
-  assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "TFJob")
-  assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", job["metadata"]["name"])
-  assert job["spec"]["runPolicy"]["cleanPodPolicy"] in ("None", "Running", "All")
-  specs = job["spec"]["tfReplicaSpecs"]
-  assert set(specs) <= set(TF_REPLICA_TYPES)
-  assert sum(r in specs for r in ("Chief", "Master")) <= 1
-  check_replica_specs(specs, "tensorflow")
-  assert {r: s["replicas"] for r, s in specs.items()} == replicas
-  for spec in specs.values():
-    container = spec["template"]["spec"]["containers"][0]
+            "--name=mnist", "--namespace=team", "--cpu=2", "--memory=4Gi", "--queue=research",
+            "--volume_claim=runs:/shared", f"--pod_template={template}", "--", "python",
+            "train.py", "--model_dir=/shared/run")
+  assert (job["apiVersion"], job["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+  assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "research"}
+  spec = job["spec"]
+  assert spec["network"]["enableDNSHostnames"]
+  # A failed pod starts every pod again (the whole job), a preemption without counting.
+  assert spec["failurePolicy"] == {"maxRestarts": 3, "rules": [{
+      "name": "preempted", "action": "RestartJobSetAndIgnoreMaxRestarts",
+      "onJobFailureReasons": ["PodFailurePolicy"]}]}
+  assert {j["name"]: j["template"]["spec"]["completions"] for j in spec["replicatedJobs"]
+          } == replicas
+  for replicated in spec["replicatedJobs"]:
+    job_spec = replicated["template"]["spec"]
+    assert (job_spec["completionMode"], job_spec["backoffLimit"]) == ("Indexed", 0)
+    assert job_spec["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"] == [200]
+    pod = job_spec["template"]
+    assert pod["spec"]["restartPolicy"] == "Never"
+    # The site's template, under the job's own fields.
+    assert pod["metadata"] == {"labels": {"team": "vision"}}
+    for key in ("nodeSelector", "serviceAccountName", "tolerations", "imagePullSecrets",
+                "securityContext"):
+      assert pod["spec"][key] == SITE["spec"][key], key
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["dshm", "model-dir", "data"]
+    container, = pod["spec"]["containers"]
     assert container["command"] == ["python", "train.py", "--model_dir=/shared/run"]
-    assert {"name": "ESTIMATOR_DIST_STRATEGY", "value": strategy} in container["env"]
-    assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    assert [e["name"] for e in container["env"]][-1] == "HTTP_PROXY"
+    assert container["volumeMounts"] == [SHM, {"name": "model-dir", "mountPath": "/shared"},
+                                         {"name": "data", "mountPath": "/data"}]
+    # Every role asks for its resources (a ps too); only training pods get GPUs.
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
-    assert container["volumeMounts"] == [{"name": "model-dir", "mountPath": "/shared"}]
-
-  # Every pod's TF_CONFIG, as the operator writes it, is a valid task of the strategy,
-  # and TensorFlow reads the cluster estimator_dist publishes as the same task.
-  for role, index, text in tfjob_pods(job):
-    task = cluster.parse_tf_config(text)
-    validate_for(strategy, task)
-    if strategy == "mirrored":
+  for role, index, env in jobset_pods(job):
+    assert env["ESTIMATOR_DIST_STRATEGY"] == strategy
+    if strategy == "mirrored":  # One process: no cluster.
+      assert "TF_CONFIG" not in env and env["ESTIMATOR_DIST_NUM_DEVICES"] == "4"
       continue
-    monkeypatch.setenv("TF_CONFIG", task.tf_config())
-    config = tf.estimator.RunConfig()
-    assert (config.task_type, config.task_id) == (role.lower(), index)
-    assert config.is_chief == (role == "Chief")
-    if role != "Evaluator":
-      assert config.num_worker_replicas == replicas["Chief"] + replicas.get("Worker", 0)
-      assert config.num_ps_replicas == replicas.get("PS", 0)
+    assert json.loads(env["TF_CONFIG"])["cluster"]["chief"] == ["mnist-chief-0-0.mnist:2222"]
+    check_task(strategy, env["TF_CONFIG"], role, index, replicas, monkeypatch)
+
+
+def test_the_pod_template_cannot_change_what_the_job_sets(tmp_path):
+  template = tmp_path / "pod.yaml"
+  for site, field in (
+      ({"spec": {"restartPolicy": "Always"}}, "spec.restartPolicy to 'Always'"),
+      ({"spec": {"containers": [{"name": "tensorflow", "command": ["sh"]}]}},
+       r"spec.containers\[tensorflow\].command to \['sh'\]"),
+      ({"spec": {"containers": [{"name": "tensorflow", "env": [
+          {"name": "ESTIMATOR_DIST_STRATEGY", "value": "mirrored"}]}]}},
+       r"spec.containers\[tensorflow\].env\[ESTIMATOR_DIST_STRATEGY\].value to 'mirrored'")):
+    template.write_text(yaml.safe_dump(site))
+    with pytest.raises(errors.ConfigError, match=f"--pod_template sets {field}, which the "
+                       "job sets itself"):
+      k8s("--strategy=multi_worker", "--image=img", f"--pod_template={template}", "--",
+          "python", "t.py")
+  template.write_text("containers: []\n")
+  with pytest.raises(errors.ConfigError, match="is not a PodTemplateSpec"):
+    k8s("--strategy=multi_worker", "--image=img", f"--pod_template={template}", "--", "t")
+  with pytest.raises(errors.ConfigError, match="Kueue admits a job by its pods' requests"):
+    k8s("--strategy=multi_worker", "--image=img", "--queue=q", "--", "t")
+
+
+@pytest.mark.parametrize("strategy,args,replicas", [
+    ("multi_worker", ["--num_workers=3", "--evaluator"],
+     {"chief": 1, "worker": 2, "evaluator": 1}),
+    ("parameter_server", ["--num_workers=2", "--num_ps=2", "--evaluator"],
+     {"chief": 1, "worker": 1, "ps": 2, "evaluator": 1}),
+])
+def test_kubeflow_v1_is_a_tfjob_the_operator_accepts(strategy, args, replicas, monkeypatch):
+  job = k8s(f"--strategy={strategy}", *args, "--kubeflow_v1", "--image=img", "--name=mnist",
+            "--namespace=team", "--cpu=2", "--", "python", "train.py")
+  assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "TFJob")
+  # The evaluator outlives the chief for its final evaluation.
+  assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 3}
+  specs = job["spec"]["tfReplicaSpecs"]
+  assert {r.lower(): s["replicas"] for r, s in specs.items()} == replicas
+  for role, container in containers(job).items():
+    assert specs[role]["restartPolicy"] == "OnFailure"
+    assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    assert container["resources"]["limits"] == {"cpu": "2"}
+    assert container["volumeMounts"] == [SHM]
+  for role, count in specs.items():
+    for index in range(count["replicas"]):
+      text = operator_tf_config(job, {r: s["replicas"] for r, s in specs.items()}, role,
+                                index)
+      check_task(strategy, text, role.lower(), index, replicas, monkeypatch)
 
 
 def test_the_one_pod_of_mirrored_trains_as_one_process():
-  job = k8s("--strategy=mirrored", "--num_workers=2", "--image=img", "--", "python", "t.py")
-  env = job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]["env"]
-  assert {"name": "ESTIMATOR_DIST_NUM_DEVICES", "value": "2"} in env
-  (_, _, text), = tfjob_pods(job)
+  job = k8s("--strategy=mirrored", "--num_workers=2", "--kubeflow_v1", "--image=img", "--",
+            "python", "t.py")
+  assert {"name": "ESTIMATOR_DIST_NUM_DEVICES", "value": "2"} in containers(job)["Chief"]["env"]
+  text = operator_tf_config(job, {"Chief": 1}, "Chief", 0)
   adapter = local.LocalAdapter(task=cluster.parse_tf_config(text))
   config = adapter.run_config("/tmp/unused")
   assert config.cluster_spec.as_dict() == {} and config.is_chief
 
 
-def test_horovod_is_an_mpijob():
-  job = k8s("--strategy=horovod", "--num_workers=4", "--image=img", "--gpus=1", "--",
-            "python", "train.py")
-  assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "MPIJob")
+@pytest.mark.parametrize("version", ["v2beta1", "v1"])
+def test_horovod_is_an_mpijob(version):
+  v1 = ["--kubeflow_v1"] if version == "v1" else []
+  job = k8s("--strategy=horovod", "--num_workers=4", *v1, "--image=img", "--gpus=1",
+            "--cpu=8", "--", "python", "train.py")
+  assert (job["apiVersion"], job["kind"]) == (f"kubeflow.org/{version}", "MPIJob")
   specs = job["spec"]["mpiReplicaSpecs"]
-  check_replica_specs(specs, "mpi")
   assert {r: s["replicas"] for r, s in specs.items()} == {"Launcher": 1, "Worker": 4}
-  command = specs["Launcher"]["template"]["spec"]["containers"][0]["command"]
+  pods = containers(job)
+  command = pods["Launcher"]["command"]
   # The pod's SIGTERM reaches mpirun as USR1, which mpirun forwards to every rank.
   assert command[:2] == ["bash", "-c"]
   subprocess.run(["bash", "-n"], input=command[2], text=True, check=True)
@@ -147,29 +247,26 @@ def test_horovod_is_an_mpijob():
                          "train.py", "&"]
   for name in ("ESTIMATOR_DIST_PREEMPTION_GRACE_SECS", "ESTIMATOR_DIST_STRATEGY"):
     assert ["-x", name] in [mpirun[i:i + 2] for i in range(len(mpirun))]
-  worker = specs["Worker"]["template"]["spec"]["containers"][0]
-  assert worker["resources"]["limits"] == {"nvidia.com/gpu": 1}
+  # The launcher pod runs mpirun alone: it asks for little, the workers for what they train on.
+  assert pods["Launcher"]["resources"]["limits"] == {"cpu": "500m", "memory": "512Mi"}
+  assert pods["Worker"]["resources"]["limits"] == {"cpu": "8", "nvidia.com/gpu": 1}
+  # v2beta1's workers run the image's sshd; v1's operator execs the ranks into them.
+  assert pods["Worker"].get("command") == (None if version == "v2beta1" else
+                                           ["sleep", "infinity"])
 
 
 @pytest.mark.parametrize("strategy", ["parameter_server", "horovod"])
-def test_evicted_pods_get_longer_than_the_grace_and_the_evaluator_outlives_the_chief(
-    strategy):
+def test_evicted_pods_get_longer_than_the_grace(strategy):
   evaluator = ["--evaluator"] if strategy == "parameter_server" else []
   job = k8s(f"--strategy={strategy}", "--num_workers=2", *evaluator, "--image=img",
             "--preemption_grace_secs=60", "--", "python", "t.py")
-  specs = job["spec"].get("tfReplicaSpecs") or job["spec"]["mpiReplicaSpecs"]
-  for spec in specs.values():
-    pod = spec["template"]["spec"]
-    assert pod["terminationGracePeriodSeconds"] == 75
+  for pod in k8s_schemas.pod_templates(job).values():
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 75
     assert {"name": "ESTIMATOR_DIST_PREEMPTION_GRACE_SECS", "value": "60"} in (
-        pod["containers"][0]["env"])
-  # The operator's default, Running, would remove the evaluator as the chief ends.
-  assert job["spec"]["runPolicy"]["cleanPodPolicy"] == (
-      "None" if strategy == "parameter_server" else "Running")
+        pod["spec"]["containers"][0]["env"])
   if strategy == "horovod":  # Without a grace, mpirun runs as it is.
     job = k8s("--strategy=horovod", "--image=img", "--preemption_grace_secs=0", "--", "t")
-    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
-    assert launcher["containers"][0]["command"][0] == "mpirun"
+    assert containers(job)["Launcher"]["command"][0] == "mpirun"
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -195,38 +292,40 @@ def test_legacy_master_and_the_evaluator_outside_the_cluster(role, index, rank):
       {"Master": "chief"}.get(role, role.lower()), rank, 3)
   assert task.cluster["chief"] == ("mnist-master-0.team.svc:2222",)
   assert "evaluator" not in task.cluster
-  validate_for("parameter_server", task)
+  checks.check_task(traits.of("parameter_server"), task)
   # TensorFlow is given the same cluster with 'chief' for the legacy 'master'.
   assert json.loads(task.tf_config())["cluster"]["chief"] == ["mnist-master-0.team.svc:2222"]
-
-
-PREMADE = ("-m", "tests.programs.upstream.premade_estimator")
 
 
 def test_a_program_that_does_not_import_the_toolkit_is_instrumented_in_each_pod(tmp_path):
   shared = ["--image=img", f"--volume_claim=runs:{tmp_path}"]
   job = k8s("--strategy=multi_worker", "--num_workers=2", *shared,
             f"--model_dir={tmp_path}/run", "--", "python", *PREMADE)
-  for spec in job["spec"]["tfReplicaSpecs"].values():
-    container = spec["template"]["spec"]["containers"][0]
-    # In each pod: the program found as the image sees it, its mailbox new with this
-    # manifest in the model_dir on the shared volume, no pod restarted alone.
+  mailboxes = set()
+  for container in containers(job).values():
+    # In each pod, the program found as the image sees it.
     assert container["command"] == ["python", "-m", "estimator_dist.instrument.in_container",
-                                     "--", "python", *PREMADE]
-    mailbox = {e["name"]: e["value"] for e in container["env"]}["ESTIMATOR_DIST_MAILBOX"]
-    assert mailbox.startswith(f"{tmp_path}/run/estimator_dist/mailbox-k8s-estimator-dist-")
-    assert spec["restartPolicy"] == "Never"
-  # A second manifest has a mailbox of its own; a site's tools get no YAML anchors.
-  again = kubernetes.manifest_from_args(["--strategy=multi_worker", *shared,
-                                         f"--model_dir={tmp_path}/run", "--", "python",
-                                         *PREMADE])
-  assert mailbox not in again and "&id" not in again and "*id" not in again
+                                    "--", "python", *PREMADE]
+  # Its mailbox: in the model_dir on the shared volume, new for each JobSet and restart.
+  for uid, restart in (("a", "0"), ("a", "1"), ("b", "0")):
+    found = {env["ESTIMATOR_DIST_MAILBOX"] for _, _, env in jobset_pods(job, uid, restart)}
+    assert found == {f"{tmp_path}/run/estimator_dist/mailbox-k8s-{uid}-{restart}"}
+    mailboxes |= found
+  assert len(mailboxes) == 3
+  # Kubeflow v1 and MPIJobs: new with each manifest, and no pod restarted alone.
+  for args in (["--kubeflow_v1", "--strategy=multi_worker"], ["--strategy=horovod"]):
+    job = k8s(*args, *shared, f"--model_dir={tmp_path}/run", "--", "python", *PREMADE)
+    replicas = job["spec"].get("tfReplicaSpecs") or job["spec"]["mpiReplicaSpecs"]
+    assert {spec["restartPolicy"] for spec in replicas.values()} == {"Never"}
+    again = kubernetes.manifest_from_args([*args, *shared, f"--model_dir={tmp_path}/run",
+                                           "--", "python", *PREMADE])
+    mailbox, = set(re.findall(r"mailbox-k8s-estimator-dist-\w+", yaml.safe_dump(job)))
+    assert mailbox not in again
   # Off, or a program of ours, runs as it is.
   for args in (["--instrument=off", "--", "python", *PREMADE],
                ["--", "python", "-m", "tests.programs.plain_model"]):
     job = k8s("--strategy=multi_worker", "--image=img", *args)
-    container = job["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
-    assert container["command"] == args[args.index("--") + 1:]
+    assert containers(job)["chief"]["command"] == args[args.index("--") + 1:]
   for args in (["--image=img"], [*shared, "--model_dir=/elsewhere"]):
     with pytest.raises(errors.ConfigError, match="agree through the job's model_dir, which "
                        "must be on the volume every pod mounts"):
@@ -235,23 +334,26 @@ def test_a_program_that_does_not_import_the_toolkit_is_instrumented_in_each_pod(
 
 @pytest.mark.processes
 def test_the_pods_of_an_unmodified_program_train_together(tmp_path):
-  """The TFJob's pods as processes here, each with its container's command and variables
-  and the TF_CONFIG the operator writes (on ports of this machine): TensorFlow's premade
-  tutorial, unmodified, trains as one job; the manifest applied again is refused."""
+  """The JobSet's pods as processes here, each with its container's command and the
+  variables the kubelet gives it (its TF_CONFIG's hostnames made ports of this machine):
+  TensorFlow's premade tutorial, unmodified, trains as one job; a pod started again
+  with the same mailbox is refused at once."""
   job = k8s("--strategy=multi_worker", "--num_workers=2", "--image=img",
             f"--volume_claim=runs:{tmp_path}", f"--model_dir={tmp_path}/run", "--",
             helpers.PYTHON, *PREMADE)
-  ports = iter(local_cluster.free_ports(2))
-  cluster_spec = {"chief": [f"127.0.0.1:{next(ports)}"], "worker": [f"127.0.0.1:{next(ports)}"]}
+  hosts = dict(zip(["estimator-dist-chief-0-0.estimator-dist:2222",
+                    "estimator-dist-worker-0-0.estimator-dist:2222"],
+                   [f"127.0.0.1:{port}" for port in local_cluster.free_ports(2)]))
+  commands = containers(job)
 
-  def pod(role):
-    container = job["spec"]["tfReplicaSpecs"][role]["template"]["spec"]["containers"][0]
-    env = helpers.child_env(**{e["name"]: e["value"] for e in container["env"]},
-                            TF_CONFIG=cluster.tf_config(cluster_spec, role.lower(), 0))
-    return subprocess.Popen(container["command"], stdout=subprocess.PIPE, text=True,
-                            stderr=subprocess.STDOUT, env=env, cwd=helpers.REPO,
-                            start_new_session=True)
-  pods = [pod("Chief"), pod("Worker")]
+  def pod(role, env):
+    env = {**env, "TF_CONFIG": re.sub("|".join(map(re.escape, hosts)),
+                                      lambda m: hosts[m.group(0)], env["TF_CONFIG"])}
+    return subprocess.Popen(commands[role]["command"], stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.STDOUT, env=helpers.child_env(**env),
+                            cwd=helpers.REPO, start_new_session=True)
+  envs = {role: env for role, _, env in jobset_pods(job)}
+  pods = [pod(role, env) for role, env in envs.items()]
   try:
     outputs = [p.communicate(timeout=300)[0] for p in pods]
   finally:
@@ -260,8 +362,7 @@ def test_the_pods_of_an_unmodified_program_train_together(tmp_path):
   assert [p.returncode for p in pods] == [0, 0], "\n".join(outputs)[-5000:]
   helpers.check_premade_trained_together("\n".join(outputs))
   assert (tmp_path / "run" / "model.ckpt-5000.index").exists()
-  # The same manifest applied again would meet the rounds of this run: refused at once.
-  again = pod("Chief")
+  again = pod("chief", envs["chief"])
   output = again.communicate(timeout=60)[0]
   assert again.returncode == 2, output
   assert "chief:0 started before with the job's mailbox" in output, output

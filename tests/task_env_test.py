@@ -14,6 +14,7 @@ from estimator_dist import launch
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
+from estimator_dist.engines import k8s_pods
 from estimator_dist.engines import kubernetes
 from estimator_dist.engines import slurm
 from estimator_dist.engines import slurm_options
@@ -23,6 +24,7 @@ from estimator_dist.jobs import launcher
 from estimator_dist.jobs import spec
 from estimator_dist.jobs import task_starter
 from estimator_dist.strategies import traits
+from tests import k8s_schemas
 
 PROGRAM = ("python", "train.py", "--model_dir=/shared/run")
 JOBS = [spec.JobSpec(strategy=name, command=PROGRAM, evaluator=traits.of(name).takes_evaluator,
@@ -52,10 +54,10 @@ def kubernetes_envs(job, grace):
   """{container: its env} of every pod of the job's manifest."""
   manifest = yaml.safe_load(yaml.safe_dump(kubernetes.manifest(
       job, options=kubernetes.KubernetesOptions(image="img", preemption_grace_secs=grace))))
-  specs = manifest["spec"].get("tfReplicaSpecs") or manifest["spec"]["mpiReplicaSpecs"]
-  return {f"{role}/{container['name']}": {v["name"]: v["value"] for v in container["env"]}
-          for role, replica in specs.items()
-          for container in replica["template"]["spec"]["containers"]}
+  return {f"{role}/{container['name']}": {v["name"]: v["value"] for v in container["env"]
+                                          if "value" in v}
+          for role, pod in k8s_schemas.pod_templates(manifest).items()
+          for container in pod["spec"]["containers"]}
 
 
 def spark_env(job):
@@ -95,8 +97,8 @@ def test_a_grace_is_formatted_one_way_by_every_engine_that_takes_one():
       job, options=slurm_options.SlurmOptions(preemption_grace_secs=7.5)).splitlines()
   manifest = kubernetes.manifest(
       job, options=kubernetes.KubernetesOptions(image="img", preemption_grace_secs=7.5))
-  chief = manifest["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]
-  assert chief["terminationGracePeriodSeconds"] == 8 + kubernetes.TERMINATION_MARGIN_SECS
+  chief = k8s_schemas.pod_templates(manifest)["chief"]["spec"]
+  assert chief["terminationGracePeriodSeconds"] == 8 + k8s_pods.TERMINATION_MARGIN_SECS
 
 
 def test_slurm_tasks_derive_their_cluster_from_the_contracts_variables():

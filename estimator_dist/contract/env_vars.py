@@ -76,3 +76,10 @@ MLFLOW_TRACKING_URI = "ESTIMATOR_DIST_MLFLOW_TRACKING_URI"
 # Set by a sweep for a trial's job; read by its chief: the MLflow run to write into (the
 # trial's run, nested in the sweep's).
 MLFLOW_RUN_ID = "ESTIMATOR_DIST_MLFLOW_RUN_ID"
+# Set in the pods of a JobSet (`estimator-dist k8s`) from their annotations, through the
+# downward API: the pod's index in its role, its JobSet's uid and restart count. Read by
+# no module: Kubernetes expands them (`$(NAME)`) into the pod's TF_CONFIG and, for an
+# instrumented program, MAILBOX (new for each JobSet and each of its restarts).
+KUBERNETES_POD_INDEX = "ESTIMATOR_DIST_POD_INDEX"
+KUBERNETES_JOBSET_UID = "ESTIMATOR_DIST_JOBSET_UID"
+KUBERNETES_JOBSET_RESTART = "ESTIMATOR_DIST_JOBSET_RESTART"

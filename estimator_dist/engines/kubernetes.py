@@ -1,25 +1,24 @@
-"""Kubernetes: the Kubeflow training-operator manifest that runs a job.
+"""Kubernetes: the manifest that runs a job, for `kubectl apply`.
 
   estimator-dist k8s --strategy=parameter_server --num_workers=4 --num_ps=2 --evaluator \\
       --image=registry/train:1 -- python train.py --model_dir=/shared/run | kubectl apply -f -
 
-tf.distribute strategies become a TFJob (kubeflow.org/v1): the operator starts one pod
-per replica, a headless service per pod, and writes each pod's TF_CONFIG, which
-estimator_dist.contract.cluster reads. Horovod becomes an MPIJob (kubeflow.org/v1): a launcher
-pod runs mpirun over the worker pods.
+tf.distribute strategies become a JobSet (jobset.x-k8s.io), horovod an MPIJob of the MPI
+Operator (kubeflow.org/v2beta1); --kubeflow_v1 prints Training Operator v1's TFJob and
+MPIJob instead (engines/k8s_kinds.py). The pods, their resources and the site's pod
+template: engines/k8s_pods.py. --queue puts the job in a Kueue LocalQueue.
 
 Preemption: Kubernetes sends SIGTERM to every pod it evicts and kills it
 terminationGracePeriodSeconds later, set here above --preemption_grace_secs: the tasks
 stop at one agreed step and the chief saves a checkpoint there (task/preemption.py); the
 launcher pod of an MPIJob passes it to mpirun as USR1, which mpirun forwards to the ranks.
-A TFJob keeps its pods when the chief ends (cleanPodPolicy None): the evaluator finishes
-its final evaluation, and ps tasks exit once every training task has ended.
+A JobSet then starts every pod again from that checkpoint, without counting it among
+--backoff_limit's restarts.
 """
 
 import dataclasses
 import os
 import re
-import shlex
 import sys
 import uuid
 from typing import Dict, Optional
@@ -32,22 +31,16 @@ from estimator_dist import errors
 from estimator_dist import option_flags
 from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import task_env
+from estimator_dist.engines import k8s_kinds
+from estimator_dist.engines import k8s_pods
 from estimator_dist.instrument import in_container
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import launch_options
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.jobs import spec
 from estimator_dist.option_flags import option
-from estimator_dist.supervision import signal_forwarding
 
-API_VERSION = "kubeflow.org/v1"
-TF_CONTAINER = "tensorflow"  # The container the TFJob operator gives TF_CONFIG to.
-TF_PORT_NAME = "tfjob-port"
-MPI_CONTAINER = "mpi"
-MPI_HOSTFILE = "/etc/mpi/hostfile"  # Written by the operator into the launcher pod.
 RESTART_POLICIES = ("OnFailure", "Never", "Always", "ExitCode")
-TERMINATION_MARGIN_SECS = 15  # Past the grace: the kubelet's SIGKILL comes after this too.
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"  # Set by the operator on each pod.
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -59,14 +52,30 @@ class KubernetesOptions:
   name: str = option("estimator-dist", kind="string", help="Job name (a DNS label).")
   namespace: Optional[str] = option(None, kind="string",
                                     help="Namespace of the job (default: kubectl's).")
+  kubeflow_v1: bool = option(
+      False, kind="bool", help="Print Training Operator v1's TFJob and MPIJob "
+      "(kubeflow.org/v1), for clusters still on it, instead of a JobSet (tf.distribute) and "
+      "the MPI Operator's MPIJob v2beta1 (horovod).")
   restart_policy: str = option("OnFailure", kind="enum", values=RESTART_POLICIES,
-                               help="Restart policy of pods.")
+                               help="--kubeflow_v1: restart policy of pods (a JobSet "
+                               "starts all its pods again when one fails).")
   backoff_limit: int = option(3, kind="integer", lower_bound=0,
-                              help="Restarts before the job is marked failed.")
+                              help="Restarts before the job is marked failed (a "
+                              "preemption's do not count in a JobSet).")
+  queue: Optional[str] = option(None, kind="string", help="Kueue's LocalQueue for the job "
+                                "(the label kueue.x-k8s.io/queue-name); Kueue admits it by "
+                                "its pods' requests: give --cpu and --memory.")
+  pod_template: Optional[str] = option(
+      None, kind="string", help="A YAML file with a PodTemplateSpec (metadata, spec) merged "
+      "into every pod: nodeSelector, tolerations, affinity, serviceAccountName, "
+      "imagePullSecrets, volumes, env, securityContext... A field the job sets itself is "
+      "refused there.")
   cpu: Optional[str] = option(None, kind="string",
-                              help="CPU request and limit per pod, e.g. 4.")
+                              help="CPU request and limit of each pod of every role, e.g. "
+                              "4 (an MPI launcher pod: 500m).")
   memory: Optional[str] = option(None, kind="string",
-                                 help="Memory request and limit per pod, e.g. 8Gi.")
+                                 help="Memory request and limit of each pod of every role, "
+                                 "e.g. 8Gi (an MPI launcher pod: 512Mi).")
   gpus: int = option(0, kind="integer", lower_bound=0,
                      help="nvidia.com/gpu per training pod.")
   volume_claim: Optional[str] = option(None, kind="string", help="A PersistentVolumeClaim "
@@ -88,7 +97,7 @@ class KubernetesOptions:
       task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
       help="An evicted pod's tasks get this long to stop at one agreed step and save a "
       "checkpoint there (the pods' terminationGracePeriodSeconds is "
-      f"{TERMINATION_MARGIN_SECS}s longer); 0: SIGTERM ends them at once.")
+      f"{k8s_pods.TERMINATION_MARGIN_SECS}s longer); 0: SIGTERM ends them at once.")
 
   def __post_init__(self):
     if not self.image:
@@ -101,6 +110,10 @@ class KubernetesOptions:
     errors.check_choice("--restart_policy", self.restart_policy, RESTART_POLICIES)
     errors.check_choice("--instrument", self.instrument, launch_options.INSTRUMENT)
     errors.check_non_negative_number("--preemption_grace_secs", self.preemption_grace_secs)
+    if self.queue and not (self.cpu and self.memory):
+      raise errors.ConfigError(
+          "--queue: Kueue admits a job by its pods' requests, and without --cpu and "
+          "--memory they request nothing: give both.")
     if self.volume_claim:
       claim, _, path = self.volume_claim.partition(":")
       if not claim or not path.startswith("/"):
@@ -127,85 +140,31 @@ def define_flags(flag_values=flags.FLAGS) -> KubernetesFlags:
       settings=option_flags.define_flags(KubernetesOptions, flag_values=flag_values))
 
 
-def _container(name, image, command, resources, mounts, env, port=None):
-  container = {"name": name, "image": image, "command": list(command),
-               "env": task_env.kubernetes_env(env)}
-  if port:
-    container["ports"] = [{"name": TF_PORT_NAME, "containerPort": port}]
-  if resources:
-    container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
-  if mounts:
-    container["volumeMounts"] = mounts
-  return container
-
-
-def _replica(replicas, restart_policy, container, volumes, grace_secs):
-  spec = {"terminationGracePeriodSeconds": (task_env.whole_seconds(grace_secs) +
-                                            TERMINATION_MARGIN_SECS),
-          "containers": [container]}
-  if volumes:
-    spec["volumes"] = volumes
-  return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": spec}}
-
-
-def manifest(job, *, options, mailbox=None):
-  """The job (a JobSpec) as a dict: a TFJob, or an MPIJob for horovod. `mailbox`: the
-  mailbox of a program its tasks instrument (`instrumented_mailbox`), or None."""
-  num_workers = job.num_workers
-  restart_policy, image = options.restart_policy, options.image
-  resources = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v}
-  training_resources = {**resources,
-                        **({"nvidia.com/gpu": options.gpus} if options.gpus else {})}
-  volumes, mounts = [], []
-  if options.volume_claim:
-    claim, _, path = options.volume_claim.partition(":")
-    volumes = [{"name": "model-dir", "persistentVolumeClaim": {"claimName": claim}}]
-    mounts = [{"name": "model-dir", "mountPath": path}]
-  program = list(job.command)
-  if mailbox:  # Each task instruments it (in_container); a pod restarted alone is refused.
+def manifest(job, *, options, mailboxes=None, site=None):
+  """The job (a JobSpec) as a dict: a JobSet, or an MPIJob for horovod (with
+  options.kubeflow_v1, a TFJob or an MPIJob of kubeflow.org/v1). `mailboxes`: where the
+  mailboxes of a program its tasks instrument go (`instrumented_mailboxes`), or None;
+  `site`: the --pod_template's PodTemplateSpec, or None."""
+  program, restart_policy = list(job.command), options.restart_policy
+  mailbox = None
+  if mailboxes:  # Each task instruments it (in_container), and starts once per mailbox.
     program = [_python(job), "-m", in_container.__name__, "--", *program]
-    restart_policy = "Never"
-  metadata = {"name": options.name,
-              **({"namespace": options.namespace} if options.namespace else {})}
-  grace = options.preemption_grace_secs
+    restart_policy = "Never"  # Kubeflow v1's pods: one restarted alone would be refused.
+    jobset = not (options.kubeflow_v1 or job.traits.ranks_from_horovodrun)
+    mailbox = (k8s_kinds.jobset_mailbox(mailboxes) if jobset else
+               f"{mailboxes}/mailbox-k8s-{options.name}-{uuid.uuid4().hex[:12]}")
   env = task_env.task_environment(  # Every pod's.
-      job=job, preemption_grace_secs=grace, model_dir=options.model_dir, mailbox=mailbox)
-  run_policy = {"cleanPodPolicy": "Running", "backoffLimit": options.backoff_limit}
-
-  if job.traits.ranks_from_horovodrun:  # Ranks that mpirun starts in the worker pods.
-    mpirun = ["mpirun", "--allow-run-as-root", "-np", str(num_workers), "--hostfile",
-              MPI_HOSTFILE, "-bind-to", "none", "-map-by", "slot", "-x", "PATH",
-              "-x", "LD_LIBRARY_PATH", "-x", "PYTHONPATH",
-              *[part for name in env for part in ("-x", name)], *program]
-    if grace:  # The pod's SIGTERM reaches the ranks as USR1, through mpirun.
-      step = shlex.join(mpirun[:-len(program)]) + (
-          f" {signal_forwarding.IGNORING_USR1} {shlex.join(program)}")
-      mpirun = ["bash", "-c", "\n".join([
-          *signal_forwarding.trap("TERM"),
-          *signal_forwarding.lines(step, forward='kill -USR1 "$step_pid"'), 'exit "$code"'])]
-    launcher = _container(MPI_CONTAINER, image, mpirun, resources, mounts, env)
-    worker = _container(MPI_CONTAINER, image, ["sleep", "infinity"], training_resources,
-                        mounts, env)
-    return {"apiVersion": API_VERSION, "kind": "MPIJob", "metadata": metadata, "spec": {
-        "slotsPerWorker": 1, "runPolicy": run_policy, "mpiReplicaSpecs": {
-            "Launcher": _replica(1, restart_policy, launcher, volumes, grace),
-            "Worker": _replica(num_workers, restart_policy, worker, volumes, grace)}}}
-
-  one_pod = job.traits.one_process
-  counts = [("Chief", 1), ("Worker", 0 if one_pod else num_workers - 1), ("PS", job.num_ps),
-            ("Evaluator", int(job.evaluator))]
-  specs = {}
-  for role, replicas in counts:
-    if replicas:
-      trains = role in ("Chief", "Worker")
-      container = _container(TF_CONTAINER, image, program,
-                             training_resources if trains else resources, mounts, env,
-                             options.port)
-      specs[role] = _replica(replicas, restart_policy, container, volumes, grace)
-  # The operator's default (Running) removes the evaluator as the chief ends, before its
-  # final evaluation (kubeflow/trainer#1658); every task here ends by itself.
-  return {"apiVersion": API_VERSION, "kind": "TFJob", "metadata": metadata, "spec": {
-      "runPolicy": {**run_policy, "cleanPodPolicy": "None"}, "tfReplicaSpecs": specs}}
+      job=job, preemption_grace_secs=options.preemption_grace_secs,
+      model_dir=options.model_dir, mailbox=mailbox)
+  pods = task_env.kubernetes_env(env)
+  if job.traits.ranks_from_horovodrun:
+    return k8s_kinds.mpijob(job, options=options, program=program, env=pods, names=list(env),
+                            site=site, restart_policy=restart_policy,
+                            version="v1" if options.kubeflow_v1 else "v2beta1")
+  if options.kubeflow_v1:
+    return k8s_kinds.tfjob_v1(job, options=options, program=program, env=pods, site=site,
+                              restart_policy=restart_policy)
+  return k8s_kinds.jobset(job, options=options, program=program, env=pods, site=site)
 
 
 def _python(job):
@@ -214,11 +173,11 @@ def _python(job):
   return program if os.path.basename(program).startswith("python") else "python3"
 
 
-def instrumented_mailbox(job, options):
-  """The job's mailbox for a program its tasks instrument (launching.instrumented, read
-  here: run `estimator-dist k8s` where the program is), new for each manifest, in its
-  model_dir on the shared volume; None for a program that imports estimator_dist. A
-  ConfigError when the model_dir is not on --volume_claim's mount."""
+def instrumented_mailboxes(job, options):
+  """Where the mailboxes of a program its tasks instrument (launching.instrumented, read
+  here: run `estimator-dist k8s` where the program is) go: its model_dir on the shared
+  volume; None for a program that imports estimator_dist. A ConfigError when the
+  model_dir is not on --volume_claim's mount."""
   if options.instrument != "auto" or not launching.instrumented(job.command):
     return None
   model_dir = options.model_dir or model_dir_arg.program_model_dir(list(job.command[1:]))
@@ -230,16 +189,18 @@ def instrumented_mailbox(job, options):
         f"--volume_claim=CLAIM:/mount and --model_dir (or the program's --model_dir) under "
         f"/mount (it is {model_dir or 'not given'}), or run the program as it is with "
         f"--instrument=off.")
-  return os.path.join(os.path.normpath(model_dir), checkpoint_names.TOOLKIT_DIR,
-                      f"mailbox-k8s-{options.name}-{uuid.uuid4().hex[:12]}")
+  return os.path.join(os.path.normpath(model_dir), checkpoint_names.TOOLKIT_DIR)
 
 
-def network_policy(name, namespace=None):
-  """A NetworkPolicy that admits only the job's pods (the operator labels them)."""
-  pods = {"matchLabels": {JOB_NAME_LABEL: name}}
+def network_policy(options, manifest_):
+  """A NetworkPolicy that admits only the pods of the job `manifest_` (its controller
+  labels them)."""
+  key = (k8s_kinds.JOBSET_NAME_LABEL if manifest_["kind"] == "JobSet" else
+         k8s_kinds.KUBEFLOW_NAME_LABEL)
+  pods = {"matchLabels": {key: options.name}}
   return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-          "metadata": {"name": f"{name}-own-pods-only",
-                       **({"namespace": namespace} if namespace else {})},
+          "metadata": {"name": f"{options.name}-own-pods-only",
+                       **({"namespace": options.namespace} if options.namespace else {})},
           "spec": {"podSelector": pods, "policyTypes": ["Ingress"],
                    "ingress": [{"from": [{"podSelector": pods}]}]}}
 
@@ -255,19 +216,18 @@ def _yaml(k8s_flags, command):
   """The YAML documents of the job: its manifest, and its NetworkPolicy."""
   options = k8s_flags.options()
   job = k8s_flags.job.job(command)
-  mailbox = instrumented_mailbox(job, options)
-  if mailbox:
+  site = options.pod_template and k8s_pods.read_template(options.pod_template)
+  mailboxes = instrumented_mailboxes(job, options)
+  if mailboxes:
     program = os.path.basename(launching.instrumented(job.command))
     command_line.write(sys.stderr, (
         f"instrumenting {program}: it does not import estimator_dist, so each pod starts "
         f"the job's {job.strategy} strategy as it imports TensorFlow and routes its "
-        f"Estimator calls; the pods agree through {mailbox}, new with this manifest, and "
-        f"run with restartPolicy Never (a pod restarted alone would meet rounds its peers "
-        f"made): to resume, print a new manifest and apply it (--instrument=off: run the "
-        f"program as it is)"), "k8s")
-  documents = [manifest(job, options=options, mailbox=mailbox)]
+        f"Estimator calls; the pods agree through a mailbox in {mailboxes}, new for each "
+        f"start of the job (--instrument=off: run the program as it is)"), "k8s")
+  documents = [manifest(job, options=options, mailboxes=mailboxes, site=site)]
   if options.network_policy:
-    documents.append(network_policy(options.name, options.namespace))
+    documents.append(network_policy(options, documents[0]))
   return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False)
 
 
