@@ -14,6 +14,7 @@ import yaml
 from estimator_dist import errors
 from estimator_dist.contract import cluster
 from estimator_dist.engines import kubernetes
+from estimator_dist.instrument import in_container
 from estimator_dist.strategies import checks
 from estimator_dist.strategies import local
 from estimator_dist.strategies import traits
@@ -170,15 +171,18 @@ def test_a_jobset_runs_each_role_as_an_indexed_job(strategy, args, replicas, mon
 def test_the_pod_template_cannot_change_what_the_job_sets(tmp_path):
   template = tmp_path / "pod.yaml"
   for site, field in (
-      ({"spec": {"restartPolicy": "Always"}}, "spec.restartPolicy to 'Always'"),
+      ({"spec": {"restartPolicy": "Always"}}, "sets spec.restartPolicy to 'Always'"),
       ({"spec": {"containers": [{"name": "tensorflow", "command": ["sh"]}]}},
-       r"spec.containers\[tensorflow\].command to \['sh'\]"),
+       r"sets spec.containers\[tensorflow\].command to \['sh'\]"),
       ({"spec": {"containers": [{"name": "tensorflow", "env": [
-          {"name": "ESTIMATOR_DIST_STRATEGY", "value": "mirrored"}]}]}},
-       r"spec.containers\[tensorflow\].env\[ESTIMATOR_DIST_STRATEGY\].value to 'mirrored'")):
+          {"name": "ESTIMATOR_DIST_STRATEGY", "valueFrom": {"fieldRef": {
+              "fieldPath": "metadata.name"}}}]}]}},
+       r"sets spec.containers\[tensorflow\].env\[ESTIMATOR_DIST_STRATEGY\], a variable"),
+      ({"spec": {"containers": [{"name": "tensorflow", "volumeMounts": [
+          {"name": "big", "mountPath": "/dev/shm"}]}]}},
+       "mounts /dev/shm in the container tensorflow, where")):
     template.write_text(yaml.safe_dump(site))
-    with pytest.raises(errors.ConfigError, match=f"--pod_template sets {field}, which the "
-                       "job sets itself"):
+    with pytest.raises(errors.ConfigError, match=f"--pod_template {field}.* the job"):
       k8s("--strategy=multi_worker", "--image=img", f"--pod_template={template}", "--",
           "python", "t.py")
   template.write_text("containers: []\n")
@@ -312,15 +316,22 @@ def test_a_program_that_does_not_import_the_toolkit_is_instrumented_in_each_pod(
     assert found == {f"{tmp_path}/run/estimator_dist/mailbox-k8s-{uid}-{restart}"}
     mailboxes |= found
   assert len(mailboxes) == 3
-  # Kubeflow v1 and MPIJobs: new with each manifest, and no pod restarted alone.
-  for args in (["--kubeflow_v1", "--strategy=multi_worker"], ["--strategy=horovod"]):
-    job = k8s(*args, *shared, f"--model_dir={tmp_path}/run", "--", "python", *PREMADE)
-    replicas = job["spec"].get("tfReplicaSpecs") or job["spec"]["mpiReplicaSpecs"]
-    assert {spec["restartPolicy"] for spec in replicas.values()} == {"Never"}
-    again = kubernetes.manifest_from_args([*args, *shared, f"--model_dir={tmp_path}/run",
-                                           "--", "python", *PREMADE])
-    mailbox, = set(re.findall(r"mailbox-k8s-estimator-dist-\w+", yaml.safe_dump(job)))
-    assert mailbox not in again
+  # An MPIJob's: new for each start of its launcher pod, whose mpirun passes it on.
+  job = k8s("--strategy=horovod", *shared, f"--model_dir={tmp_path}/run", "--", "python",
+            *PREMADE)
+  launcher = containers(job)["Launcher"]
+  assert launcher["env"][0] == {"name": "ESTIMATOR_DIST_POD_UID", "valueFrom": {
+      "fieldRef": {"fieldPath": "metadata.uid"}}}
+  assert {"name": "ESTIMATOR_DIST_MAILBOX", "value": f"{tmp_path}/run/estimator_dist/"
+          "mailbox-k8s-$(ESTIMATOR_DIST_POD_UID)"} in launcher["env"]
+  assert "-x ESTIMATOR_DIST_MAILBOX" in launcher["command"][2]
+  # Kubeflow v1's TFJob: new with each manifest, and no pod restarted alone.
+  args = ["--kubeflow_v1", "--strategy=multi_worker", *shared, f"--model_dir={tmp_path}/run",
+          "--", "python", *PREMADE]
+  job = k8s(*args)
+  assert {s["restartPolicy"] for s in job["spec"]["tfReplicaSpecs"].values()} == {"Never"}
+  mailbox, = set(re.findall(r"mailbox-k8s-estimator-dist-\w+", yaml.safe_dump(job)))
+  assert mailbox not in kubernetes.manifest_from_args(args)
   # Off, or a program of ours, runs as it is.
   for args in (["--instrument=off", "--", "python", *PREMADE],
                ["--", "python", "-m", "tests.programs.plain_model"]):
@@ -366,3 +377,14 @@ def test_the_pods_of_an_unmodified_program_train_together(tmp_path):
   output = again.communicate(timeout=60)[0]
   assert again.returncode == 2, output
   assert "chief:0 started before with the job's mailbox" in output, output
+
+
+def test_a_pod_that_cannot_find_the_program_it_instruments_is_refused(tmp_path, monkeypatch,
+                                                                       capsys):
+  # Run as it is, each pod would train alone: nothing on Kubernetes checks that they joined.
+  monkeypatch.setenv("ESTIMATOR_DIST_MAILBOX", str(tmp_path / "mailbox"))
+  monkeypatch.chdir(tmp_path)
+  assert in_container.main(["in_container", "--", "python", "train.py"]) == 2
+  assert (f"estimator-dist: error: the job instruments train.py, which this container cannot "
+          f"find (in {tmp_path})") in capsys.readouterr().err
+  assert not (tmp_path / "mailbox").exists()

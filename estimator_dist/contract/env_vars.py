@@ -76,10 +76,18 @@ MLFLOW_TRACKING_URI = "ESTIMATOR_DIST_MLFLOW_TRACKING_URI"
 # Set by a sweep for a trial's job; read by its chief: the MLflow run to write into (the
 # trial's run, nested in the sweep's).
 MLFLOW_RUN_ID = "ESTIMATOR_DIST_MLFLOW_RUN_ID"
-# Set in the pods of a JobSet (`estimator-dist k8s`) from their annotations, through the
-# downward API: the pod's index in its role, its JobSet's uid and restart count. Read by
-# no module: Kubernetes expands them (`$(NAME)`) into the pod's TF_CONFIG and, for an
-# instrumented program, MAILBOX (new for each JobSet and each of its restarts).
+# Set in the pods of a JobSet (`estimator-dist k8s`) from their completion index, through
+# the downward API. Read by no module: Kubernetes expands it (`$(NAME)`) into the pod's
+# TF_CONFIG as its task's index.
 KUBERNETES_POD_INDEX = "ESTIMATOR_DIST_POD_INDEX"
+# Set in the pods of a JobSet from their JobSet's uid, through the downward API. Read by
+# no module: Kubernetes expands it into MAILBOX (an instrumented program's), new for each
+# JobSet.
 KUBERNETES_JOBSET_UID = "ESTIMATOR_DIST_JOBSET_UID"
+# Set in the pods of a JobSet from its restart count, through the downward API. Read by no
+# module: Kubernetes expands it into MAILBOX, new for each restart of the JobSet.
 KUBERNETES_JOBSET_RESTART = "ESTIMATOR_DIST_JOBSET_RESTART"
+# Set in the pods of an MPIJob (`estimator-dist k8s`) from their uid, through the downward
+# API. Read by no module: Kubernetes expands it into the launcher pod's MAILBOX (for an
+# instrumented program), new for each start of the launcher, which mpirun passes on.
+KUBERNETES_POD_UID = "ESTIMATOR_DIST_POD_UID"

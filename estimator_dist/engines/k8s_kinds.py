@@ -35,7 +35,16 @@ _INDEX = "batch.kubernetes.io/job-completion-index"
 _FROM_ANNOTATIONS = ((env_vars.KUBERNETES_POD_INDEX, _INDEX),
                      (env_vars.KUBERNETES_JOBSET_UID, "jobset.sigs.k8s.io/jobset-uid"),
                      (env_vars.KUBERNETES_JOBSET_RESTART, "jobset.sigs.k8s.io/restart-attempt"))
-_JOBSET_ROLES = ("chief", "worker", "ps", "evaluator")
+_POD_UID = {"name": env_vars.KUBERNETES_POD_UID,
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}
+# A pod's name is its Job's and 5 more characters, at most 63 in all (JobSet's webhook).
+_POD_NAME_SUFFIX = 6
+
+
+def role_counts(job):
+  """[(role, its tasks)] of a tf.distribute job, in TF_CONFIG's names."""
+  return [("chief", 1), ("worker", 0 if job.traits.one_process else job.num_workers - 1),
+          ("ps", job.num_ps), ("evaluator", int(job.evaluator))]
 
 
 def _from_annotations():
@@ -50,25 +59,30 @@ def jobset_mailbox(directory):
           f"$({env_vars.KUBERNETES_JOBSET_RESTART})")
 
 
+def mpijob_mailbox(directory):
+  """The mailbox of an instrumented program's ranks in `directory`, new for each start of
+  the launcher pod (its uid), whose mpirun passes it on to the ranks."""
+  return f"{directory}/mailbox-k8s-$({env_vars.KUBERNETES_POD_UID})"
+
+
 def jobset(job, *, options, program, env, site):
   """A JobSet of the tf.distribute strategy's tasks; `env` the pods' variables (a list of
   the Kubernetes form), `site` the --pod_template or None."""
   name, port = options.name, options.port
-  counts = dict(zip(_JOBSET_ROLES, (1, 0 if job.traits.one_process else job.num_workers - 1,
-                                    job.num_ps, int(job.evaluator))))
-  cluster = {role: [f"{name}-{role}-0-{i}.{name}:{port}" for i in range(count)]
-             for role, count in counts.items() if count and role != "evaluator"}
-  too_long = [h for hosts in cluster.values() for h in hosts if len(h.partition(".")[0]) > 63]
-  if too_long:
-    raise errors.ConfigError(f"--name={name} is too long: a pod's hostname ({too_long[0]}) "
-                             f"must have at most 63 characters.")
+  counts = [(role, count) for role, count in role_counts(job) if count]
+  hosts = {role: [f"{name}-{role}-0-{i}" for i in range(count)] for role, count in counts}
+  too_long = max((h for role in hosts.values() for h in role), key=len)
+  if len(too_long) + _POD_NAME_SUFFIX > 63:
+    raise errors.ConfigError(
+        f"--name={name} is too long: the name of the pod {too_long} and JobSet's 6 more "
+        f"characters must have at most 63; give a shorter --name.")
+  cluster = json.dumps({role: [f"{h}.{name}:{port}" for h in names]
+                        for role, names in hosts.items() if role != "evaluator"})
   replicated = []
-  for role, count in counts.items():
-    if not count:
-      continue
-    own = [] if job.traits.one_process else [{"name": "TF_CONFIG", "value": json.dumps({
-        "cluster": cluster, "task": {"type": role, "index": 0}, "environment": "cloud"}
-    ).replace('"index": 0}', f'"index": $({env_vars.KUBERNETES_POD_INDEX})}}')}]
+  for role, count in counts:
+    own = [] if job.traits.one_process else [{"name": "TF_CONFIG", "value": (
+        f'{{"cluster": {cluster}, "task": {{"type": "{role}", "index": '
+        f'$({env_vars.KUBERNETES_POD_INDEX})}}, "environment": "cloud"}}')}]
     trains = role in ("chief", "worker")
     the_container = k8s_pods.container(
         TF_CONTAINER, image=options.image, command=program,
@@ -106,7 +120,7 @@ def mpijob(job, *, options, program, env, names, site, restart_policy, version):
     mpirun = ["bash", "-c", "\n".join([
         *signal_forwarding.trap("TERM"),
         *signal_forwarding.lines(step, forward='kill -USR1 "$step_pid"'), 'exit "$code"'])]
-  mounts = k8s_pods.model_dir_mounts(options)
+  mounts, env = k8s_pods.model_dir_mounts(options), [_POD_UID, *env]
   launcher = k8s_pods.container(MPI_CONTAINER, image=options.image, command=mpirun, env=env,
                                 resources_=k8s_pods.LAUNCHER_RESOURCES, mounts=mounts)
   # v2beta1's workers run the image's sshd; v1's operator runs the ranks through kubectl.
@@ -134,10 +148,9 @@ def tfjob_v1(job, *, options, program, env, site, restart_policy):
   service per pod, and writes each pod's TF_CONFIG. It keeps its pods when the chief ends
   (cleanPodPolicy None): the evaluator finishes its final evaluation, and ps tasks exit
   once every training task has ended."""
-  counts = [("Chief", 1), ("Worker", 0 if job.traits.one_process else job.num_workers - 1),
-            ("PS", job.num_ps), ("Evaluator", int(job.evaluator))]
   specs = {}
-  for role, replicas in counts:
+  for role, replicas in role_counts(job):
+    role = {"ps": "PS"}.get(role, role.capitalize())
     if replicas:
       the_container = k8s_pods.container(
           TF_CONTAINER, image=options.image, command=program, env=env,

@@ -49,20 +49,29 @@ def container(name, *, image, command, env, resources_=None, port=None, mounts=(
 def template(options, the_container, *, restart_policy, site=None):
   """The PodTemplateSpec of the pods that run `the_container`, `site`'s fields under it."""
   volumes, grace = [SHM_VOLUME], options.preemption_grace_secs
-  if options.volume_claim:
-    volumes.append({"name": "model-dir", "persistentVolumeClaim": {
-        "claimName": options.volume_claim.partition(":")[0]}})
+  claim, _ = options.claim_and_mount
+  if claim:
+    volumes.append({"name": "model-dir", "persistentVolumeClaim": {"claimName": claim}})
   ours = {"spec": {"restartPolicy": restart_policy,
                    "terminationGracePeriodSeconds": (task_env.whole_seconds(grace) +
                                                      TERMINATION_MARGIN_SECS),
                    "containers": [the_container], "volumes": volumes}}
-  return merged(site, ours, "") if site else ours
+  if not site:
+    return ours
+  found = merged(site, ours, "")
+  for container in found["spec"].get("containers") or []:
+    paths = [mount.get("mountPath") for mount in container.get("volumeMounts") or []]
+    twice = sorted({path for path in paths if paths.count(path) > 1})
+    if twice:
+      raise errors.ConfigError(
+          f"--pod_template mounts {', '.join(twice)} in the container {container['name']}, "
+          f"where the job mounts a volume of its own: leave it out of the template.")
+  return found
 
 
 def model_dir_mounts(options):
-  if not options.volume_claim:
-    return []
-  return [{"name": "model-dir", "mountPath": options.volume_claim.partition(":")[2]}]
+  _, mount = options.claim_and_mount
+  return [{"name": "model-dir", "mountPath": mount}] if mount else []
 
 
 def read_template(path):
@@ -84,6 +93,11 @@ def read_template(path):
 
 def merged(theirs, ours, path):
   """`ours` laid over `theirs` (see the module's docstring); `path` names the field."""
+  if theirs is None:  # A key the site left empty.
+    return ours
+  if path.rsplit(".", 1)[-1].startswith("env[") and theirs != ours:  # value or valueFrom.
+    raise errors.ConfigError(f"--pod_template sets {path.lstrip('.')}, a variable the job "
+                             f"sets itself: leave it out of the template.")
   if isinstance(theirs, dict) and isinstance(ours, dict):
     out = dict(theirs)
     for key, value in ours.items():

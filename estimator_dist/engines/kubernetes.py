@@ -115,10 +115,18 @@ class KubernetesOptions:
           "--queue: Kueue admits a job by its pods' requests, and without --cpu and "
           "--memory they request nothing: give both.")
     if self.volume_claim:
-      claim, _, path = self.volume_claim.partition(":")
+      claim, path = self.claim_and_mount
       if not claim or not path.startswith("/"):
         raise errors.ConfigError(
             f"--volume_claim ({self.volume_claim!r}) must be CLAIM:/mount/path.")
+
+  @property
+  def claim_and_mount(self):
+    """(claim, mount path) of --volume_claim; (None, None) without one."""
+    if not self.volume_claim:
+      return None, None
+    claim, _, path = self.volume_claim.partition(":")
+    return claim, path
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -149,10 +157,13 @@ def manifest(job, *, options, mailboxes=None, site=None):
   mailbox = None
   if mailboxes:  # Each task instruments it (in_container), and starts once per mailbox.
     program = [_python(job), "-m", in_container.__name__, "--", *program]
-    restart_policy = "Never"  # Kubeflow v1's pods: one restarted alone would be refused.
-    jobset = not (options.kubeflow_v1 or job.traits.ranks_from_horovodrun)
-    mailbox = (k8s_kinds.jobset_mailbox(mailboxes) if jobset else
-               f"{mailboxes}/mailbox-k8s-{options.name}-{uuid.uuid4().hex[:12]}")
+    if job.traits.ranks_from_horovodrun:  # New for each start of the launcher pod.
+      mailbox = k8s_kinds.mpijob_mailbox(mailboxes)
+    elif options.kubeflow_v1:  # New with the manifest: a pod recreated alone is refused.
+      restart_policy = "Never"
+      mailbox = f"{mailboxes}/mailbox-k8s-{options.name}-{uuid.uuid4().hex[:12]}"
+    else:  # New for each JobSet and each of its restarts.
+      mailbox = k8s_kinds.jobset_mailbox(mailboxes)
   env = task_env.task_environment(  # Every pod's.
       job=job, preemption_grace_secs=options.preemption_grace_secs,
       model_dir=options.model_dir, mailbox=mailbox)
@@ -181,7 +192,7 @@ def instrumented_mailboxes(job, options):
   if options.instrument != "auto" or not launching.instrumented(job.command):
     return None
   model_dir = options.model_dir or model_dir_arg.program_model_dir(list(job.command[1:]))
-  mount = options.volume_claim and options.volume_claim.partition(":")[2].rstrip("/")
+  mount = (options.claim_and_mount[1] or "").rstrip("/")
   if not (model_dir and mount and os.path.normpath(model_dir).startswith(mount + "/")):
     raise errors.ConfigError(
         f"the pods of a program that does not import estimator_dist agree through the "

@@ -8,11 +8,13 @@ tasks get (`launching.task_env`), its main file found as this container sees it.
 it starts, the task says in the job's mailbox that it started: a task can start once
 per mailbox, so a manifest applied a second time (whose mailbox holds the rounds of its
 first run) is refused at once instead of reading them. A program that imports
-estimator_dist, or one this container cannot read, runs as it is.
+estimator_dist runs as it is; one the manifest instruments (it gave a mailbox) that this
+container cannot find is refused: run as it is, each task would train alone.
 """
 
 import json
 import os
+import shlex
 import sys
 
 from estimator_dist import command_line
@@ -56,6 +58,14 @@ def main(argv):
     command_line.write_error("give the program to run after --, e.g. -- python train.py")
     return 2
   env, program = dict(os.environ), launching.instrumented(command)
+  found = launching.program_file(command)
+  if env.get(env_vars.MAILBOX) and not (found and os.path.isfile(found)):
+    # The manifest instruments it: run as it is, each task would train alone.
+    command_line.write_error(
+        f"the job instruments {found or shlex.join(command)}, which this container cannot "
+        f"find (in {os.getcwd()}): give the program's path as the image has it, or run "
+        f"the manifest's command from the image's working directory.")
+    return 2
   if program:
     why = env.get(env_vars.MAILBOX) and first_start(env)
     if why:

@@ -72,6 +72,9 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
         "--isolation=private keeps a job on this machine; a job with tasks on other hosts "
         "runs on their network (keep it private; see the trust boundary in docs/security.md).")
   startup_checks.check_job(job, options.model_dir, local=local)
+  instrumented = options.instrument == "auto" and launching.instrumented(job.command)
+  shared = None if local or not instrumented else startup_checks.mailbox_across_hosts(
+      model_dir_arg.given_model_dir(list(job.command), options.model_dir))
   # Heartbeats go through a directory of this machine: local jobs only. A remote
   # horovodrun gets a moment to stop the ranks it started over SSH.
   group = processes.TaskGroup(
@@ -103,10 +106,8 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
                                                      "logs"),
         level=options.terminal,
         program=os.path.basename(launching.program_file(list(job.command)) or ""))
-    instrumented = options.instrument == "auto" and launching.instrumented(job.command)
-    if instrumented and not local:  # Its tasks on several hosts agree through the model_dir.
-      group.mailbox = mailbox.Mailbox(group.temporary_directory(
-          "mailbox", startup_checks.mailbox_across_hosts(model_dir, made=made)))
+    if shared:  # The tasks of an instrumented program on several hosts agree there.
+      group.mailbox = mailbox.Mailbox(group.temporary_directory("mailbox", shared))
     if instrumented:
       group.log(f"instrumenting {instrumented}: it does not import estimator_dist, so its "
                 f"tasks start the job's {job.strategy} strategy as they import TensorFlow, "

@@ -123,12 +123,13 @@ def _check_python(command):
         f"activate its environment first).")
 
 
-def mailbox_across_hosts(model_dir, *, made):
+def mailbox_across_hosts(model_dir):
   """Where the mailbox of an instrumented program's tasks on several hosts goes: in the
-  job's model_dir, which every host must share (a SLURM job's is there too). A ConfigError
-  where it cannot be: a temporary model_dir of this machine, or a URL."""
-  if made or "://" in model_dir:
-    where = "a new temporary directory of this machine" if made else model_dir
+  job's model_dir (the one given: None for none), which every host must share (a SLURM
+  job's is there too). A ConfigError where it cannot be: no model_dir (a new temporary
+  directory of this machine), or a URL."""
+  if model_dir is None or "://" in model_dir:
+    where = "a new temporary directory of this machine" if model_dir is None else model_dir
     raise errors.ConfigError(
         f"the tasks of an instrumented program on several hosts agree through the job's "
         f"model_dir, which must be a directory every host shares (not {where}): give "
