@@ -125,9 +125,11 @@ def test_the_layer_check_names_an_import_up_the_layers():
 # Outside task/ and the layers above it that run the training (strategies/, training/),
 # the only modules of estimator_dist that import from estimator_dist.task are programs
 # that run as a task of a job themselves: the parameter server's task (a server at its own
-# address) and a sweep's runner (preempted as a task is). The launcher and the engines
-# read a task only through the contract and the outputs.
-RUN_AS_A_TASK = ("estimator_dist.jobs.server", "estimator_dist.experiments.runner")
+# address), a sweep's runner (preempted as a task is) and the program verify captures,
+# which its runs' tasks train (`verify --train_only`). The launcher and the engines read a
+# task only through the contract and the outputs.
+RUN_AS_A_TASK = ("estimator_dist.jobs.server", "estimator_dist.experiments.runner",
+                 "estimator_dist.verification.program_capture")
 MAY_IMPORT_TASK = ("task", "strategies", "training")
 
 

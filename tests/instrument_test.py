@@ -126,17 +126,19 @@ def test_a_round_no_other_task_reaches_ends_the_job_in_one_line(tmp_path, extra_
 
 
 @pytest.mark.processes
-def test_cloud_mls_census_trainer_trains_under_multi_worker(tmp_path):
+@pytest.mark.parametrize("strategy, processes", [("multi_worker", 2), ("mirrored", 1)])
+def test_cloud_mls_census_trainer_trains_under_the_collective_strategies(tmp_path, strategy,
+                                                                         processes):
   """Cloud ML's census trainer (tests/programs/upstream), unmodified: its input_fn returns
   an iterator's tensors, and its wide & deep model has sparse gradients (categorical
-  columns, embeddings) whose lengths differ between workers. Once it failed at its first
+  columns, embeddings) whose lengths differ between replicas. Once it failed at its first
   step (`Shape mismatch in the collective instance`); they are all-reduced dense now."""
-  code, output = helpers.launch("multi_worker", "tests.programs.upstream.census_estimator",
+  code, output = helpers.launch(strategy, "tests.programs.upstream.census_estimator",
                                 f"--job-dir={tmp_path}", "--train-steps=300", timeout=300)
   assert code == 0, output[-3000:]
-  assert output.count("multi_worker all-reduces the Estimator's sparse gradients (embeddings, "
-                      "categorical columns) dense") == 2, output[-3000:]
-  for index in range(2):
+  assert output.count("the job all-reduces the Estimator's sparse gradients (embeddings, "
+                      "categorical columns) dense") == processes, output[-3000:]
+  for index in range(processes if processes > 1 else 0):
     assert f"training input is shard {index} of 2" in output, output[-3000:]
   summary, = helpers.summaries(output)
   # Its synthetic census's majority class is 0.689 of the evaluation rows.

@@ -8,6 +8,7 @@ from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.strategies import base
 from estimator_dist.strategies import options as options_lib
+from estimator_dist.strategies import sparse_gradients
 
 
 def _cpu_devices(count):
@@ -44,6 +45,7 @@ class MirroredAdapter(base.StrategyAdapter):
     else:
       devices = _cpu_devices(num_devices or 1)
     self.devices = devices
+    sparse_gradients.all_reduced_dense()
     self._strategy = tf.distribute.MirroredStrategy(devices=devices)
 
   @property

@@ -1,24 +1,12 @@
-"""`multi_worker`: MultiWorkerMirroredStrategy (CollectiveAllReduce) from TF_CONFIG.
-
-A sparse gradient (an embedding's, a categorical column's: IndexedSlices) is all-reduced
-dense in an Estimator's graph. TensorFlow gathers IndexedSlices with a `cond` on whether
-every worker's slices have one length; in a TF1 graph the workers' gathers of different
-lengths meet in the wrong branch and the step fails ("Shape mismatch in the collective
-instance", tensorflow#33339): Cloud ML's census trainer fails so at its first step
-(measured, TensorFlow 2.15), a column whose batches all have one length does not. Summed
-dense, the result is the same, at the cost of sending the whole variable: as
-MirroredStrategy does with IndexedSlices.
-"""
-
-import functools
+"""`multi_worker`: MultiWorkerMirroredStrategy (CollectiveAllReduce) from TF_CONFIG."""
 
 import tensorflow as tf
 from absl import logging
-from tensorflow.python.distribute import cross_device_utils  # pylint: disable=g-direct-tensorflow-import
 
 from estimator_dist import command_line
 from estimator_dist.strategies import base
 from estimator_dist.strategies import options as options_lib
+from estimator_dist.strategies import sparse_gradients
 
 # Each of options_lib.COMMUNICATIONS as tf.distribute names it.
 COMMUNICATIONS = {
@@ -33,7 +21,7 @@ class MultiWorkerAdapter(base.StrategyAdapter):
   _strategy = None
 
   def start_backend(self):
-    _all_reduce_sparse_gradients_dense()
+    sparse_gradients.all_reduced_dense()
     if self.task.role != "evaluator":
       # Must come before any other TensorFlow op: it starts this task's gRPC server.
       self._strategy = tf.distribute.MultiWorkerMirroredStrategy(
@@ -78,27 +66,3 @@ class MultiWorkerAdapter(base.StrategyAdapter):
     strategy = tf.distribute.get_strategy()  # The Estimator's copy, whose scope this is.
     result = strategy.run(assign_and_read, args=(requests,))
     return strategy.experimental_local_results(result)[0]
-
-
-def _all_reduce_sparse_gradients_dense():
-  """Makes CollectiveAllReduce all-reduce an IndexedSlices dense in a TF1 graph (see the
-  module's docstring); once per process. Under tf.function TensorFlow orders its
-  collectives, and its own gather of IndexedSlices is kept."""
-  launcher = cross_device_utils.CollectiveReplicaLauncher
-  original = launcher.all_reduce_indexed_slices
-  if getattr(original, "estimator_dist_dense", False):
-    return
-
-  @functools.wraps(original)
-  def all_reduce_indexed_slices(self, input_slices, options=None):
-    if tf.compat.v1.executing_eagerly_outside_functions():
-      return original(self, input_slices, options)
-    logging.log_first_n(logging.INFO, command_line.line(
-        "multi_worker all-reduces the Estimator's sparse gradients (embeddings, categorical "
-        "columns) dense: TensorFlow's gather of sparse gradients fails in a TF1 graph when "
-        "the workers' lengths differ"), 1)
-    reduced, = self.batch_all_reduce([[tf.convert_to_tensor(input_slices)]], options)
-    rows = tf.shape(reduced, out_type=tf.int64)
-    return tf.IndexedSlices(values=reduced, indices=tf.range(rows[0]), dense_shape=rows)
-  all_reduce_indexed_slices.estimator_dist_dense = True
-  launcher.all_reduce_indexed_slices = all_reduce_indexed_slices

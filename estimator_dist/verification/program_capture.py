@@ -7,6 +7,7 @@ that call ends it and gives the Estimator and the training input_fn it was calle
 """
 
 import functools
+import inspect
 import os
 import runpy
 import sys
@@ -18,6 +19,8 @@ from tensorflow_estimator.python.estimator import training as training_lib
 
 from estimator_dist import bound_names
 from estimator_dist import errors
+from estimator_dist.task import array_inputs
+from estimator_dist.task import iterator_inputs
 
 
 class _Captured(BaseException):  # Not an Exception: a program's `except Exception` passes it.
@@ -89,9 +92,15 @@ def joined_batches(input_fn, count):
         [[-1], tf.shape(tensor)[2:]], 0)
     return tf.reshape(tensor, shape)
 
-  @functools.wraps(input_fn)  # Estimator passes the arguments the program's takes.
+  if array_inputs.made_by(input_fn):  # A numpy_input_fn's or pandas_input_fn's examples.
+    input_fn = array_inputs.as_dataset_input_fn(input_fn)
+
   def joined(**kwargs):
-    dataset = input_fn(**kwargs)
+    # A TF1 input_fn's iterator tensors are read as the Dataset they iterate.
+    dataset = iterator_inputs.dataset_of(lambda: input_fn(**kwargs))
     return dataset.batch(count, drop_remainder=True).map(
         lambda *parts: tf.nest.map_structure(flat, parts if len(parts) > 1 else parts[0]))
+  # Estimator passes the arguments the program's takes (its `mode`, say), read from here.
+  joined.__name__ = getattr(input_fn, "__name__", "input_fn")
+  joined.__signature__ = inspect.signature(input_fn)
   return joined

@@ -30,10 +30,13 @@ def _train(verify_flags, program):
   """One task of a verification run: train the module (or the program's model)
   deterministically."""
   tf.config.experimental.enable_op_determinism()
-  # Keras seeds unseeded initializers from Python's random: one seed, one reference.
+  # Keras seeds unseeded initializers from Python's random, and a program's Keras model
+  # built before its Estimator draws its weights from TensorFlow's global seed (without
+  # one, determinism refuses the draw): one seed, one reference.
   seed = verify_flags.training.value("random_seed")
   random.seed(seed)
   np.random.seed(seed)
+  tf.random.set_seed(seed)
   options = verify_flags.training.options()
   # A collective strategy must exist before a Keras model or canned Estimator is built.
   adapter = factory.create_strategy(options.strategy, **options.strategy_options)
