@@ -3,6 +3,7 @@
 of each trainable weight between their checkpoints.
 """
 
+import functools
 import importlib
 import os
 import random
@@ -37,6 +38,7 @@ def _train(verify_flags, program):
   random.seed(seed)
   np.random.seed(seed)
   tf.random.set_seed(seed)
+  _seed_run_configs(seed)
   options = verify_flags.training.options()
   # A collective strategy must exist before a Keras model or canned Estimator is built.
   adapter = factory.create_strategy(options.strategy, **options.strategy_options)
@@ -50,6 +52,20 @@ def _train(verify_flags, program):
     params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
   entry_point.train_and_evaluate(model, input_fn, None, params=params, options=options,
                                  strategy=adapter)
+
+
+def _seed_run_configs(seed):
+  """Gives every RunConfig the program builds without a seed this one: model_to_estimator
+  draws the first checkpoint of a Keras model in a graph of its own, seeded from it (or
+  refused by determinism, without one)."""
+  original = tf.estimator.RunConfig.__init__
+
+  @functools.wraps(original)
+  def seeded(self, *args, **kwargs):
+    if len(args) < 2:  # tf_random_seed is its second parameter.
+      kwargs.setdefault("tf_random_seed", seed)
+    original(self, *args, **kwargs)
+  tf.estimator.RunConfig.__init__ = seeded
 
 
 def _model(module):
