@@ -69,7 +69,8 @@ def run(program, strategy, num_workers, timeout_secs):
     if own:
       shutil.rmtree(own, ignore_errors=True)
   seconds = time.monotonic() - started
-  fields = next(filter(None, map(summary.parse_line, output.splitlines())), {})
+  # The last summary: a program of several rounds has one for each evaluate().
+  fields = ([f for f in map(summary.parse_line, output.splitlines()) if f] or [{}])[-1]
   printed = _PRINTED.findall(output)
   error = "" if code == 0 else (failure_cause.first_error_line(output) or "")
   return code, seconds, fields, printed[-1] if printed else "", error

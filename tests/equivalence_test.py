@@ -152,6 +152,17 @@ def test_linear_scaling_changes_exactly_the_learning_rate(reference, tmp_path):
   assert rows and max(r[3] for r in rows) <= 1e-5, rows
 
 
+def test_sparse_gradients_of_different_lengths_match_one_worker_under_multi_worker():
+  """tests/programs/sparse_embeddings.py, as written: its two embeddings' gradients,
+  all-reduced dense, are one worker's on the joined batches."""
+  code, worst, verdict, output = run_verify(
+      "--strategy=multi_worker", "--num_workers=2", "--lr_scaling=none", "--",
+      helpers.PYTHON, "-m", "tests.programs.sparse_embeddings")
+  assert (code, verdict) == (0, "PASS") and worst <= 1e-5, output[-3000:]
+  assert len(re.findall(r"^  dnn/input_from_feature_columns/input_layer/\w+_embedding/"
+                        r"embedding_weights ", output, re.MULTILINE)) == 2, output[-3000:]
+
+
 def test_verify_catches_workers_that_read_the_same_data(tmp_path):
   code, worst, verdict, output = run_verify("--strategy=horovod",
                                             "--module=tests.programs.unsharded_model",
