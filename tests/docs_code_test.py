@@ -6,6 +6,7 @@ shell script run in the directory of those files, with `--train_steps=N` lowered
 (docs/development.md, "The code a newcomer copies runs").
 """
 
+import importlib.util
 import os
 import re
 
@@ -63,6 +64,42 @@ def test_the_readmes_program_is_the_quickstarts():
   assert readme and readme == quickstart
 
 
+def _excerpts_script():
+  path = os.path.join(helpers.REPO, "scripts", "terminal_excerpts.py")
+  spec = importlib.util.spec_from_file_location("terminal_excerpts", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+EXCERPTS = _excerpts_script()
+
+
+def excerpts():
+  """{the command as the test runs it: [each line of its excerpt in the pages]}."""
+  found = {}
+  for page in EXCERPTS.PAGES:
+    with open(os.path.join(helpers.REPO, page)) as f:
+      for match in EXCERPTS.EXCERPT.finditer(f.read()):
+        command = re.sub(r"--train_steps=\d+", f"--train_steps={RUN_STEPS}", match["command"])
+        found[command] = match["text"].splitlines()
+  return found
+
+
+def _shape(line):
+  """A line of output as a pattern: its numbers any numbers, a masked name any text."""
+  pattern = re.escape(line).replace(re.escape("..."), ".*")
+  return re.compile(re.sub(r"\d+(?:\\\.\d+)?", r"\\d+(?:\\.\\d+)?", pattern))
+
+
+def test_the_pages_excerpts_are_written_by_the_script():
+  assert excerpts(), "no <!-- output of: ... --> excerpt in " + ", ".join(EXCERPTS.PAGES)
+  assert EXCERPTS.masked("model_dir=/tmp/x1/estimator_dist_12-34_model_ab_cd/logs",
+                         "/tmp/x1") == "model_dir=/tmp/estimator_dist_..._model_.../logs"
+  assert _shape("steps/sec=463.07 at 127.0.0.1:561 in /tmp/estimator_dist_..._model_...")\
+      .fullmatch("steps/sec=9.5 at 127.0.0.1:4 in /tmp/estimator_dist_1-2_model_x")
+
+
 @pytest.mark.processes
 def test_the_pages_code_runs(tmp_path):
   files, scripts = runnable()
@@ -90,3 +127,11 @@ def test_the_pages_code_runs(tmp_path):
       assert logs, output[-3000:]
       with open(os.path.join(logs[1], "chief-0.log")) as f:
         assert "is deprecated" in f.read()
+    # Every line the pages show of the command's output is one it still prints (written
+    # by scripts/terminal_excerpts.py from a real run; a progress line comes every 30 s).
+    printed = EXCERPTS.masked(output, str(tmp_path)).splitlines()
+    for line in excerpts().get(script.strip(), []):
+      if "progress:" not in line:
+        assert any(_shape(line).fullmatch(p) for p in printed), (
+            f"the pages show {line!r}, which {script.strip()} no longer prints (run `python "
+            f"scripts/terminal_excerpts.py`):\n" + "\n".join(printed))
