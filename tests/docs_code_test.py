@@ -6,7 +6,6 @@ shell script run in the directory of those files, with `--train_steps=N` lowered
 (docs/development.md, "The code a newcomer copies runs").
 """
 
-import importlib.util
 import os
 import re
 
@@ -64,15 +63,7 @@ def test_the_readmes_program_is_the_quickstarts():
   assert readme and readme == quickstart
 
 
-def _excerpts_script():
-  path = os.path.join(helpers.REPO, "scripts", "terminal_excerpts.py")
-  spec = importlib.util.spec_from_file_location("terminal_excerpts", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-EXCERPTS = _excerpts_script()
+EXCERPTS = helpers.script_module("terminal_excerpts")
 
 
 def excerpts():

@@ -294,3 +294,12 @@ def chrome_trace(path):
   with open(path) as f:
     text = f.read().rstrip().rstrip(",")
   return json.loads(text if text.endswith("]") else text + "]")
+
+
+def script_module(name):
+  """scripts/NAME.py of the repository, loaded as a module (the scripts are no package)."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "scripts", f"{name}.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module

@@ -12,15 +12,7 @@ from tests import helpers
 FIX = "run `python scripts/reference_pages.py` and commit the pages it writes"
 
 
-def script():
-  path = os.path.join(helpers.REPO, "scripts", "reference_pages.py")
-  spec = importlib.util.spec_from_file_location("reference_pages", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-REFERENCE = script()
+REFERENCE = helpers.script_module("reference_pages")
 
 
 def test_every_committed_page_is_what_the_script_writes():
