@@ -186,3 +186,9 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   assert heartbeat.stalled(mailbox, 0.0, expected={"worker:2"}) == ["worker:2"]
   open(mailbox.path(mailbox_lib.BEATS, "worker:1.exited"), "w").close()
   assert heartbeat.exited_early(mailbox) == {"worker:2"}
+
+
+def test_a_task_claims_its_start_once(mailbox):
+  assert mailbox.claim(mailbox_lib.REACHED, "chief:0")
+  assert not mailbox.claim(mailbox_lib.REACHED, "chief:0")
+  assert mailbox.names(mailbox_lib.REACHED) == ["chief:0"]

@@ -83,6 +83,15 @@ class Mailbox:
     """Posts `value` (JSON) as message `name` of `topic`, replacing one posted before."""
     whole_file.write_json(self.path(topic, name), value)
 
+  def claim(self, topic, name):
+    """Posts message `name` of `topic`, empty, unless it is there already: True the first
+    time, False after (a task starts once per mailbox). Makes the mailbox if it is not."""
+    try:
+      os.close(os.open(self.path(topic, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+      return False
+    return True
+
   def read(self, topic, name):
     """The value of message `name` of `topic`; None before it is posted. Unreadable when
     something else is at its path (a program's doing: it sees the variable)."""

@@ -39,17 +39,14 @@ def first_start(env):
   is not yet); why not, else."""
   directory, name = env[env_vars.MAILBOX], task_name(env)
   try:
-    os.makedirs(os.path.join(directory, mailbox_lib.REACHED), exist_ok=True)
-    os.close(os.open(os.path.join(directory, mailbox_lib.REACHED, name),
-                     os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-  except FileExistsError:
-    return (f"{name} started before with the job's mailbox {directory}: this manifest ran "
-            f"before, and its tasks would read that run's rounds. Print a new manifest with estimator-dist k8s and apply it: the job "
-            f"resumes from its latest checkpoint.")
+    if mailbox_lib.Mailbox(directory).claim(mailbox_lib.REACHED, name):
+      return None
   except OSError as e:
     return (f"the job's mailbox {directory} cannot be made ({e}): its model_dir must be a "
             f"directory every pod shares and can write (--volume_claim).")
-  return None
+  return (f"{name} started before with the job's mailbox {directory}: this manifest ran "
+          f"before, and its tasks would read that run's rounds. Print a new manifest with "
+          f"estimator-dist k8s and apply it: the job resumes from its latest checkpoint.")
 
 
 def main(argv):
