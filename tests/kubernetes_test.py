@@ -325,6 +325,8 @@ def test_a_program_that_does_not_import_the_toolkit_is_instrumented_in_each_pod(
   assert {"name": "ESTIMATOR_DIST_MAILBOX", "value": f"{tmp_path}/run/estimator_dist/"
           "mailbox-k8s-$(ESTIMATOR_DIST_POD_UID)"} in launcher["env"]
   assert "-x ESTIMATOR_DIST_MAILBOX" in launcher["command"][2]
+  # A retried launcher is a new pod (a new uid), not the old one's container again.
+  assert {s["restartPolicy"] for s in job["spec"]["mpiReplicaSpecs"].values()} == {"Never"}
   # Kubeflow v1's TFJob: new with each manifest, and no pod restarted alone.
   args = ["--kubeflow_v1", "--strategy=multi_worker", *shared, f"--model_dir={tmp_path}/run",
           "--", "python", *PREMADE]

@@ -157,7 +157,8 @@ def manifest(job, *, options, mailboxes=None, site=None):
   mailbox = None
   if mailboxes:  # Each task instruments it (in_container), and starts once per mailbox.
     program = [_python(job), "-m", in_container.__name__, "--", *program]
-    if job.traits.ranks_from_horovodrun:  # New for each start of the launcher pod.
+    if job.traits.ranks_from_horovodrun:  # New for each launcher pod: a restart is a new pod.
+      restart_policy = "Never"
       mailbox = k8s_kinds.mpijob_mailbox(mailboxes)
     elif options.kubeflow_v1:  # New with the manifest: a pod recreated alone is refused.
       restart_policy = "Never"
