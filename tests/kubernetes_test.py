@@ -198,9 +198,13 @@ def test_the_pod_template_cannot_change_what_the_job_sets(tmp_path):
     ("parameter_server", ["--num_workers=2", "--num_ps=2", "--evaluator"],
      {"chief": 1, "worker": 1, "ps": 2, "evaluator": 1}),
 ])
-def test_kubeflow_v1_is_a_tfjob_the_operator_accepts(strategy, args, replicas, monkeypatch):
+def test_kubeflow_v1_is_a_tfjob_the_operator_accepts(strategy, args, replicas, monkeypatch,
+                                                     tmp_path):
+  template = tmp_path / "pod.yaml"
+  template.write_text(yaml.safe_dump({"kind": "PodTemplate", "template": SITE}))
   job = k8s(f"--strategy={strategy}", *args, "--kubeflow_v1", "--image=img", "--name=mnist",
-            "--namespace=team", "--cpu=2", "--", "python", "train.py")
+            "--namespace=team", "--cpu=2", f"--pod_template={template}", "--", "python",
+            "train.py")
   assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "TFJob")
   # The evaluator outlives the chief for its final evaluation.
   assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 3}
@@ -210,7 +214,8 @@ def test_kubeflow_v1_is_a_tfjob_the_operator_accepts(strategy, args, replicas, m
     assert specs[role]["restartPolicy"] == "OnFailure"
     assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
     assert container["resources"]["limits"] == {"cpu": "2"}
-    assert container["volumeMounts"] == [SHM]
+    assert container["volumeMounts"] == [SHM, {"name": "data", "mountPath": "/data"}]
+    assert specs[role]["template"]["spec"]["nodeSelector"] == {"pool": "train"}
   for role, count in specs.items():
     for index in range(count["replicas"]):
       text = operator_tf_config(job, {r: s["replicas"] for r, s in specs.items()}, role,
@@ -229,10 +234,13 @@ def test_the_one_pod_of_mirrored_trains_as_one_process():
 
 
 @pytest.mark.parametrize("version", ["v2beta1", "v1"])
-def test_horovod_is_an_mpijob(version):
+def test_horovod_is_an_mpijob(version, tmp_path):
   v1 = ["--kubeflow_v1"] if version == "v1" else []
+  template = tmp_path / "pod.yaml"  # The site's fields go to the container named mpi.
+  template.write_text(yaml.safe_dump({**SITE, "spec": {**SITE["spec"], "containers": [
+      {**SITE["spec"]["containers"][0], "name": "mpi"}]}}))
   job = k8s("--strategy=horovod", "--num_workers=4", *v1, "--image=img", "--gpus=1",
-            "--cpu=8", "--", "python", "train.py")
+            "--cpu=8", f"--pod_template={template}", "--", "python", "train.py")
   assert (job["apiVersion"], job["kind"]) == (f"kubeflow.org/{version}", "MPIJob")
   specs = job["spec"]["mpiReplicaSpecs"]
   assert {r: s["replicas"] for r, s in specs.items()} == {"Launcher": 1, "Worker": 4}
@@ -254,6 +262,8 @@ def test_horovod_is_an_mpijob(version):
   # The launcher pod runs mpirun alone: it asks for little, the workers for what they train on.
   assert pods["Launcher"]["resources"]["limits"] == {"cpu": "500m", "memory": "512Mi"}
   assert pods["Worker"]["resources"]["limits"] == {"cpu": "8", "nvidia.com/gpu": 1}
+  for pod in pods.values():
+    assert pod["env"][-1] == {"name": "HTTP_PROXY", "value": "http://proxy:3128"}
   # v2beta1's workers run the image's sshd; v1's operator execs the ranks into them.
   assert pods["Worker"].get("command") == (None if version == "v2beta1" else
                                            ["sleep", "infinity"])
