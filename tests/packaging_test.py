@@ -170,7 +170,7 @@ def test_slurm_k8s_and_help_run_without_tensorflow(wheel, tmp_path):
   assert "#SBATCH --nodes=2" in script and "srun" in script and "train.py" in script, script
   code, manifest, err = run("estimator-dist", "k8s", "--strategy=multi_worker",
                             "--num_workers=2", "--image=registry/train:1", *program)
-  assert code == 0 and "kind: TFJob" in manifest and "registry/train:1" in manifest, err
+  assert code == 0 and "kind: JobSet" in manifest and "registry/train:1" in manifest, err
   # Not sweep, whose --help needs Optuna.
   for command in ("launch", "slurm", "k8s", "progress", "verify", "bench"):
     code, out, err = run("estimator-dist", command, "--help")
