@@ -134,15 +134,16 @@ def test_cloud_mls_census_trainer_trains_under_the_collective_strategies(tmp_pat
   columns, embeddings) whose lengths differ between replicas. Once it failed at its first
   step (`Shape mismatch in the collective instance`); they are all-reduced dense now."""
   code, output = helpers.launch(strategy, "tests.programs.upstream.census_estimator",
-                                f"--job-dir={tmp_path}", "--train-steps=300", timeout=300)
+                                f"--job-dir={tmp_path}", "--train-steps=100", timeout=300)
   assert code == 0, output[-3000:]
   assert output.count("the job all-reduces the Estimator's sparse gradients (embeddings, "
                       "categorical columns) dense") == processes, output[-3000:]
   for index in range(processes if processes > 1 else 0):
     assert f"training input is shard {index} of 2" in output, output[-3000:]
   summary, = helpers.summaries(output)
-  # Its synthetic census's majority class is 0.689 of the evaluation rows.
-  assert summary["steps"] == "300" and float(summary["eval_accuracy"]) > 0.75, summary
+  # Its synthetic census's majority class is 0.689 of the evaluation rows (0.769 and 0.774
+  # measured; the job's seed makes each run the same).
+  assert summary["steps"] == "100" and float(summary["eval_accuracy"]) > 0.72, summary
 
 
 @pytest.mark.processes
