@@ -77,6 +77,7 @@ class Cluster:
   def __init__(self, root):
     self.root = root
     self.env = {**helpers.child_env(), "SLURM_CONF": os.path.join(root, "slurm.conf")}
+    self._outputs = {}  # {job id: the file its output goes to}
 
   def command(self, *args, check=True):
     done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=60,
@@ -92,7 +93,9 @@ class Cluster:
       f.write(script)
     printed = self.command("sbatch", "--parsable", f"--output={output}",
                            f"--chdir={helpers.REPO}", *args, path)
-    return printed.strip().split(";")[0]
+    job_id = printed.strip().split(";")[0]
+    self._outputs[job_id] = output
+    return job_id
 
   def runs(self, job_id, timeout=30):
     """[(state, exit code)] of each run of the finished job, as sacct has them (a requeue
@@ -139,7 +142,13 @@ class Cluster:
         return fields
       time.sleep(0.3)
     self.command("scancel", job_id, check=False)
-    pytest.fail(f"job {job_id} is {fields['JobState']} after {timeout}s, not one of {states}")
+    try:  # What the job printed: where it was when the test gave up on it.
+      with open(self._outputs.get(job_id, ""), errors="replace") as f:
+        printed = f.read()[-6000:]
+    except OSError:
+      printed = "(no output)"
+    pytest.fail(f"job {job_id} is {fields['JobState']} after {timeout}s, not one of "
+                f"{states}; it printed:\n{printed}")
 
 
 def _check_can_run():
