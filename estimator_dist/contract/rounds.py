@@ -15,6 +15,7 @@ stops a job whose chief is in a round that a training task ended without (`unmat
 import atexit
 import collections
 import os
+import time
 
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
@@ -28,6 +29,7 @@ _CHIEF = "chief:0"
 # the chief only).
 _TOGETHER = ("train", "train_and_evaluate")
 _POLL_SECS = 0.2
+OUTLIVE_SECS = 60  # How long a chief that ended waits for its workers to end.
 _counts = collections.Counter()
 _me = []  # This process's task name, once it took part in a round.
 
@@ -70,7 +72,22 @@ def _say_ended():
     try:
       mailbox.post(mailbox_lib.ROUNDS, _ENDED + _me[0], dict(_counts))
     except OSError:
-      pass  # An exit is not held up by a mailbox it cannot write.
+      return  # An exit is not held up by a mailbox it cannot write.
+    if _me[0] == _CHIEF:
+      _outlive_the_workers(mailbox)
+
+
+def _outlive_the_workers(mailbox):
+  """The chief's TensorFlow server holds the job's coordination service: a worker still
+  making its last calls after the last round (a predict()) stops for good once the chief
+  is gone (`Coordination agent is set to ERROR`), and under an engine without hang checks
+  (SLURM) its job never ends. The chief waits, up to OUTLIVE_SECS, for every worker that
+  joined to end."""
+  workers = [name for name in mailbox.names(mailbox_lib.JOINED) if name.startswith("worker:")]
+  deadline = time.monotonic() + OUTLIVE_SECS
+  while time.monotonic() < deadline and any(
+      mailbox.read(mailbox_lib.ROUNDS, _ENDED + name) is None for name in workers):
+    time.sleep(_POLL_SECS)
 
 
 def publish(kind, number, value):
