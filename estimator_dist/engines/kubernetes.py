@@ -156,7 +156,7 @@ def manifest(job, *, options, mailboxes=None, site=None):
   program, restart_policy = list(job.command), options.restart_policy
   mailbox = None
   if mailboxes:  # Each task instruments it (in_container), and starts once per mailbox.
-    program = [_python(job), "-m", in_container.__name__, "--", *program]
+    program = [launching.python_of(job.command), "-m", in_container.__name__, "--", *program]
     if job.traits.ranks_from_horovodrun:  # New for each launcher pod: a restart is a new pod.
       restart_policy = "Never"
       mailbox = k8s_kinds.mpijob_mailbox(mailboxes)
@@ -177,12 +177,6 @@ def manifest(job, *, options, mailboxes=None, site=None):
     return k8s_kinds.tfjob_v1(job, options=options, program=program, env=pods, site=site,
                               restart_policy=restart_policy)
   return k8s_kinds.jobset(job, options=options, program=program, env=pods, site=site)
-
-
-def _python(job):
-  """The program's `python`, as the image finds it; python3 for another program."""
-  program = job.command[0]
-  return program if os.path.basename(program).startswith("python") else "python3"
 
 
 def instrumented_mailboxes(job, options):

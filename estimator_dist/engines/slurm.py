@@ -11,7 +11,6 @@ at one agreed step and exit with errors.PREEMPTED_EXIT_CODE, and the job requeue
 """
 
 import dataclasses
-import os
 import shlex
 import sys
 from typing import Dict
@@ -140,7 +139,7 @@ def _mailbox_lines(job, options):
            f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}/{mailbox_lib.REACHED}"']
   if not options.progress_secs:
     return [*lines, f"trap 'rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
-  watch = shlex.join([_python(job), "-m", "estimator_dist.cli", "progress",
+  watch = shlex.join([launching.python_of(job.command), "-m", "estimator_dist.cli", "progress",
                       *([f"--model_dir={model_dir}"] if local else []),
                       f"--progress_secs={options.progress_secs:g}"])
   return [*lines, "# Progress lines: the tasks beat in the mailbox, and a watcher here reads them.",
@@ -148,13 +147,6 @@ def _mailbox_lines(job, options):
           "progress_pid=$!",
           f"trap '{{ kill $progress_pid; wait $progress_pid; }} 2>/dev/null || true; "
           f"rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
-
-
-def _python(job):
-  """The interpreter of the job's own helpers (its watcher, its end): the program's
-  `python` as the job's nodes find it (after --preamble), not a path of this machine."""
-  program = job.command[0]
-  return program if os.path.basename(program).startswith("python") else "python3"
 
 
 def _sbatch_lines(options):
@@ -170,7 +162,7 @@ def _sbatch_lines(options):
 def _job_end(job, code):
   """The command that reads the step's exit `code` (a shell word) in the job's mailbox
   (`job_end`): 0 only when every task joined, 200 only when the toolkit preempted."""
-  return shlex.join([_python(job), "-m", "estimator_dist.engines.job_end",
+  return shlex.join([launching.python_of(job.command), "-m", "estimator_dist.engines.job_end",
                      f"--strategy={job.strategy}", f"--tasks={','.join(sorted(job.task_names))}"]
                     ) + f' --mailbox="${env_vars.MAILBOX}" --code={code}'
 
@@ -181,7 +173,7 @@ def _instrumented_lines(job):
   program = launching.instrumented(job.command)
   if not program:
     return []
-  site = shlex.join([_python(job), "-c", launching.PRINT_SITE])
+  site = shlex.join([launching.python_of(job.command), "-c", launching.PRINT_SITE])
   return ["# A program that does not import the toolkit: its tasks start the job's strategy",
           "# as they import TensorFlow, and route its Estimator calls.",
           f"export {env_vars.INSTRUMENT}={shlex.quote(program)}",
@@ -191,7 +183,7 @@ def _instrumented_lines(job):
 def _python_lines(job):
   """The check that the nodes' Python (after the preamble) has the toolkit, which the
   job's watcher, its end and an instrumented program need: one line, exit 2, else."""
-  python = _python(job)
+  python = launching.python_of(job.command)
   missing = 'echo "' + command_line.error_line(
       f"{python} here cannot import the toolkit: add a --preamble that activates the "
       f"environment it is installed in", "slurm") + '"'

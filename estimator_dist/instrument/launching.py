@@ -22,6 +22,12 @@ def task_env(env, program):
           "PYTHONPATH": os.pathsep.join(filter(None, [SITE, env.get("PYTHONPATH")]))}
 
 
+def python_of(command):
+  """The `python` a command runs, as the machine that runs it finds it (a SLURM node, a
+  container image): the command's own, else python3 for a program that is not Python."""
+  return command[0] if os.path.basename(command[0]).startswith("python") else "python3"
+
+
 def program_file(command):
   """The main file a command runs (`python file.py ...`, `python -m module ...`); None
   when it cannot tell (another interpreter's options, `-c`, not Python)."""
