@@ -173,6 +173,10 @@ TABLE = {
          '#SBATCH --gpus-per-task.'),
         ('gres', 'string', None, {},
          '#SBATCH --gres, e.g. gpu:2.'),
+        ('hang_timeout_secs', 'int', 300, {'lower_bound': 0},
+         "End the job's step (exit code 124) when a training task's heartbeat stops this "
+         'long, as `launch` does: a stalled job does not hold its nodes until its time '
+         'limit; 0: never.'),
         ('instrument', 'string enum', 'auto', {'values': ('auto', 'off')},
          'auto: a program that does not import estimator_dist trains as written (as under '
          '`estimator-dist launch`); off: it runs as it is.'),
@@ -383,12 +387,17 @@ TABLE = {
          'Where the two runs write (default: a new temp dir).'),
     ],
     'progress': [
+        ('hang_timeout_secs', 'float', 0.0, {'lower_bound': 0.0},
+         "End the job when a task's heartbeat stops this long; 0: never."),
         ('mailbox', 'string', None, {},
          "The job's mailbox, where its tasks beat (their ESTIMATOR_DIST_MAILBOX); required."),
         ('model_dir', 'string', None, {},
          "The job's model_dir (its evaluations)."),
-        ('progress_secs', 'float', 30.0, {'lower_bound': 0.1},
-         'A line this often.'),
+        ('on_hang', 'string', None, {},
+         "The shell command that ends the job's tasks when one hangs (the sbatch script's: "
+         'scancel of its step).'),
+        ('progress_secs', 'float', 30.0, {'lower_bound': 0.0},
+         'A line this often; 0: none.'),
     ],
     'training': [
         ('backward_passes_per_step', 'int', 1, {'lower_bound': 1},

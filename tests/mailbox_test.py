@@ -169,7 +169,7 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   assert heartbeat.path_of(ed.TaskInfo("ps", 0, 0, 3), os.environ) is None  # Not training.
   heartbeat.beat(path)
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
-  assert heartbeat.stalled(mailbox, 60, expected={"chief:0"}, started=0) == ["chief:0"]
+  assert heartbeat.stalled(mailbox, 60, expected={"chief:0"}, first_beat_by=0) == ["chief:0"]
   heartbeat.end(path, heartbeat.Progress(step=5, last_step=5))
   assert heartbeat.ended(mailbox) == {"worker:1"}
   assert heartbeat.progress_of(mailbox)["worker:1"].ended

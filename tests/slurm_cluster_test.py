@@ -177,10 +177,10 @@ def test_a_summary_record_the_program_spoiled_is_one_line_and_the_code_stands(
           "Expecting ':' delimiter" in warnings[0]), (warnings, printed[-3000:])
 
 
-def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000):
+def running_job(cluster, monkeypatch, tmp_path, *program_args, steps=100000, args=()):
   """A multi_worker job that trains until it is stopped, once it has a checkpoint."""
   model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
-  text = script(cluster, monkeypatch, "multi_worker", model_dir=model_dir, steps=steps,
+  text = script(cluster, monkeypatch, "multi_worker", *args, model_dir=model_dir, steps=steps,
                 program_args=["--save_checkpoints_steps=100", *program_args])
   job_id = cluster.sbatch(text, output=output)
   wait_for_checkpoint(model_dir, 100, cluster, job_id)
@@ -212,6 +212,24 @@ def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
   assert helpers.wait_until_gone(lambda: processes_of(model_dir), timeout=20) == []
   with open(output) as f:
     assert "task 1: Killed" in f.read()
+
+
+def test_a_task_that_hangs_ends_the_job_with_124(cluster, monkeypatch, tmp_path):
+  """A stopped worker (alive, no progress, and its peer waits on it): the script's watcher
+  of the heartbeats kills the step after --hang_timeout_secs, as the local launcher's hang
+  checks do. Before, nothing ended such a job but its time limit."""
+  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path,
+                                          args=["--hang_timeout_secs=10"])
+  worker = [p for p in processes_of(model_dir) if p.environ().get("SLURM_PROCID") == "1"]
+  assert worker, [p.cmdline() for p in processes_of(model_dir)]
+  worker[0].send_signal(signal.SIGSTOP)
+  fields = cluster.wait(job_id, timeout=90)
+  with open(output) as f:
+    printed = f.read()
+  assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "124:0"), printed[-3000:]
+  assert re.search(r"^estimator-dist progress: no training progress on (chief:0, )?worker:0 "
+                   r"for 10s \(heartbeat\); stopping the job$", printed, re.M), printed[-3000:]
+  assert helpers.wait_until_gone(lambda: processes_of(model_dir), timeout=20) == []
 
 
 def test_a_job_at_its_time_limit_saves_requeues_itself_and_resumes_there(

@@ -115,12 +115,12 @@ def exited_early(mailbox):
           if name.endswith(_EXITED) and name[:-len(_EXITED)] + _ENDED not in names}
 
 
-def stalled(mailbox, timeout_secs, expected=(), started=None):
+def stalled(mailbox, timeout_secs, expected=(), first_beat_by=None):
   """Names of the tasks whose heartbeat is older than `timeout_secs`.
 
-  A task of `expected` that has not beaten at all, `timeout_secs` after `started` (a
-  time.time()), is stalled too: it may have stopped before its first beat. A task whose
-  training ended is not.
+  A task of `expected` that has not beaten at all by `first_beat_by` (a time.time()) is
+  stalled too: it may have stopped before its first beat. A task whose training ended is
+  not.
   """
   now, names = time.time(), set()
   present = set(mailbox.names(mailbox_lib.BEATS))
@@ -128,8 +128,9 @@ def stalled(mailbox, timeout_secs, expected=(), started=None):
     if name.endswith((_ENDED, _WAITING, _EXITED)) or name + _ENDED in present:
       continue
     last = mailbox.modified(mailbox_lib.BEATS, name)
-    if last is None and (started is None or name not in expected):
-      continue
-    if now - (last or started) > timeout_secs:
+    if last is None:
+      if first_beat_by is not None and name in expected and now > first_beat_by:
+        names.add(name)
+    elif now - last > timeout_secs:
       names.add(name)
   return sorted(names)

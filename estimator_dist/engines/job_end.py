@@ -5,7 +5,9 @@
   alone (if at all) fails (1), naming them; a summary record that is missing, or not the
   chief's, is one line (`contract.summary`), and the code stands;
 - exit code 200: a preemption only when the toolkit said so (a task's verdict, the
-  chief's save); a program's own 200 is named as the program's, and not requeued (1).
+  chief's save); a program's own 200 is named as the program's, and not requeued (1);
+- another code: 124 when the job's watcher ended the step because a task hung (its
+  verdict), else the code stands.
 
 The sbatch script of `estimator-dist slurm` runs it after its step:
 
@@ -38,7 +40,8 @@ def main(argv=None, *, command="slurm"):
                        f"said the toolkit chose it): the job is not requeued", command)
     return 1
   if args.code != 0:
-    return 0
+    hung = errors.STALLED_EXIT_CODE in mailbox_lib.verdict_codes(mailbox)
+    return errors.STALLED_EXIT_CODE if hung else 0
   if not mailbox.names(mailbox_lib.REACHED):
     command_line.write(sys.stdout, f"no task reached the job's mailbox {args.mailbox}: the "
                        f"nodes do not share it (give --model_dir a directory every node "

@@ -119,10 +119,16 @@ def _preemptible(step, job, options):
       f"# saves a checkpoint there, and they exit with {code}.",
       *signal_forwarding.lines(step, forward=forward),
       "# The step's code is the toolkit's verdict only when a task said so (job_end).",
-      f'if [ "$code" -eq 0 ]; then {_job_end(job, 0)} || code=$?; fi',
+      f'if [ "$code" -ne {code} ]; then {_job_end(job, "$code")} || code=$?; fi',
       f'if [ "$code" -eq {code} ] && {_job_end(job, code)}; then',
       f"  {saved}",
       after, "fi", 'exit "$code"']
+
+
+# What the watcher runs when a task hangs: the job's steps (not its batch step) killed, so
+# the script goes on to say so and exit with 124 (job_end).
+_CANCEL_STEPS = ('scancel --signal=KILL $(squeue --noheader --steps --jobs="$SLURM_JOB_ID" '
+                 "--format=%i | grep -E '[.][0-9]+$')")
 
 
 def _mailbox_lines(job, options):
@@ -137,12 +143,14 @@ def _mailbox_lines(job, options):
   lines = ["# The job's mailbox: its tasks' messages to each other, for this attempt.",
            f'export {env_vars.MAILBOX}={where}/mailbox-"${{SLURM_JOB_ID}}-${{SLURM_RESTART_COUNT:-0}}"',
            f'rm -rf "${env_vars.MAILBOX}" && mkdir -p "${env_vars.MAILBOX}/{mailbox_lib.REACHED}"']
-  if not options.progress_secs:
+  if not (options.progress_secs or options.hang_timeout_secs):
     return [*lines, f"trap 'rm -rf \"${env_vars.MAILBOX}\"' EXIT", ""]
   watch = shlex.join([launching.python_of(job.command), "-m", "estimator_dist.cli", "progress",
                       *([f"--model_dir={model_dir}"] if local else []),
-                      f"--progress_secs={options.progress_secs:g}"])
-  return [*lines, "# Progress lines: the tasks beat in the mailbox, and a watcher here reads them.",
+                      f"--progress_secs={options.progress_secs:g}",
+                      f"--hang_timeout_secs={options.hang_timeout_secs}", f"--on_hang={_CANCEL_STEPS}"])
+  return [*lines, "# Progress lines, and hang checks: the tasks beat in the mailbox, and a watcher "
+          "here reads them.",
           f'{watch} --mailbox="${env_vars.MAILBOX}" &',
           "progress_pid=$!",
           f"trap '{{ kill $progress_pid; wait $progress_pid; }} 2>/dev/null || true; "

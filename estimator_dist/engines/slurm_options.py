@@ -63,6 +63,10 @@ class SlurmOptions:
   progress_secs: float = option(
       30.0, kind="float", lower_bound=0.0, help="The job's progress lines in its output this "
       "often (the tasks beat in the job's mailbox); 0: none.")
+  hang_timeout_secs: int = option(
+      300, kind="integer", lower_bound=0, help="End the job's step (exit code 124) when a "
+      "training task's heartbeat stops this long, as `launch` does: a stalled job does not "
+      "hold its nodes until its time limit; 0: never.")
   preemption_grace_secs: float = option(
       task_env.DEFAULT_PREEMPTION_GRACE_SECS, kind="float", lower_bound=0.0,
       help="#SBATCH --signal=B:USR1@N: this long before the time limit, every task stops at "

@@ -79,6 +79,7 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
   # horovodrun gets a moment to stop the ranks it started over SSH.
   group = processes.TaskGroup(
       out=out, mailbox=local, hang_timeout_secs=options.hang_timeout_secs if local else None,
+      startup_timeout_secs=options.startup_timeout_secs,
       stop_grace_secs=0.0 if local else 2.0, preemption_grace_secs=options.preemption_grace_secs)
   sandbox = made = code = tracked = None
   previous = {}

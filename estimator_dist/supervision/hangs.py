@@ -85,9 +85,12 @@ class Hangs:
   `mailbox`, of the tasks `expected`; None: none) `timeout_secs` old, a process stopped
   that long, a task idle that long after its training. `log(message)` says which."""
 
-  def __init__(self, *, mailbox, timeout_secs, expected, log):
+  def __init__(self, *, mailbox, timeout_secs, first_beat_secs, expected, log):
+    """first_beat_secs: how long a task may take to its first beat (its start-up: TensorFlow's
+    import, the program's own start, which the heartbeat's timeout does not bound)."""
     self._mailbox, self._timeout_secs, self._expected = mailbox, timeout_secs, expected
     self._log, self._started, self._next_look = log, time.time(), 0.0
+    self._first_beat_by = self._started + max(timeout_secs, first_beat_secs)
     self._stopped_since, self._idleness, self._gone_since = {}, Idleness(), None
 
   def found(self, tasks):
@@ -108,11 +111,14 @@ class Hangs:
     table = process_tree.process_table()
     stops = stopped(tasks, self._stopped_since, table)
     stuck = self._mailbox and heartbeat.stalled(self._mailbox, timeout,
-                                                   expected=self._expected,
-                                                   started=self._started)
+                                                expected=self._expected,
+                                                first_beat_by=self._first_beat_by)
     if stuck:
-      self._log(f"no training progress on {', '.join(stuck)} for {timeout}s "
-                f"(heartbeat{''.join(f'; {s}' for s, _ in stops)}); stopping the job")
+      began = any(self._mailbox.modified(mailbox_lib.BEATS, name) for name in stuck)
+      self._log(f"no training progress on {', '.join(stuck)} for "
+                f"{timeout if began else round(time.time() - self._started)}s (heartbeat"
+                f"{'' if began else ': none since the job started, which --startup_timeout_secs bounds'}"
+                f"{''.join(f'; {s}' for s, _ in stops)}); stopping the job")
     too_long = [s for s, secs in stops if secs >= timeout]
     if too_long and not stuck:
       self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "

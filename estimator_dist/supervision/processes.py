@@ -141,15 +141,14 @@ class TaskGroup:
   signal; `log` writes the launcher's own lines."""
 
   def __init__(self, *, out=sys.stdout, mailbox=False, hang_timeout_secs=None,
-               stop_grace_secs=0.0, preemption_grace_secs=0.0):
+               startup_timeout_secs=0, stop_grace_secs=0.0, preemption_grace_secs=0.0):
     """mailbox: whether the tasks get a mailbox (`self.mailbox`: contract/mailbox.py),
     made new for each start of the job; preemption_grace_secs: how long tasks asked to
     save and stop get (`preempt`)."""
     self.out = out
     self.tasks = []
-    self.hang_timeout_secs = hang_timeout_secs
-    self.stop_grace_secs = stop_grace_secs
-    self.preemption_grace_secs = preemption_grace_secs
+    self.hang_timeout_secs, self.startup_timeout_secs = hang_timeout_secs, startup_timeout_secs
+    self.stop_grace_secs, self.preemption_grace_secs = stop_grace_secs, preemption_grace_secs
     self.preemption_asked = None  # (why, exit code if the grace runs out), by a signal.
     self._preemption = None  # (deadline, exit code once it passed, pids signalled)
     self._directories = []
@@ -226,6 +225,7 @@ class TaskGroup:
     deadline = uneven_since = None
     hangs = self.hang_timeout_secs and hangs_lib.Hangs(
         mailbox=self.mailbox, timeout_secs=self.hang_timeout_secs,
+        first_beat_secs=self.startup_timeout_secs,
         expected=training if beating is None else beating, log=self.log)
     while True:
       # One look at every exit code per round: a task that ends after it is still

@@ -7,10 +7,16 @@ and `engines.spark` in a thread of its driver: the tasks beat in the job's mailb
 (shared) model_dir, and this prints the launcher's progress lines (`live_progress`) into the job's
 output until the job's tasks have ended or it is stopped, each its own:
 `estimator-dist progress: step 1200/2000 (60 %), ...`.
+
+With --hang_timeout_secs it also ends a job whose training hangs, as the local launcher's
+hang checks do: a task whose heartbeat stops that long is said in one line, the verdict
+(exit code 124) goes into the mailbox, and --on_hang (the sbatch script's cancel of its
+step) runs. A task that has not beaten yet is its watchdog's, whose startup timeout ends it.
 """
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 
@@ -24,19 +30,30 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.watching import live_progress
 
 
-def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None):
+def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_timeout_secs=0,
+          on_hang=None):
   """Prints progress lines from the beats in `mailbox` (a Mailbox) until every task that
   beat has ended its training, or `stop` (a threading.Event) is set or this is stopped;
-  the last one says where they got to."""
+  the last one says where they got to. A task whose beats stop for `hang_timeout_secs`
+  (0: never) is said, the verdict posted, `on_hang()` called, and the watch ends."""
   stop = stop or threading.Event()
+  log = lambda message: command_line.write(out, message, command="progress")
   lines = live_progress.ProgressLines(
-      mailbox=mailbox, model_dir=model_dir, every_secs=every_secs, label="",
-      log=lambda message: command_line.write(out, message, command="progress"))
+      mailbox=mailbox, model_dir=model_dir, every_secs=every_secs, label="", log=log)
   try:
     while True:
       lines.tick()
       tasks = heartbeat.progress_of(mailbox)
       if tasks and all(p.ended for p in tasks.values()):
+        return
+      stuck = hang_timeout_secs and heartbeat.stalled(mailbox, hang_timeout_secs)
+      if stuck:
+        log(f"no training progress on {', '.join(stuck)} for {hang_timeout_secs:g}s "
+            f"(heartbeat); stopping the job")
+        mailbox.post(mailbox_lib.VERDICTS, "hang", {"code": errors.STALLED_EXIT_CODE,
+                                                   "why": f"{', '.join(stuck)} hung"})
+        if on_hang:
+          on_hang()
         return
       if stop.wait(0.5):
         return
@@ -53,12 +70,17 @@ def define_flags(flag_values=flags.FLAGS):
                               flag_values=f),
           flags.DEFINE_string("model_dir", None, "The job's model_dir (its evaluations).",
                               flag_values=f),
-          flags.DEFINE_float("progress_secs", 30, "A line this often.", lower_bound=0.1,
-                             flag_values=f))
+          flags.DEFINE_float("progress_secs", 30, "A line this often; 0: none.",
+                             lower_bound=0, flag_values=f),
+          flags.DEFINE_float("hang_timeout_secs", 0, "End the job when a task's heartbeat "
+                             "stops this long; 0: never.", lower_bound=0, flag_values=f),
+          flags.DEFINE_string("on_hang", None, "The shell command that ends the job's "
+                              "tasks when one hangs (the sbatch script's: scancel of its step).",
+                              flag_values=f))
 
 
 def run():
-  mailbox, model_dir, every = define_flags()
+  mailbox, model_dir, every, hang_timeout, on_hang = define_flags()
 
   def main(_):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # The batch step ends it.
@@ -66,6 +88,8 @@ def run():
       command_line.write_error(f"--mailbox={mailbox.value} is not a directory: give the "
                                f"job's mailbox (its tasks' ${env_vars.MAILBOX})", "progress")
       return errors.USAGE_EXIT_CODE
-    watch(mailbox=mailbox_lib.Mailbox(mailbox.value), model_dir=model_dir.value, every_secs=every.value)
+    watch(mailbox=mailbox_lib.Mailbox(mailbox.value), model_dir=model_dir.value,
+          every_secs=every.value, hang_timeout_secs=hang_timeout.value,
+          on_hang=on_hang.value and (lambda: subprocess.run(on_hang.value, shell=True)))
     return 0
   command_line.run(main, command="progress")
