@@ -284,9 +284,10 @@ TABLE = {
         ('queue', 'string', None, {},
          "Kueue's LocalQueue for the job (the label kueue.x-k8s.io/queue-name); Kueue "
          "admits it by its pods' requests: give --cpu and --memory."),
-        ('restart_policy', 'string enum', 'OnFailure', {'values': ('OnFailure', 'Never', 'Always', 'ExitCode')},
-         '--kubeflow_v1: restart policy of pods (a JobSet starts all its pods again when '
-         'one fails).'),
+        ('restart_policy', 'string enum', None, {'values': ('OnFailure', 'Never', 'Always', 'ExitCode')},
+         "The restart policy of an MPIJob's pods, and with --kubeflow_v1 of a TFJob's "
+         '(default OnFailure); a JobSet has none: it starts all its pods again when one '
+         'fails, --backoff_limit times.'),
         ('strategy', 'string enum', 'multi_worker', {'values': ('local', 'mirrored', 'multi_worker', 'parameter_server', 'horovod', 'collective_all_reduce')},
          "Distribution strategy; the program's tasks find it in their environment "
          '(ESTIMATOR_DIST_STRATEGY).'),

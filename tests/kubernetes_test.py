@@ -190,6 +190,13 @@ def test_the_pod_template_cannot_change_what_the_job_sets(tmp_path):
     k8s("--strategy=multi_worker", "--image=img", f"--pod_template={template}", "--", "t")
   with pytest.raises(errors.ConfigError, match="Kueue admits a job by its pods' requests"):
     k8s("--strategy=multi_worker", "--image=img", "--queue=q", "--", "t")
+  # Once taken without a word, and the JobSet restarted every pod all the same.
+  with pytest.raises(errors.ConfigError, match="--restart_policy=Never has no place in a JobSet"):
+    k8s("--strategy=multi_worker", "--image=img", "--restart_policy=Never", "--", "t")
+  for strategy in ("horovod", "multi_worker --kubeflow_v1"):
+    job = k8s(*f"--strategy={strategy} --image=img --restart_policy=Never -- t".split())
+    assert {spec["restartPolicy"] for spec in (
+        job["spec"].get("mpiReplicaSpecs") or job["spec"]["tfReplicaSpecs"]).values()} == {"Never"}
 
 
 @pytest.mark.parametrize("strategy,args,replicas", [

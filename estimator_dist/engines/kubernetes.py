@@ -56,9 +56,10 @@ class KubernetesOptions:
       False, kind="bool", help="Print Training Operator v1's TFJob and MPIJob "
       "(kubeflow.org/v1), for clusters still on it, instead of a JobSet (tf.distribute) and "
       "the MPI Operator's MPIJob v2beta1 (horovod).")
-  restart_policy: str = option("OnFailure", kind="enum", values=RESTART_POLICIES,
-                               help="--kubeflow_v1: restart policy of pods (a JobSet "
-                               "starts all its pods again when one fails).")
+  restart_policy: Optional[str] = option(
+      None, kind="enum", values=RESTART_POLICIES, help="The restart policy of an MPIJob's "
+      "pods, and with --kubeflow_v1 of a TFJob's (default OnFailure); a JobSet has none: it "
+      "starts all its pods again when one fails, --backoff_limit times.")
   backoff_limit: int = option(3, kind="integer", lower_bound=0,
                               help="Restarts before the job is marked failed (a "
                               "preemption's do not count in a JobSet).")
@@ -107,7 +108,8 @@ class KubernetesOptions:
       raise errors.ConfigError(
           f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
           f"starting with a letter, at most 63 characters.")
-    errors.check_choice("--restart_policy", self.restart_policy, RESTART_POLICIES)
+    if self.restart_policy is not None:
+      errors.check_choice("--restart_policy", self.restart_policy, RESTART_POLICIES)
     errors.check_choice("--instrument", self.instrument, launch_options.INSTRUMENT)
     errors.check_non_negative_number("--preemption_grace_secs", self.preemption_grace_secs)
     if self.queue and not (self.cpu and self.memory):
@@ -153,7 +155,12 @@ def manifest(job, *, options, mailboxes=None, site=None):
   options.kubeflow_v1, a TFJob or an MPIJob of kubeflow.org/v1). `mailboxes`: where the
   mailboxes of a program its tasks instrument go (`instrumented_mailboxes`), or None;
   `site`: the --pod_template's PodTemplateSpec, or None."""
-  program, restart_policy = list(job.command), options.restart_policy
+  program, restart_policy = list(job.command), options.restart_policy or "OnFailure"
+  if options.restart_policy and not (options.kubeflow_v1 or job.traits.ranks_from_horovodrun):
+    raise errors.ConfigError(
+        f"--restart_policy={options.restart_policy} has no place in a JobSet: it starts all "
+        f"its pods again when one fails, up to --backoff_limit times. Leave it out, or "
+        f"give --kubeflow_v1 for a TFJob whose pods restart alone.")
   mailbox = None
   if mailboxes:  # Each task instruments it (in_container), and starts once per mailbox.
     program = [launching.python_of(job.command), "-m", in_container.__name__, "--", *program]
