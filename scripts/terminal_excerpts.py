@@ -1,7 +1,7 @@
 """Writes the terminal excerpts of the docs from real runs: each ```text block that follows
 `<!-- output of: COMMAND -->` in a page of PAGES becomes what COMMAND prints, run with
-bash in a new directory holding the page's files (its `<!-- file: NAME -->` blocks), the
-launcher's temporary paths masked (`estimator_dist_..._model_...`).
+bash in a new directory holding the page's files (its `<!-- file: NAME -->` blocks; $REPO
+is the checkout), the launcher's temporary paths masked (`estimator_dist_..._model_...`).
 
   python scripts/terminal_excerpts.py    # from the repository's root, after `make setup`
 
@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGES = (os.path.join("docs", "quickstart.md"),)
+PAGES = (os.path.join("docs", "quickstart.md"), os.path.join("docs", "troubleshooting.md"))
 EXCERPT = re.compile(r"<!-- output of: (?P<command>.+?) -->\n```text\n(?P<text>.*?)^```\n",
                      re.DOTALL | re.MULTILINE)
 _FILE = re.compile(r"<!-- file: (?P<name>\S+) -->\n```\w*\n(?P<code>.*?)^```\n",
@@ -26,8 +26,10 @@ _OWN_PATH = re.compile(r"estimator_dist_\d+-\d+_(\w+?)_\w+")
 
 
 def masked(text, directory):
-  """`text` with the run's directory and the launcher's temporary names masked."""
-  return _OWN_PATH.sub(r"estimator_dist_..._\1_...", text.replace(directory, "/tmp"))
+  """`text` with the run's directory, the checkout and the launcher's temporary names
+  masked."""
+  text = text.replace(directory, "/tmp").replace(ROOT, "<checkout>")
+  return _OWN_PATH.sub(r"estimator_dist_..._\1_...", text)
 
 
 def run(command, files):
@@ -36,7 +38,7 @@ def run(command, files):
     for name, code in files.items():
       with open(os.path.join(directory, name), "w") as f:
         f.write(code)
-    env = {**os.environ, "TMPDIR": directory,
+    env = {**os.environ, "TMPDIR": directory, "REPO": ROOT,  # Its programs: tests/programs.
            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
     done = subprocess.run(["bash", "-c", command], cwd=directory, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)

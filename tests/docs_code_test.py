@@ -78,9 +78,11 @@ def excerpts():
 
 
 def _shape(line):
-  """A line of output as a pattern: its numbers any numbers, a masked name any text."""
+  """A line of output as a pattern: its numbers any numbers, a masked name any text, the
+  task that prints it any task (the first of two to say the same)."""
   pattern = re.escape(line).replace(re.escape("..."), ".*")
-  return re.compile(re.sub(r"\d+(?:\\\.\d+)?", r"\\d+(?:\\.\\d+)?", pattern))
+  pattern = re.sub(r"\d+(?:\\\.\d+)?", r"\\d+(?:\\.\\d+)?", pattern)
+  return re.compile(re.sub(r"^\\\[\w+:", r"\\[\\w+:", pattern))
 
 
 def test_the_pages_excerpts_are_written_by_the_script():
@@ -89,6 +91,24 @@ def test_the_pages_excerpts_are_written_by_the_script():
                          "/tmp/x1") == "model_dir=/tmp/estimator_dist_..._model_.../logs"
   assert _shape("steps/sec=463.07 at 127.0.0.1:561 in /tmp/estimator_dist_..._model_...")\
       .fullmatch("steps/sec=9.5 at 127.0.0.1:4 in /tmp/estimator_dist_1-2_model_x")
+  assert _shape("[chief:0] error: 2 workers").fullmatch("[worker:1] error: 3 workers")
+  assert not _shape("[chief:0] error: 2 workers").fullmatch("[worker:1] error: 3 tasks")
+
+
+@pytest.mark.processes
+def test_the_troubleshooting_lines_are_what_their_commands_print():
+  """Each error line of the troubleshooting page that a real run wrote (its `<!-- output
+  of: ... -->`) is still what the command prints: a refusal, a program's own exit code,
+  tasks that trained alone, an empty input, a worker's extra round."""
+  with open(os.path.join(helpers.REPO, "docs", "troubleshooting.md")) as f:
+    found = list(EXCERPTS.EXCERPT.finditer(f.read()))
+  assert len(found) >= 6, found
+  for match in found:
+    printed = EXCERPTS.run(match["command"], {}).splitlines()
+    for line in match["text"].splitlines():
+      assert any(_shape(line).fullmatch(p) for p in printed), (
+          f"the page shows {line!r}, which {match['command']} no longer prints (run `python "
+          f"scripts/terminal_excerpts.py`):\n" + "\n".join(printed))
 
 
 @pytest.mark.processes
