@@ -26,9 +26,9 @@ _OWN_PATH = re.compile(r"estimator_dist_\d+-\d+_(\w+?)_\w+")
 
 
 def masked(text, directory):
-  """`text` with the run's directory, the checkout and the launcher's temporary names
-  masked."""
-  text = text.replace(directory, "/tmp").replace(ROOT, "<checkout>")
+  """`text` with the run's directory, this Python's environment, the checkout and the
+  launcher's temporary names masked."""
+  text = text.replace(directory, "/tmp").replace(sys.prefix, "<venv>").replace(ROOT, "<checkout>")
   return _OWN_PATH.sub(r"estimator_dist_..._\1_...", text)
 
 

@@ -111,7 +111,12 @@ def test_benchmark_smoke(tmp_path):
        "--checkpoint_every=1000", "--project", f"--output_dir={out}"], timeout=500)
   assert code == 0, output[-5000:]
   assert "| strategy | workers | examples/sec |" in output
-  assert "PROJECTION" in output
+  # The projection fits the exchange from how much slower the toolkit's 2 workers are than
+  # 2 independent ones; on 2 noisy cores they were once faster (75489 vs 55564 examples/sec),
+  # and then the benchmark says it cannot fit, in one line: speed decides, not the test.
+  projected = "PROJECTION" in output
+  assert projected or ("--project needs an independent 1-worker job and a toolkit job with "
+                       "more than one worker slower than its independent workers") in output
   with open(out / "results.json") as f:
     results = json.load(f)
   rows = {(r["kind"], r["workers"]): r for r in results["rows"]}
@@ -124,8 +129,9 @@ def test_benchmark_smoke(tmp_path):
   for key in ("overhead", "time_to_accuracy"):
     value = rows[("toolkit", 2)][key]
     assert math.isfinite(value) and value > 0, (key, value)
-  assert len(results["projection"]["rows"]) == 3 * len(projection.WORKERS)
-  for name in ("results.png", "projection.png"):
+  if projected:
+    assert len(results["projection"]["rows"]) == 3 * len(projection.WORKERS)
+  for name in ("results.png", "projection.png")[:2 if projected else 1]:
     with open(out / name, "rb") as f:
       assert f.read(8) == b"\x89PNG\r\n\x1a\n"
   assert os.path.isdir(out / "runs" / "toolkit-horovod-2")

@@ -351,6 +351,9 @@ def test_a_program_that_does_not_import_the_toolkit_is_instrumented_in_each_pod(
   assert {s["restartPolicy"] for s in job["spec"]["tfReplicaSpecs"].values()} == {"Never"}
   mailbox, = set(re.findall(r"mailbox-k8s-estimator-dist-\w+", yaml.safe_dump(job)))
   assert mailbox not in kubernetes.manifest_from_args(args)
+  with pytest.raises(errors.ConfigError, match="--restart_policy=OnFailure: the pods of a "
+                     "program they instrument"):  # Once replaced by Never without a word.
+    k8s("--restart_policy=OnFailure", *args)
   # Off, or a program of ours, runs as it is.
   for args in (["--instrument=off", "--", "python", *PREMADE],
                ["--", "python", "-m", "tests.programs.plain_model"]):

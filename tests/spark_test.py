@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from estimator_dist import errors
+from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.engines import spark
 from estimator_dist.engines import spark_mailbox
@@ -117,6 +118,31 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
   assert ("RuntimeError: estimator-dist: the Spark job failed: estimator-dist: task "
           "worker:0 exited with code 1: ValueError: this worker fails on purpose\n") in output, output[-5000:]
   assert "ValueError: this worker fails on purpose" in output
+
+
+@pytest.mark.processes
+def test_a_stopped_task_is_a_hang_the_driver_ends(tmp_path):
+  """A worker stopped (SIGSTOP) once it beats: alive, no progress, and its peer waits on
+  it. Spark never ends a barrier stage that waits: the driver's watcher of the beats says
+  so and cancels the job, and no training process is left."""
+  code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
+                             f"--model_dir={tmp_path}", "--train_steps=100000",
+                             "--stop_worker", "--hang_timeout_secs=10", timeout=240)
+  assert code != 0, output[-5000:]
+  line = re.search(r"^estimator-dist progress: no training progress on (chief:0, )?worker:0 "
+                   r"for 10s \(heartbeat\); stopping the job$", output, re.M)
+  assert line, output[-5000:]
+  assert (f"RuntimeError: estimator-dist: the Spark job was stopped: "
+          f"{line[0].split(': ', 1)[1].split('; stopping')[0]}") in output, output[-5000:]
+
+  def tasks():  # The job's: their mailbox is in its model_dir.
+    found = []
+    for p in helpers.our_processes():
+      with contextlib.suppress(psutil.Error):
+        if str(tmp_path) in p.environ().get(env_vars.MAILBOX, ""):
+          found.append(p)
+    return found
+  assert helpers.wait_until_gone(tasks, timeout=20) == []
 
 
 @pytest.mark.processes

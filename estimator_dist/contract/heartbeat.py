@@ -74,6 +74,15 @@ def progress_of(mailbox):
   return found
 
 
+def begin(path):
+  """A new round of training of the task (its program's next train()): the end of the
+  last one no longer holds."""
+  try:
+    os.remove(path + _ENDED)
+  except FileNotFoundError:
+    pass
+
+
 def end(path, progress=None):
   """Marks the task's training as ended (at `progress`): its heartbeat stops on purpose."""
   if progress is None:

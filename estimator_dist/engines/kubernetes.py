@@ -164,11 +164,17 @@ def manifest(job, *, options, mailboxes=None, site=None):
   mailbox = None
   if mailboxes:  # Each task instruments it (in_container), and starts once per mailbox.
     program = [launching.python_of(job.command), "-m", in_container.__name__, "--", *program]
-    if job.traits.ranks_from_horovodrun:  # New for each launcher pod: a restart is a new pod.
+    if job.traits.ranks_from_horovodrun or options.kubeflow_v1:
+      if options.restart_policy not in (None, "Never"):
+        raise errors.ConfigError(
+            f"--restart_policy={options.restart_policy}: the pods of a program they "
+            f"instrument agree on its calls through a mailbox new for each start of the "
+            f"job, so a pod started again alone could not join the others; they run with "
+            f"Never. Leave --restart_policy out.")
       restart_policy = "Never"
+    if job.traits.ranks_from_horovodrun:  # New for each launcher pod: a restart is a new pod.
       mailbox = k8s_kinds.mpijob_mailbox(mailboxes)
     elif options.kubeflow_v1:  # New with the manifest: a pod recreated alone is refused.
-      restart_policy = "Never"
       mailbox = f"{mailboxes}/mailbox-k8s-{options.name}-{uuid.uuid4().hex[:12]}"
     else:  # New for each JobSet and each of its restarts.
       mailbox = k8s_kinds.jobset_mailbox(mailboxes)

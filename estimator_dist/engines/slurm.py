@@ -126,9 +126,12 @@ def _preemptible(step, job, options):
 
 
 # What the watcher runs when a task hangs: the job's steps (not its batch step) killed, so
-# the script goes on to say so and exit with 124 (job_end).
-_CANCEL_STEPS = ('scancel --signal=KILL $(squeue --noheader --steps --jobs="$SLURM_JOB_ID" '
-                 "--format=%i | grep -E '[.][0-9]+$')")
+# the script goes on to say so and exit with 124 (job_end). squeue names a step of an
+# array's task by the array's id (36_3.0), and lists its other tasks' steps too.
+_CANCEL_STEPS = (
+    'for step in $(squeue --noheader --steps --jobs="$SLURM_JOB_ID" --format=%i | grep -E '
+    '"^($SLURM_JOB_ID|${SLURM_ARRAY_JOB_ID:-}_${SLURM_ARRAY_TASK_ID:-})[.][0-9]+$"); do '
+    'scancel --signal=KILL "$SLURM_JOB_ID.${step##*.}" || exit 1; done')
 
 
 def _mailbox_lines(job, options):

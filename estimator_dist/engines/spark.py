@@ -27,6 +27,7 @@ import functools
 import logging
 import os
 import types
+import uuid
 from typing import Any, Mapping, Optional
 
 from estimator_dist import command_line
@@ -40,6 +41,7 @@ from estimator_dist.instrument import launching
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import spec
 from estimator_dist.supervision import local_cluster
+from estimator_dist.watching import progress_watch
 
 # The command of a JobSpec whose tasks run a function: a JobSpec needs one, Spark runs none.
 FUNCTION_COMMAND = ("<train_fn>",)
@@ -61,6 +63,9 @@ class SparkOptions:
     progress lines from the tasks' beats in it (none when the executors' tasks do not see
     it: they have no mailbox then).
   progress_secs: a progress line this often; 0: none.
+  hang_timeout_secs: when a training task's heartbeat (in model_dir's mailbox) stops this
+    long, the driver says so and cancels the Spark job, which Spark alone never does to
+    a barrier stage; 0: never.
   """
   spark_context: Optional[Any] = None
   horovod_controller: str = "gloo"
@@ -68,13 +73,15 @@ class SparkOptions:
   env: Mapping[str, str] = dataclasses.field(default_factory=dict)
   model_dir: Optional[str] = None
   progress_secs: float = 30
+  hang_timeout_secs: float = 300
 
   def __post_init__(self):
     errors.check_choice("horovod_controller", self.horovod_controller,
                         horovodrun.CONTROLLERS[1:])
-    if self.progress_secs < 0:
-      raise errors.ConfigError(f"progress_secs is {self.progress_secs:g}: give a number of "
-                               f"seconds, or 0 for no progress lines.")
+    for name in ("progress_secs", "hang_timeout_secs"):
+      if getattr(self, name) < 0:
+        raise errors.ConfigError(f"{name} is {getattr(self, name):g}: give a number of "
+                                 f"seconds, or 0 for none.")
     object.__setattr__(self, "env", types.MappingProxyType(dict(self.env or {})))
 
 
@@ -155,13 +162,29 @@ def run_job(job, train_fn, *, options=SparkOptions()):
         f"{int(job.evaluator)} evaluator runs {num_tasks} Spark tasks at once, but this Spark "
         f"context has {slots} task slots. Give it at least {num_tasks} (local[{num_tasks}], "
         f"or more executors or cores).")
+  # A hang cancels the job's Spark jobs: those of its tag (horovod.spark.run's own thread
+  # starts them for horovod, untagged: then every job of the context).
+  tag = f"estimator_dist-{uuid.uuid4().hex[:12]}"
+  cancel = (sc.cancelAllJobs if job.traits.ranks_from_horovodrun else
+            functools.partial(sc.cancelJobsWithTag, tag))
   with spark_mailbox.made(options.model_dir, sc.applicationId,
-                          progress_secs=options.progress_secs) as mailbox:
+                          progress_secs=options.progress_secs,
+                          hang_timeout_secs=options.hang_timeout_secs,
+                          on_hang=cancel) as mailbox:
     env = task_environment(job, options, mailbox=mailbox)
-    if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
-      results = _run_horovod(train_fn, job, options, env)
-    else:
-      results = _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
+    sc.addJobTag(tag)
+    try:
+      if job.traits.ranks_from_horovodrun:  # horovod.spark.run starts and numbers the ranks.
+        results = _run_horovod(train_fn, job, options, env)
+      else:
+        results = _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
+    except Exception as e:
+      why = mailbox and progress_watch.hang_of(mailbox)
+      if why:  # The driver's watcher cancelled the Spark jobs.
+        raise RuntimeError(command_line.line(f"the Spark job was stopped: {why}")) from e
+      raise
+    finally:
+      sc.removeJobTag(tag)
     spark_mailbox.check_end(mailbox, job)
     return results
 

@@ -22,10 +22,11 @@ from estimator_dist.watching import progress_watch
 
 
 @contextlib.contextmanager
-def made(model_dir, application_id, *, progress_secs):
+def made(model_dir, application_id, *, progress_secs, hang_timeout_secs=0, on_hang=None):
   """The job's mailbox, new in `model_dir`, while a thread of the driver prints progress
-  lines from the beats there every `progress_secs` (0: none); None when there is no
-  model_dir the driver can write."""
+  lines from the beats there every `progress_secs` (0: none), and calls `on_hang()` when
+  a task's beats stop for `hang_timeout_secs` (0: never; `progress_watch`); None when
+  there is no model_dir the driver can write."""
   if not model_dir or "://" in model_dir:
     yield None
     return
@@ -39,10 +40,10 @@ def made(model_dir, application_id, *, progress_secs):
     yield None
     return
   stop = threading.Event()
-  watcher = progress_secs and threading.Thread(
+  watcher = (progress_secs or hang_timeout_secs) and threading.Thread(
       target=progress_watch.watch, name="estimator_dist progress", daemon=True,
       kwargs=dict(mailbox=mailbox, model_dir=model_dir, every_secs=progress_secs,
-                  stop=stop))
+                  stop=stop, hang_timeout_secs=hang_timeout_secs, on_hang=on_hang))
   if watcher:
     watcher.start()
   try:

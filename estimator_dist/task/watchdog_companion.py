@@ -114,6 +114,8 @@ def watch(*, task, timeout, launcher, beat, peers, error):
           _touch(beat + ".exited")
         return
       phase = line.strip()
+      if beat and phase == "ended" and not os.path.exists(beat + ".ended"):
+        _touch(beat + ".ended")  # Nothing was left to train: no hook marked it.
     if os.getppid() != task_pid:
       return
     if launcher and _launcher_is_gone(launcher):

@@ -103,6 +103,7 @@ class HeartbeatHook(tf.estimator.SessionRunHook):
     self._last, self._progress = None, None
 
   def begin(self):
+    self._beat(heartbeat.begin, self._path)
     self._global_step = tf.compat.v1.train.get_global_step()
     self._trainable_bytes = sum(  # Each variable once, however many replicas hold it.
         v.shape.num_elements() * v.dtype.size for v in tf.compat.v1.trainable_variables()

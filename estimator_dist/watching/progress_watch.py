@@ -14,6 +14,7 @@ hang checks do: a task whose heartbeat stops that long is said in one line, the 
 step) runs. A task that has not beaten yet is its watchdog's, whose startup timeout ends it.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -30,12 +31,23 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.watching import live_progress
 
 
+_HANG = "hang"  # The watcher's verdict in the mailbox.
+# A cancel that fails (slurmctld busy) is tried again this often, this many times.
+_RETRY_SECS, _TRIES = 5.0, 6
+
+
+def hang_of(mailbox):
+  """Why the watcher stopped the job for a hang (its verdict in `mailbox`), or None."""
+  return mailbox.value(mailbox_lib.VERDICTS, _HANG, str, key="why")
+
+
 def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_timeout_secs=0,
           on_hang=None):
-  """Prints progress lines from the beats in `mailbox` (a Mailbox) until every task that
-  beat has ended its training, or `stop` (a threading.Event) is set or this is stopped;
-  the last one says where they got to. A task whose beats stop for `hang_timeout_secs`
-  (0: never) is said, the verdict posted, `on_hang()` called, and the watch ends."""
+  """Prints progress lines from the beats in `mailbox` (a Mailbox) until `stop` (a
+  threading.Event) is set or this is stopped, or (without hang checks) every task that
+  beat has ended its training; the last one says where they got to. A task whose beats stop for `hang_timeout_secs`
+  (0: never) is said, the verdict posted, `on_hang()` called (again, up to _TRIES times,
+  while it returns False), and the watch ends."""
   stop = stop or threading.Event()
   log = lambda message: command_line.write(out, message, command="progress")
   lines = live_progress.ProgressLines(
@@ -44,16 +56,19 @@ def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_tim
     while True:
       lines.tick()
       tasks = heartbeat.progress_of(mailbox)
-      if tasks and all(p.ended for p in tasks.values()):
-        return
+      if not hang_timeout_secs and tasks and all(p.ended for p in tasks.values()):
+        return  # With hang checks, the next train() of the program may follow.
       stuck = hang_timeout_secs and heartbeat.stalled(mailbox, hang_timeout_secs)
       if stuck:
-        log(f"no training progress on {', '.join(stuck)} for {hang_timeout_secs:g}s "
-            f"(heartbeat); stopping the job")
-        mailbox.post(mailbox_lib.VERDICTS, "hang", {"code": errors.STALLED_EXIT_CODE,
-                                                   "why": f"{', '.join(stuck)} hung"})
-        if on_hang:
-          on_hang()
+        why = (f"no training progress on {', '.join(stuck)} for {hang_timeout_secs:g}s "
+               f"(heartbeat)")
+        log(f"{why}; stopping the job")
+        with contextlib.suppress(OSError):  # Its directory gone: the cancel still runs.
+          mailbox.post(mailbox_lib.VERDICTS, _HANG,
+                       {"code": errors.STALLED_EXIT_CODE, "why": why})
+        for _ in range(_TRIES if on_hang else 0):  # A cancel that failed is tried again.
+          if on_hang() is not False or stop.wait(_RETRY_SECS):
+            break
         return
       if stop.wait(0.5):
         return
@@ -90,6 +105,7 @@ def run():
       return errors.USAGE_EXIT_CODE
     watch(mailbox=mailbox_lib.Mailbox(mailbox.value), model_dir=model_dir.value,
           every_secs=every.value, hang_timeout_secs=hang_timeout.value,
-          on_hang=on_hang.value and (lambda: subprocess.run(on_hang.value, shell=True)))
+          on_hang=on_hang.value and (
+              lambda: subprocess.run(on_hang.value, shell=True, check=False).returncode == 0))
     return 0
   command_line.run(main, command="progress")

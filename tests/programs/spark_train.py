@@ -32,15 +32,30 @@ flags.DEFINE_bool("spoil_summary", False, "After training, the chief leaves byte
 flags.DEFINE_string("network_interface", None, "horovod: the interface the ranks listen on.")
 flags.DEFINE_string("horovod_controller", "gloo", "horovod: gloo or mpi.")
 flags.DEFINE_float("progress_secs", 30, "The driver's progress lines this often.")
+flags.DEFINE_float("hang_timeout_secs", 300, "The driver cancels a job whose task stops "
+                   "beating this long.")
+flags.DEFINE_bool("stop_worker", False, "The non-chief worker stops itself (SIGSTOP) once it "
+                  "beats: alive, making no progress.")
 
 
 def train(strategy, model_dir, train_steps, fail_worker=False, spoil_summary=False,
-          alone=False):
+          alone=False, stop_worker=False):
   """What each Spark task runs: the DNN program's training, as a function."""
   import os  # pylint: disable=g-import-not-at-top
   import estimator_dist as ed  # pylint: disable=g-import-not-at-top
-  if fail_worker and '"type": "worker"' in os.environ.get("TF_CONFIG", ""):
+  worker = '"type": "worker"' in os.environ.get("TF_CONFIG", "")
+  if fail_worker and worker:
     raise ValueError("this worker fails on purpose")
+  if stop_worker and worker:
+    import signal, threading, time  # pylint: disable=g-import-not-at-top,multiple-imports
+    from estimator_dist.contract import mailbox as box  # pylint: disable=g-import-not-at-top
+    beats = box.Mailbox.of_environment().path(box.BEATS, "worker:0")
+
+    def stop():
+      while not os.path.exists(beats):
+        time.sleep(0.2)
+      os.kill(os.getpid(), signal.SIGSTOP)
+    threading.Thread(target=stop, daemon=True).start()
   from model_zoo import data, mnist_dnn  # pylint: disable=g-import-not-at-top
   (x_train, y_train), (x_eval, y_eval) = data.load()
   if alone:
@@ -97,10 +112,11 @@ def main(_):
     results = spark.run(train, num_workers=f.num_workers, strategy=f.strategy, num_ps=f.num_ps,
                         kwargs={"strategy": f.strategy, "model_dir": f.model_dir,
                                 "train_steps": f.train_steps, "fail_worker": f.fail_worker,
-                                "spoil_summary": f.spoil_summary, "alone": f.alone},
+                                "spoil_summary": f.spoil_summary, "alone": f.alone,
+                                "stop_worker": f.stop_worker},
                         spark_context=sc, network_interface=f.network_interface,
                         horovod_controller=f.horovod_controller, model_dir=f.model_dir,
-                        progress_secs=f.progress_secs)
+                        progress_secs=f.progress_secs, hang_timeout_secs=f.hang_timeout_secs)
   finally:
     sc.stop()
     shutil.rmtree(scratch, ignore_errors=True)
