@@ -169,3 +169,38 @@ def options_from_flags(options_class, holders, **values):
   """An `options_class` from the parsed flags `define_flags` gave `holders` for; `values`
   sets the fields that no flag sets, or that the program derives from its flags."""
   return options_class(**{**values_of(holders), **values})
+
+
+def check_declared(options):
+  """Checks every field of the options dataclass `options` that a flag sets against its
+  flag's declaration (an enum's values, a number's kind and bounds), as absl checks the
+  flag: a library caller who passes keywords gets the same refusal as the command line,
+  naming the flag. A field whose default (or its flag's) is None may be None."""
+  for field in flag_fields(type(options)):
+    spec, value = flag_of(field), getattr(options, field.name)
+    if value is None and None in (field.default, spec.flag_default):
+      continue
+    name = f"--{flag_name(field)}"
+    if spec.kind == "enum":
+      errors.check_choice(name, value, spec.values)
+    elif spec.kind in ("integer", "float"):
+      kinds = int if spec.kind == "integer" else (int, float)
+      low, high = spec.lower_bound, spec.upper_bound
+      if not (isinstance(value, kinds) and not isinstance(value, bool) and
+              (low is None or value >= low) and (high is None or value <= high)):
+        raise errors.ConfigError(f"{name} ({value!r}) must be {_what(spec)}.")
+
+
+def _what(spec):
+  """What a number flag takes, in words: 'a positive integer', 'a number from 1 to 10'."""
+  integer, low, high = spec.kind == "integer", spec.lower_bound, spec.upper_bound
+  if high is None and low == 1 and integer:
+    return "a positive integer"
+  if high is None and low == 0:
+    return f"a non-negative {'integer' if integer else 'number'}"
+  what = "an integer" if integer else "a number"
+  if low is not None and high is not None:
+    return f"{what} from {low:g} to {high:g}"
+  if low is not None:
+    return f"{what} of at least {low:g}"
+  return f"{what} of at most {high:g}" if high is not None else what

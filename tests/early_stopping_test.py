@@ -45,7 +45,7 @@ def test_no_improvement_for_the_patience_is_the_reason_to_stop(tmp_path):
 
 
 def test_early_stopping_options_are_checked():
-  with pytest.raises(ed.ConfigError, match="mode must be one of"):
+  with pytest.raises(ed.ConfigError, match=r"--early_stopping_mode \('down'\) must be one of min, max"):
     ed.EarlyStopping(mode="down", patience_steps=5)
   with pytest.raises(ed.ConfigError, match="patience_steps"):
     ed.EarlyStopping(patience_steps=0)

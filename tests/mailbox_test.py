@@ -178,6 +178,14 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.waiting"), (0, 0))
   assert heartbeat.waiting(mailbox, 5) == set()  # It said so long ago.
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
+  # The program's next train(): its beats count again, from now (once the first round's
+  # end hid every later round's beats from the hang checks).
+  heartbeat.begin(path)
+  assert heartbeat.ended(mailbox) == set()
+  assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}, first_beat_by=0) == []
+  os.utime(path, (0, 0))
+  assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == ["worker:1"]
+  heartbeat.end(path)
   # A task ended before its training did (its companion says so): not stalled, but gone.
   early = mailbox.path(mailbox_lib.BEATS, "worker:2")
   heartbeat.beat(early)

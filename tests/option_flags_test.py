@@ -10,8 +10,10 @@ from estimator_dist import errors
 from estimator_dist import launch
 from estimator_dist import option_flags
 from estimator_dist.jobs import horovodrun
+from estimator_dist.engines import slurm_options
 from estimator_dist.jobs import launch_options
 from estimator_dist.option_flags import option
+from estimator_dist.training import options as options_lib
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -56,6 +58,31 @@ def test_the_options_check_the_values_and_name_the_flag():
   _, holders = parse("--steps=200", "--mode=slow")
   with pytest.raises(errors.ConfigError, match="--steps=200"):
     option_flags.options_from_flags(Toy, holders)
+
+
+@pytest.mark.parametrize("options, message", [
+    # Each once checked by hand beside its declaration, or (SLURM's) not at all: the
+    # script then carried it to a job whose watcher refused it on the cluster.
+    (lambda: slurm_options.SlurmOptions(hang_timeout_secs=-1),
+     "--hang_timeout_secs (-1) must be a non-negative integer."),
+    (lambda: slurm_options.SlurmOptions(port_base=70000),
+     "--port_base (70000) must be an integer from 1 to 65000."),
+    (lambda: launch_options.LaunchOptions(progress_secs=float("nan")),
+     "--progress_secs (nan) must be a non-negative number."),
+    (lambda: launch_options.LaunchOptions(max_restarts=True),
+     "--max_restarts (True) must be a non-negative integer."),
+    (lambda: launch_options.LaunchOptions(terminal="loud"),
+     "--terminal ('loud') must be one of quiet, default, all."),
+    (lambda: options_lib.TrainOptions(model_dir="/m", train_steps=None),
+     "--train_steps (None) must be a positive integer."),
+])
+def test_what_a_flag_declares_is_checked_for_a_library_caller_too(options, message):
+  with pytest.raises(errors.ConfigError) as raised:
+    options()
+  assert str(raised.value) == message
+  # None where the default is None (decided later), and the defaults themselves, pass.
+  slurm_options.SlurmOptions(nodes=None)
+  options_lib.TrainOptions(model_dir="/m", train_steps=5, eval_timeout_secs=None)
 
 
 def test_a_flag_of_an_unknown_kind_or_an_enum_without_values_is_refused():

@@ -76,11 +76,13 @@ def progress_of(mailbox):
 
 def begin(path):
   """A new round of training of the task (its program's next train()): the end of the
-  last one no longer holds."""
+  last one no longer holds, and its beats count from now (its watchdog beats only until
+  the first round's first step)."""
   try:
     os.remove(path + _ENDED)
   except FileNotFoundError:
     pass
+  beat(path)
 
 
 def end(path, progress=None):

@@ -108,10 +108,7 @@ class KubernetesOptions:
       raise errors.ConfigError(
           f"--name ({self.name!r}) must be a DNS label: lowercase letters, digits and '-', "
           f"starting with a letter, at most 63 characters.")
-    if self.restart_policy is not None:
-      errors.check_choice("--restart_policy", self.restart_policy, RESTART_POLICIES)
-    errors.check_choice("--instrument", self.instrument, launch_options.INSTRUMENT)
-    errors.check_non_negative_number("--preemption_grace_secs", self.preemption_grace_secs)
+    option_flags.check_declared(self)
     if self.queue and not (self.cpu and self.memory):
       raise errors.ConfigError(
           "--queue: Kueue admits a job by its pods' requests, and without --cpu and "

@@ -7,6 +7,7 @@ import dataclasses
 import subprocess
 from typing import Optional, Tuple
 
+from estimator_dist import option_flags
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import launch_options
 from estimator_dist.option_flags import option
@@ -74,6 +75,9 @@ class SlurmOptions:
   requeue: bool = option(
       True, kind="bool", help="#SBATCH --requeue: after that save, the job requeues itself "
       "and resumes from the checkpoint.")
+
+  def __post_init__(self):
+    option_flags.check_declared(self)  # Its values go into a script that runs much later.
 
 
 def partition_cpus(partition=None):

@@ -10,6 +10,7 @@ import os
 from typing import Optional, Tuple
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.experiments import pbt_values
 from estimator_dist.experiments import pruners
 from estimator_dist.experiments import space as space_lib
@@ -91,18 +92,10 @@ class SweepOptions:
       "trials finished, run and failed, the best so far and the ETA; 0 never does.")
 
   def __post_init__(self):
-    for name, choices in (("sampler", SAMPLERS), ("pruner", PRUNERS),
-                          ("scheduler", pbt_values.SCHEDULERS),
-                          ("direction", DIRECTIONS)):
-      errors.check_choice(f"--{name}", getattr(self, name), choices)
     object.__setattr__(self, "strategy", traits_lib.of(self.strategy).name)
-    for name in ("trials", "parallel", "workers_per_trial"):
-      errors.check_positive(f"--{name}", getattr(self, name))
-    errors.check_non_negative("--prune_after_trials", self.prune_after_trials)
-    errors.check_non_negative("--prune_after_steps", self.prune_after_steps)
+    option_flags.check_declared(self)
     pruners.check_rungs(self.pruner, min_resource_steps=self.min_resource_steps,
                         reduction_factor=self.reduction_factor)
-    errors.check_non_negative_number("--progress_secs", self.progress_secs)
     if self.mlflow_tracking_uri:
       errors.check_installed("mlflow", "--mlflow_tracking_uri")
     if not self.sweep_dir:

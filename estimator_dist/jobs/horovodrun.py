@@ -14,6 +14,7 @@ import sys
 from typing import Optional, Tuple
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
 from estimator_dist.option_flags import option
@@ -109,7 +110,7 @@ class HorovodRun:
   machines: Optional[Tuple[Tuple[str, int], ...]] = dataclasses.field(default=None, init=False)
 
   def __post_init__(self):
-    errors.check_choice("--horovod_controller", self.controller, CONTROLLERS)
+    option_flags.check_declared(self)
     if self.hosts and self.hostfile:
       raise errors.ConfigError("give --hosts or --hostfile, not both.")
     parsed = (parse_hostfile(self.hostfile) if self.hostfile else

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Optional
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import horovodrun
 from estimator_dist.option_flags import option
@@ -92,14 +93,6 @@ class LaunchOptions:
       "those signals stop the job at once, as Ctrl-C does.")
 
   def __post_init__(self):
-    errors.check_choice("--isolation", self.isolation, sandbox_lib.ISOLATIONS)
-    errors.check_choice("--instrument", self.instrument, INSTRUMENT)
-    errors.check_choice("--terminal", self.terminal, shown_output.LEVELS)
-    errors.check_non_negative("--max_restarts", self.max_restarts)
-    errors.check_non_negative("--hang_timeout_secs", self.hang_timeout_secs)
-    errors.check_non_negative("--startup_timeout_secs", self.startup_timeout_secs)
-    errors.check_positive("--shutdown_timeout_secs", self.shutdown_timeout_secs)
-    errors.check_non_negative_number("--progress_secs", self.progress_secs)
-    errors.check_non_negative_number("--preemption_grace_secs", self.preemption_grace_secs)
+    option_flags.check_declared(self)
     if self.mlflow_tracking_uri:
       errors.check_installed("mlflow", "--mlflow_tracking_uri")

@@ -45,7 +45,7 @@ class JobSpec:
     set_("command", tuple(self.command))
     if self.num_ps is None:
       set_("num_ps", 1 if traits.needs_ps else 0)
-    errors.check_positive("--num_workers", self.num_workers)
+    option_flags.check_declared(self)
     if traits.needs_ps and self.num_ps < 1:
       raise errors.ConfigError(f"--strategy={self.strategy} needs --num_ps of at least 1.")
     if self.num_ps and "ps" not in traits.roles:

@@ -19,6 +19,7 @@ import os
 from typing import Optional
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.option_flags import option
 
 DIRECTIONS = ("maximize", "minimize")
@@ -41,14 +42,13 @@ class BestCheckpoints:
       "--best_metric is better (maximize) or a lower (minimize; the default for loss only).")
 
   def __post_init__(self):
-    errors.check_positive("--keep_best_checkpoints", self.keep)
+    option_flags.check_declared(self)
     if self.direction is None:
       if self.metric != "loss":
         raise errors.ConfigError(
             f"keeping the best checkpoints by {self.metric!r} needs its direction: "
             f"--best_direction=maximize (higher is better) or minimize.")
       object.__setattr__(self, "direction", "minimize")
-    errors.check_choice("--best_direction", self.direction, DIRECTIONS)
 
   def better(self, value, than):
     return value > than if self.direction == "maximize" else value < than

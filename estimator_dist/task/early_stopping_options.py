@@ -8,6 +8,7 @@ import dataclasses
 from typing import Optional
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.option_flags import option
 
 MODES = ("min", "max")
@@ -26,9 +27,7 @@ class EarlyStopping:
       help="Stop every task when the eval metric has not improved for this many steps.")
 
   def __post_init__(self):
-    if self.mode not in MODES:
-      raise errors.ConfigError(f"early stopping mode must be one of {MODES}, got {self.mode!r}.")
-    errors.check_positive("--early_stopping_patience_steps", self.patience_steps)
+    option_flags.check_declared(self)
 
   def reason(self, eval_dir) -> Optional[str]:
     """Why training should stop now, from the evaluations in eval_dir; None to go on."""

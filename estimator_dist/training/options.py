@@ -14,6 +14,7 @@ import warnings
 from typing import Mapping, Optional, Tuple
 
 from estimator_dist import errors
+from estimator_dist import option_flags
 from estimator_dist.option_flags import option
 from estimator_dist.outputs import best_checkpoints as best_checkpoints_lib
 from estimator_dist.strategies import factory
@@ -98,10 +99,7 @@ class TrainOptions:
     if not self.model_dir:
       raise errors.ConfigError("--model_dir is required: model_dir must name a directory "
                                "that every task can reach.")
-    errors.check_positive("--train_steps", self.train_steps)
-    for name in ("eval_steps", "batch_size", "save_checkpoints_steps"):
-      errors.check_positive(f"--{name}", getattr(self, name), allow_none=True)
-    errors.check_non_negative("--keep_checkpoint_max", self.keep_checkpoint_max)
+    option_flags.check_declared(self)
     hours = self.keep_checkpoint_every_n_hours
     if hours is not None and not (isinstance(hours, (int, float)) and hours > 0):
       raise errors.ConfigError(f"--keep_checkpoint_every_n_hours ({hours!r}) must be a "
@@ -110,10 +108,6 @@ class TrainOptions:
                       (best_checkpoints_lib.BestCheckpoints, type(None))):
       raise errors.ConfigError(f"best_checkpoints must be a BestCheckpoints(keep=..., metric=..., "
                                f"direction=...), got {self.best_checkpoints!r}.")
-    errors.check_non_negative("--eval_throttle_secs", self.eval_throttle_secs)
-    if self.eval_timeout_secs is not None and not self.eval_timeout_secs >= 0:
-      raise errors.ConfigError(f"--eval_timeout_secs ({self.eval_timeout_secs!r}) must be a "
-                               f"number of seconds (0: never), or None for the default.")
     exporters = self.exporters or ()
     if isinstance(exporters, str) or _is_exporter(exporters):  # One of them.
       exporters = (exporters,)
@@ -124,7 +118,6 @@ class TrainOptions:
       raise errors.ConfigError(
           f"--exporters takes {', '.join(evaluation_settings.EXPORTER_KINDS)} (or exporters= "
           f"tf.estimator.Exporters), not {', '.join(map(repr, unknown))}.")
-    errors.check_positive("--exports_to_keep", self.exports_to_keep)
     if not isinstance(self.early_stopping, (early_stopping_lib.EarlyStopping, type(None))):
       raise errors.ConfigError(f"early_stopping must be an EarlyStopping(metric=..., mode=..., "
                                f"patience_steps=...), got {self.early_stopping!r}.")
