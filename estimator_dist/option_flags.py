@@ -13,6 +13,7 @@ it does for a library caller who passes keywords. Library code never defines fla
 """
 
 import dataclasses
+import numbers
 from typing import Dict, Optional, Tuple
 
 from absl import flags
@@ -175,16 +176,16 @@ def check_declared(options):
   """Checks every field of the options dataclass `options` that a flag sets against its
   flag's declaration (an enum's values, a number's kind and bounds), as absl checks the
   flag: a library caller who passes keywords gets the same refusal as the command line,
-  naming the flag. A field whose default (or its flag's) is None may be None."""
+  naming the flag. A field whose default is None may be None; a number may be numpy's."""
   for field in flag_fields(type(options)):
     spec, value = flag_of(field), getattr(options, field.name)
-    if value is None and None in (field.default, spec.flag_default):
+    if value is None and field.default is None:
       continue
     name = f"--{flag_name(field)}"
     if spec.kind == "enum":
       errors.check_choice(name, value, spec.values)
     elif spec.kind in ("integer", "float"):
-      kinds = int if spec.kind == "integer" else (int, float)
+      kinds = numbers.Integral if spec.kind == "integer" else numbers.Real
       low, high = spec.lower_bound, spec.upper_bound
       if not (isinstance(value, kinds) and not isinstance(value, bool) and
               (low is None or value >= low) and (high is None or value <= high)):

@@ -314,7 +314,7 @@ TABLE = {
         ('mlflow_tracking_uri', 'string', None, {},
          "Record the sweep as a run of this MLflow tracking server, each trial's job a run "
          "nested in it (pip install 'estimator_dist[tracking]')."),
-        ('parallel', 'int', 1, {},
+        ('parallel', 'int', 1, {'lower_bound': 1},
          'Trials at once, each on its own CPUs.'),
         ('pbt_interval_steps', 'int', None, {},
          'pbt: global steps between two exploits.'),
@@ -328,10 +328,10 @@ TABLE = {
         ('progress_secs', 'float', 30.0, {'lower_bound': 0.0},
          'Every this many seconds, say how many trials finished, run and failed, the best '
          'so far and the ETA; 0 never does.'),
-        ('prune_after_steps', 'int', 1, {},
+        ('prune_after_steps', 'int', 1, {'lower_bound': 0},
          'median: steps a trial trains before it can be pruned (1: not at the evaluation of '
          'its initial values).'),
-        ('prune_after_trials', 'int', 2, {},
+        ('prune_after_trials', 'int', 2, {'lower_bound': 0},
          'median: trials that finish before any is pruned.'),
         ('pruner', 'string enum', 'none', {'values': ('none', 'median', 'hyperband', 'asha')},
          'Stops unpromising trials from their evaluations.'),
@@ -364,9 +364,9 @@ TABLE = {
          "The strategy every trial's job trains with."),
         ('sweep_dir', 'string', None, {},
          "Trials' model_dirs, the study, the report."),
-        ('trials', 'int', 10, {},
+        ('trials', 'int', 10, {'lower_bound': 1},
          'Trials to finish (complete, pruned or diverged).'),
-        ('workers_per_trial', 'int', 1, {},
+        ('workers_per_trial', 'int', 1, {'lower_bound': 1},
          'Training processes of each trial.'),
         ('zip', 'bool', False, {},
          'The i-th trial takes the i-th value of every choice list.'),

@@ -3,6 +3,7 @@
 import dataclasses
 from typing import Optional
 
+import numpy
 import pytest
 from absl import flags
 
@@ -11,8 +12,11 @@ from estimator_dist import launch
 from estimator_dist import option_flags
 from estimator_dist.jobs import horovodrun
 from estimator_dist.engines import slurm_options
+from estimator_dist.experiments import sweep_options
 from estimator_dist.jobs import launch_options
 from estimator_dist.option_flags import option
+from estimator_dist.outputs import best_checkpoints
+from estimator_dist.task import early_stopping_options
 from estimator_dist.training import options as options_lib
 
 
@@ -75,6 +79,12 @@ def test_the_options_check_the_values_and_name_the_flag():
      "--terminal ('loud') must be one of quiet, default, all."),
     (lambda: options_lib.TrainOptions(model_dir="/m", train_steps=None),
      "--train_steps (None) must be a positive integer."),
+    (lambda: sweep_options.SweepOptions(space="a=choice(1,2)", sweep_dir="/s", parallel=0),
+     "--parallel (0) must be a positive integer."),
+    (lambda: early_stopping_options.EarlyStopping(patience_steps=None),
+     "--early_stopping_patience_steps (None) must be a positive integer."),
+    (lambda: best_checkpoints.BestCheckpoints(keep=0),  # Its flag's 0 is "none".
+     "--keep_best_checkpoints (0) must be a positive integer."),
 ])
 def test_what_a_flag_declares_is_checked_for_a_library_caller_too(options, message):
   with pytest.raises(errors.ConfigError) as raised:
@@ -82,7 +92,8 @@ def test_what_a_flag_declares_is_checked_for_a_library_caller_too(options, messa
   assert str(raised.value) == message
   # None where the default is None (decided later), and the defaults themselves, pass.
   slurm_options.SlurmOptions(nodes=None)
-  options_lib.TrainOptions(model_dir="/m", train_steps=5, eval_timeout_secs=None)
+  options_lib.TrainOptions(model_dir="/m", train_steps=5, eval_timeout_secs=None,
+                           learning_rate=numpy.float32(0.1), random_seed=numpy.int64(3))
 
 
 def test_a_flag_of_an_unknown_kind_or_an_enum_without_values_is_refused():

@@ -120,6 +120,25 @@ def test_the_companion_beats_and_ends_with_the_task(tmp_path):
 
 
 @pytest.mark.processes
+def test_a_later_round_is_watched_from_its_start_as_the_first_was(tmp_path):
+  """A program's next train(): once its first round trained, nothing beat or bounded the
+  next round's start (its session, restore, input warm-up) until its first step."""
+  beat = tmp_path / "heartbeat"
+  task = _companion_under_a_shell("chief:0", "1", "", str(beat), "[]")
+  task.stdin.write("training\n")
+  task.stdin.flush()
+  time.sleep(1.5)  # Past the startup timeout: training is the heartbeat hook's.
+  assert task.poll() is None
+  beat.unlink(missing_ok=True)
+  task.stdin.write(f"{watchdog_companion.NEW_ROUND}\n")
+  task.stdin.flush()
+  stderr = _killed(task)
+  assert task.returncode == -9 and beat.exists(), stderr  # It beat again, then ended it.
+  assert stderr.startswith("estimator-dist: error: chief:0 has waited 1 s in phase "
+                           "'cluster reached' with no peer"), stderr
+
+
+@pytest.mark.processes
 def test_a_task_that_ended_its_training_is_not_said_to_end_early(tmp_path):
   beat = tmp_path / "heartbeat"
   (tmp_path / "heartbeat.ended").touch()

@@ -33,10 +33,11 @@ class SweepOptions:
       kind="string", flag_default=None, help="What to search: NAME=KIND(ARGS) entries "
       "separated by spaces, each NAME a flag of the program; KIND uniform, loguniform, int, "
       "logint (low,high) or choice(a,b,...).")
-  trials: int = option(10, kind="integer",
+  trials: int = option(10, kind="integer", lower_bound=1,
                        help="Trials to finish (complete, pruned or diverged).")
-  parallel: int = option(1, kind="integer", help="Trials at once, each on its own CPUs.")
-  workers_per_trial: int = option(1, kind="integer",
+  parallel: int = option(1, kind="integer", lower_bound=1,
+                         help="Trials at once, each on its own CPUs.")
+  workers_per_trial: int = option(1, kind="integer", lower_bound=1,
                                   help="Training processes of each trial.")
   strategy: str = option("local", kind="enum", values=traits_lib.NAMES,
                          help="The strategy every trial's job trains with.")
@@ -48,10 +49,11 @@ class SweepOptions:
   pruner: str = option("none", kind="enum", values=PRUNERS,
                        help="Stops unpromising trials from their evaluations.")
   prune_after_trials: int = option(
-      2, kind="integer", help="median: trials that finish before any is pruned.")
+      2, kind="integer", lower_bound=0,
+      help="median: trials that finish before any is pruned.")
   prune_after_steps: int = option(  # The initial checkpoint's evaluation says nothing yet.
-      1, kind="integer", help="median: steps a trial trains before it can be pruned (1: "
-      "not at the evaluation of its initial values).")
+      1, kind="integer", lower_bound=0, help="median: steps a trial trains before it can "
+      "be pruned (1: not at the evaluation of its initial values).")
   min_resource_steps: Optional[int] = option(
       None, kind="integer", help="asha, hyperband: the steps of the first rung (default: "
       "Optuna's, from the first finished trial's evaluations).")

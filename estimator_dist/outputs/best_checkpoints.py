@@ -43,6 +43,7 @@ class BestCheckpoints:
 
   def __post_init__(self):
     option_flags.check_declared(self)
+    errors.check_positive("--keep_best_checkpoints", self.keep)  # Its flag's 0 is "none".
     if self.direction is None:
       if self.metric != "loss":
         raise errors.ConfigError(

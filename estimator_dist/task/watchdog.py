@@ -35,6 +35,7 @@ PHASES = watchdog_companion.PHASES
 _lock = threading.Lock()
 _companion = None
 _phase = PHASES[0]
+_beat = None  # This task's heartbeat file (heartbeat.path_of), once started.
 
 
 def _peers(task):
@@ -50,7 +51,7 @@ def start(task, env=None):
 
   A process alone, not started by the launcher, has no peer to wait for: none.
   """
-  global _companion
+  global _companion, _beat
   env = os.environ if env is None else env
   if not (task.cluster or task.size > 1 or env.get(env_vars.LAUNCHER)):
     return
@@ -63,23 +64,43 @@ def start(task, env=None):
   with _lock:
     if _companion is not None:
       return
-    training = task.is_training
+    training, _beat = task.is_training, heartbeat.path_of(task, env)
     _companion = subprocess.Popen(
         [sys.executable, "-S", watchdog_companion.__file__, task.name,
          str(timeout if training else 0), env.get(env_vars.LAUNCHER, ""),
-         heartbeat.path_of(task, env) or "", json.dumps(_peers(task)),
+         _beat or "", json.dumps(_peers(task)),
          command_line.error_line("")],
         stdin=subprocess.PIPE, text=True, close_fds=True)
 
 
 def reached(phase):
-  """Records that this task reached `phase` (one of PHASES)."""
+  """Records that this task reached `phase` (one of PHASES). At "ended", a heartbeat no
+  hook marked ended (nothing was left to train) is marked here, before the task goes on."""
   global _phase
   if PHASES.index(phase) <= PHASES.index(_phase) or _companion is None:
     return
   _phase = phase
+  if phase == PHASES[-1] and _beat and not os.path.exists(_beat + ".ended"):
+    try:
+      heartbeat.end(_beat)
+    except OSError:
+      pass  # The launcher's directory, full or gone: its own checks say so.
+  _tell(phase)
+
+
+def new_round():
+  """A later train() of the program (its first one trained): the companion beats again,
+  and bounds the round's start (session, restore, input warm-up) by the startup timeout,
+  as it did the first's, until its first step."""
+  global _phase
+  if _companion is not None and PHASES.index(_phase) >= PHASES.index("training"):
+    _phase = "cluster reached"
+    _tell(watchdog_companion.NEW_ROUND)
+
+
+def _tell(line):
   try:
-    _companion.stdin.write(phase + "\n")
+    _companion.stdin.write(line + "\n")
     _companion.stdin.flush()
   except (BrokenPipeError, ValueError):
     pass

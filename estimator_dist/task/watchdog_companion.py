@@ -11,7 +11,8 @@ launcher whose end ends the task ("": none); HEARTBEAT is the file to beat until
 first step ("": none); PEERS is a JSON list of [name, address] of the tasks it waits for;
 ERROR is how its line starts (command_line.error_line's, which it cannot import).
 
-It reads the task's phases (PHASES), one a line, from stdin. It exits with 0 when stdin
+It reads the task's phases (PHASES), one a line, from stdin; NEW_ROUND (a later train()
+of the program) starts them again, its start watched as the first's. It exits with 0 when stdin
 closes (the task ended), when its parent is no longer the task, and right after it
 killed the task with SIGKILL, having printed why on stderr ("estimator-dist: error: ...").
 A task that ended (however: an exception, a signal, the kernel's OOM killer) before its
@@ -28,6 +29,7 @@ import sys
 import time
 
 PHASES = ("started", "cluster reached", "session created", "training", "ended")
+NEW_ROUND = "new round"  # A line that starts the phases again at "cluster reached".
 # Field 22 of /proc/PID/stat (proc(5)), counted after the command name: the start time,
 # which tells a process from a later one that got its pid (as in the launcher's identity,
 # contract/process_identity.py, which this program cannot import).
@@ -114,8 +116,8 @@ def watch(*, task, timeout, launcher, beat, peers, error):
           _touch(beat + ".exited")
         return
       phase = line.strip()
-      if beat and phase == "ended" and not os.path.exists(beat + ".ended"):
-        _touch(beat + ".ended")  # Nothing was left to train: no hook marked it.
+      if phase == NEW_ROUND:  # A later train(): its start is watched as the first's was.
+        phase, started = "cluster reached", time.monotonic()
     if os.getppid() != task_pid:
       return
     if launcher and _launcher_is_gone(launcher):

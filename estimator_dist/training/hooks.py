@@ -178,7 +178,11 @@ class StepAdvances(tf.estimator.SessionRunHook):
 
 
 class PhaseHook(tf.estimator.SessionRunHook):
-  """Tells the watchdog when the session exists and when the first step has run."""
+  """Tells the watchdog when a round of training begins (a later train() of the program),
+  when the session exists and when the first step has run."""
+
+  def begin(self):
+    watchdog.new_round()
 
   def after_create_session(self, session, coord):
     watchdog.reached("session created")
