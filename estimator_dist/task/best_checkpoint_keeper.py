@@ -12,6 +12,7 @@ import math
 import os
 import re
 import shutil
+import time
 
 import tensorflow as tf
 from absl import logging
@@ -22,6 +23,9 @@ from estimator_dist.outputs import best_checkpoints
 from estimator_dist.outputs import model_dir_check
 
 _PINS = ".evaluating"
+# tf.compat.v1.train.Saver names a checkpoint in the `checkpoint` file, then writes its
+# .meta: an evaluation may start in between. Estimator's savers always write it.
+_META_WAIT_SECS = 10
 _CHECKPOINT_FILE = re.compile(r"^(model\.ckpt-\d+)\.")
 
 
@@ -202,6 +206,8 @@ def pinned(checkpoint_path, model_dir):
     readable = os.path.join(pins, os.path.basename(checkpoint_path))
     if not os.path.exists(readable + ".index"):
       readable = checkpoint_path  # Deleted already: its evaluation says so.
+    elif not os.path.exists(readable + ".meta"):
+      _pin_meta(checkpoint_path, readable)
   except OSError as e:
     logging.info(command_line.line("%s is read in place (%s)"), checkpoint_path, e)
     readable = checkpoint_path
@@ -209,3 +215,18 @@ def pinned(checkpoint_path, model_dir):
     yield readable
   finally:
     shutil.rmtree(pins, ignore_errors=True)
+
+
+def _pin_meta(checkpoint_path, readable):
+  """Links the .meta the Saver writes after naming the checkpoint (the keeper keeps the
+  whole checkpoint), waiting up to _META_WAIT_SECS for it."""
+  deadline = time.monotonic() + _META_WAIT_SECS
+  while True:
+    try:
+      os.link(checkpoint_path + ".meta", readable + ".meta")
+      return
+    except FileNotFoundError:
+      if time.monotonic() > deadline or not os.path.exists(checkpoint_path + ".index"):
+        logging.info(command_line.line("%s has no .meta file (its Saver wrote none): a kept copy lacks it"), checkpoint_path)
+        return
+      time.sleep(0.05)
