@@ -29,6 +29,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN_VAR = "ESTIMATOR_DIST_TEST_PROCESS"
 TOKEN = uuid.uuid4().hex
 
+# Where a hang line says a task's beats stopped (heartbeat.last_steps), a regex.
+LAST_BEAT = r"(at step \d+ of \d+|before its first step)"
 
 def child_env(**extra):
   env = dict(os.environ)

@@ -170,6 +170,9 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   heartbeat.beat(path)
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
   assert heartbeat.stalled(mailbox, 60, expected={"chief:0"}, first_beat_by=0) == ["chief:0"]
+  heartbeat.beat(path, heartbeat.Progress(step=3, last_step=5))  # A hang line says where.
+  assert heartbeat.last_steps(mailbox, ["chief:0", "worker:1"]) == (
+      "chief:0 before its first step, worker:1 at step 3 of 5")
   heartbeat.end(path, heartbeat.Progress(step=5, last_step=5))
   assert heartbeat.ended(mailbox) == {"worker:1"}
   assert heartbeat.progress_of(mailbox)["worker:1"].ended

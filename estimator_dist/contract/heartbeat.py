@@ -74,6 +74,14 @@ def progress_of(mailbox):
   return found
 
 
+def last_steps(mailbox, names):
+  """Where the tasks `names` got to, as their beats say: "chief:0 at step 120 of 5000,
+  worker:0 before its first step"."""
+  found = progress_of(mailbox)
+  return ", ".join(f"{name} at step {found[name].step} of {found[name].last_step}"
+                   if name in found else f"{name} before its first step" for name in names)
+
+
 def begin(path):
   """A new round of training of the task (its program's next train()): the end of the
   last one no longer holds, and its beats count from now (its watchdog beats only until

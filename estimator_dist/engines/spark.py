@@ -178,10 +178,10 @@ def run_job(job, train_fn, *, options=SparkOptions()):
         results = _run_horovod(train_fn, job, options, env)
       else:
         results = _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, env)
-    except Exception as e:
+    except Exception:
       why = mailbox and progress_watch.hang_of(mailbox)
-      if why:  # The driver's watcher cancelled the Spark jobs.
-        raise RuntimeError(command_line.line(f"the Spark job was stopped: {why}")) from e
+      if why:  # The driver's watcher cancelled the Spark jobs: their trace says no more.
+        raise RuntimeError(command_line.line(f"the Spark job was stopped: {why}")) from None
       raise
     finally:
       sc.removeJobTag(tag)
