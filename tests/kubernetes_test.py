@@ -5,6 +5,7 @@ TF_CONFIG each pod reads, as its controller or the downward API gives it."""
 import json
 import re
 import shlex
+import signal
 import subprocess
 
 import pytest
@@ -13,6 +14,7 @@ import yaml
 
 from estimator_dist import errors
 from estimator_dist.contract import cluster
+from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.engines import kubernetes
 from estimator_dist.instrument import in_container
 from estimator_dist.strategies import checks
@@ -410,3 +412,38 @@ def test_a_pod_that_cannot_find_the_program_it_instruments_is_refused(tmp_path, 
   assert (f"estimator-dist: error: the job instruments train.py, which this container cannot "
           f"find (in {tmp_path})") in capsys.readouterr().err
   assert not (tmp_path / "mailbox").exists()
+
+
+@pytest.mark.processes
+def test_a_programs_own_exit_code_200_is_a_failure_the_jobset_counts(tmp_path):
+  # JobSet restarts a job that exited 200 without counting it (a preemption): a program's
+  # own 200 restarted it for ever.
+  (tmp_path / "exits.py").write_text("import sys\nsys.exit(200)\n")
+  saved = mailbox_lib.Mailbox(str(tmp_path / "saved")).emptied()
+  saved.post(mailbox_lib.PREEMPTION, mailbox_lib.CHIEF, {"step": 40})
+  said = {}
+  for mailbox, code in ((tmp_path / "own", 1), (tmp_path / "saved", 200)):
+    done = subprocess.run(
+        [helpers.PYTHON, "-m", in_container.__name__, "--", helpers.PYTHON, "exits.py"],
+        cwd=tmp_path, env=helpers.child_env(ESTIMATOR_DIST_MAILBOX=str(mailbox)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60, check=False)
+    assert done.returncode == code, done.stdout
+    said[code] = done.stdout
+  assert said == {1: "estimator-dist: error: exit code 200 is the program's own (no task said "
+                     "the toolkit chose it, as it does on a preemption): the task exits 1, a "
+                     "failure, whose restarts count against --backoff_limit.\n",
+                  200: ""}, said
+  # The pod's SIGTERM (a preemption, an eviction) reaches the program.
+  (tmp_path / "waits.py").write_text(
+      "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
+      "print('waiting', flush=True)\ntime.sleep(60)\n")
+  pod = subprocess.Popen(
+      [helpers.PYTHON, "-m", in_container.__name__, "--", helpers.PYTHON, "waits.py"],
+      cwd=tmp_path, env=helpers.child_env(ESTIMATOR_DIST_MAILBOX=str(tmp_path / "term")),
+      stdout=subprocess.PIPE, text=True)
+  try:
+    assert pod.stdout.readline() == "waiting\n"
+    pod.send_signal(signal.SIGTERM)
+    assert pod.wait(timeout=30) == 7
+  finally:
+    helpers.stop(pod)

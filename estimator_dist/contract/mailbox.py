@@ -42,6 +42,7 @@ import time
 import uuid
 from typing import Optional
 
+from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import whole_file
 
@@ -144,6 +145,13 @@ class Mailbox:
 def saved_on_preemption(mailbox):
   """The step the chief saved at on a preemption (its PREEMPTION message), or None."""
   return mailbox.value(PREEMPTION, CHIEF, int, key="step")
+
+
+def preempted(mailbox):
+  """Whether the toolkit stopped this attempt on a preemption: a task's verdict of
+  errors.PREEMPTED_EXIT_CODE, or the chief's save. A program's own 200 is neither."""
+  return (errors.PREEMPTED_EXIT_CODE in verdict_codes(mailbox) or
+          saved_on_preemption(mailbox) is not None)
 
 
 def post_verdict(code, why, env=os.environ):

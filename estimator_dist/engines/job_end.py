@@ -33,8 +33,7 @@ def main(argv=None, *, command="slurm"):
   args = parser.parse_args(argv)
   mailbox = mailbox_lib.Mailbox(args.mailbox)
   if args.code == errors.PREEMPTED_EXIT_CODE:
-    if (errors.PREEMPTED_EXIT_CODE in mailbox_lib.verdict_codes(mailbox) or
-        mailbox_lib.saved_on_preemption(mailbox) is not None):
+    if mailbox_lib.preempted(mailbox):
       return 0
     command_line.write(sys.stdout, f"exit code {args.code} is the program's own (no task "
                        f"said the toolkit chose it): the job is not requeued", command)

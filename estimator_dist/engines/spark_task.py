@@ -33,9 +33,8 @@ def run_in_new_process(payload, name, extra_env, command=None):
       task.stop()  # Waits for the output, and stops anything the task left running.
     mailbox = mailbox_lib.Mailbox.of_environment(extra_env)
     # 200 is a preemption when the toolkit said so: a program's own 200 is its failure.
-    if code == errors.PREEMPTED_EXIT_CODE and (
-        mailbox is None or code in mailbox_lib.verdict_codes(mailbox)
-        or mailbox_lib.saved_on_preemption(mailbox) is not None):
+    if code == errors.PREEMPTED_EXIT_CODE and (mailbox is None or
+                                               mailbox_lib.preempted(mailbox)):
       raise RuntimeError(command_line.line(
           f"task {name} was preempted: every task stopped at one step and the chief saved a "
           f"checkpoint there. A Spark that retries a failed stage (spark.task.maxFailures "

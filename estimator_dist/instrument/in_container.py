@@ -10,14 +10,23 @@ per mailbox, so a manifest applied a second time (whose mailbox holds the rounds
 first run) is refused at once instead of reading them. A program that imports
 estimator_dist runs as it is; one the manifest instruments (it gave a mailbox) that this
 container cannot find is refused: run as it is, each task would train alone.
+
+An instrumented program runs as this process's child, which passes on the signals the pod
+gets (SIGTERM: a preemption) and reads its exit code as the local launcher does: 200 is a
+preemption only when the toolkit said so in the mailbox. A program's own 200 ends the pod
+with 1, so the JobSet counts its restart against --backoff_limit: it restarts a preempted
+job without counting, and would restart a program that exits 200 by itself for ever.
 """
 
 import json
 import os
 import shlex
+import signal
+import subprocess
 import sys
 
 from estimator_dist import command_line
+from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.instrument import launching
@@ -69,8 +78,28 @@ def main(argv):
       command_line.write_error(why)
       return 2
     env = launching.task_env(env, program)
+    if env.get(env_vars.MAILBOX):
+      return _run(command, env)
   os.execvpe(command[0], command, env)
   return 127  # Not reached: the program replaced this process.
+
+
+def _run(command, env):
+  """The exit code of the pod running `command` as this process's child (see above)."""
+  child = subprocess.Popen(command, env=env)
+  for number in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
+    signal.signal(number, lambda received, _: child.send_signal(received))
+  code = child.wait()
+  if code < 0:  # Ended by a signal: the code a shell gives it.
+    return 128 - code
+  if code == errors.PREEMPTED_EXIT_CODE and not mailbox_lib.preempted(
+      mailbox_lib.Mailbox(env[env_vars.MAILBOX])):
+    command_line.write_error(
+        f"exit code {code} is the program's own (no task said the toolkit chose it, as it "
+        f"does on a preemption): the task exits 1, a failure, whose restarts count "
+        f"against --backoff_limit.")
+    return 1
+  return code
 
 
 if __name__ == "__main__":
