@@ -80,6 +80,10 @@ def test_the_projection_uses_the_programs_compute_and_model_size():
       row("multi_worker", 2, 12.5, 128)))
   fitted, projected = report.projection()
   assert fitted["t_compute"] == pytest.approx(0.05, rel=0.02)
+  # What a worker's step takes beyond the copies' (80 ms against 60), as the table says.
+  extra = [r["extra_step_ms"] for r in report.compared()]
+  assert extra[:2] == [None, None] and extra[2] == pytest.approx(20.0, rel=0.05), extra
+  assert float(report.table().splitlines()[3].split()[-1]) == pytest.approx(extra[2], abs=0.05)
   # The all-reduce moved 2 (n-1)/n S = S bytes in the 20 ms it added.
   assert fitted["ring_bytes_per_sec"] == pytest.approx(10_000_000 / 0.02, rel=0.05)
   assert fitted["model_bytes"] == 10_000_000 and "loopback" in fitted["bandwidth_source"]

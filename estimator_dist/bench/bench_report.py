@@ -86,23 +86,34 @@ class Report:
   window: measured_job.Window
   num_ps: int = 1  # The parameter_server jobs'.
 
+  def _limit_row(self, workers, unit):
+    return next((r for r in self.rows if r["strategy"] == LIMIT and r["workers"] == workers
+                 and r["rate"] and r["unit"] == unit), None)
+
   def _limit(self, workers, unit):
-    found = next((r for r in self.rows if r["strategy"] == LIMIT and r["workers"] == workers
-                  and r["rate"] and r["unit"] == unit), None)
+    found = self._limit_row(workers, unit)
     return found["rate"] if found else None
 
   def compared(self):
-    """The rows with their share of the limit (`of_limit`) and speed-up over one copy of
-    the program alone (`speedup`), where measured."""
+    """The rows with their share of the limit (`of_limit`), speed-up over one copy of the
+    program alone (`speedup`), and the milliseconds a worker's step takes beyond the same
+    work in the independent copies (`extra_step_ms`: the exchange, and waiting for the
+    slowest), where measured."""
     out = []
     for r in self.rows:
-      limit, alone = self._limit(r["workers"], r["unit"]), self._limit(1, r["unit"])
-      out.append({**r, "of_limit": r["rate"] / limit if r["rate"] and limit else None,
-                  "speedup": r["rate"] / alone if r["rate"] and alone else None})
+      limit, alone = self._limit_row(r["workers"], r["unit"]), self._limit(1, r["unit"])
+      extra = None
+      if r["rate"] and limit and r["strategy"] != LIMIT and r["unit"] == "examples/s":
+        # A worker's step of b examples: W b / rate here, W b / limit's rate in copies.
+        extra = 1000 * limit["examples_per_step"] * (1 / r["rate"] - 1 / limit["rate"])
+      out.append({**r, "of_limit": r["rate"] / limit["rate"] if r["rate"] and limit else None,
+                  "speedup": r["rate"] / alone if r["rate"] and alone else None,
+                  "extra_step_ms": extra})
     return out
 
   def table(self):
-    lines = [f"{'job':34s} {'rate':>20s} {'spread':>7s} {'of limit':>9s} {'× alone':>8s}"]
+    lines = [f"{'job':34s} {'rate':>20s} {'spread':>7s} {'of limit':>9s} {'× alone':>8s} "
+             f"{'step +ms':>9s}"]
     for r in self.compared():
       if r["failure"]:
         lines.append(f"{name(r):34s} {'not measured':>18s}")
@@ -111,9 +122,13 @@ class Report:
       lines.append(f"{name(r):34s} {rate(r['rate']):>9s} {r['unit']:>10s} "
                    f"{_percent(r['spread']):>7s} "
                    + (f"{100 * of_limit:>7.0f} % " if of_limit else f"{'':>9s} ")
-                   + (f"{r['speedup']:>7.2f}×" if r["speedup"] else ""))
+                   + (f"{r['speedup']:>7.2f}×" if r["speedup"] else f"{'':>8s}")
+                   + (f" {r['extra_step_ms']:>9.1f}" if r["extra_step_ms"] is not None
+                      else ""))
     lines.append(f"(CPU: {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs; spread: the "
-                 f"range of the rates of the window's parts over their median)")
+                 f"range of the rates of the window's parts over their median; step +ms: "
+                 f"what a worker's step takes beyond the same work in independent copies, "
+                 f"the exchange and the wait for the slowest)")
     return "\n".join(lines)
 
   def recommendation(self):
