@@ -119,12 +119,12 @@ class Report:
         lines.append(f"{name(r):34s} {'not measured':>18s}")
         continue
       of_limit = r["of_limit"] if r["strategy"] != LIMIT else None
-      lines.append(f"{name(r):34s} {rate(r['rate']):>9s} {r['unit']:>10s} "
-                   f"{_percent(r['spread']):>7s} "
-                   + (f"{100 * of_limit:>7.0f} % " if of_limit else f"{'':>9s} ")
-                   + (f"{r['speedup']:>7.2f}×" if r["speedup"] else f"{'':>8s}")
-                   + (f" {r['extra_step_ms']:>9.1f}" if r["extra_step_ms"] is not None
-                      else ""))
+      lines.append((f"{name(r):34s} {rate(r['rate']):>9s} {r['unit']:>10s} "
+                    f"{_percent(r['spread']):>7s} "
+                    + (f"{100 * of_limit:>7.0f} % " if of_limit else f"{'':>9s} ")
+                    + (f"{r['speedup']:>7.2f}×" if r["speedup"] else f"{'':>8s}")
+                    + (f" {r['extra_step_ms']:>9.1f}" if r["extra_step_ms"] is not None
+                       else "")).rstrip())
     lines.append(f"(CPU: {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs; spread: the "
                  f"range of the rates of the window's parts over their median; step +ms: "
                  f"what a worker's step takes beyond the same work in independent copies, "
@@ -197,12 +197,14 @@ class Report:
       from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
     except ImportError:
       return f"no {CHART}: matplotlib is not installed (pip install estimator_dist[charts])"
-    figure = Figure(figsize=(7, 4), layout="constrained")
-    axes = figure.subplots()
     by_strategy = {}
     for r in self.rows:
       if r["rate"]:
         by_strategy.setdefault(r["strategy"], []).append((r["workers"], r["rate"]))
+    if not by_strategy:
+      return f"no {CHART}: no job was measured"
+    figure = Figure(figsize=(7, 4), layout="constrained")
+    axes = figure.subplots()
     for strategy, points in by_strategy.items():
       axes.plot(*zip(*sorted(points)), marker="o",
                 linestyle="--" if strategy == LIMIT else "-",
