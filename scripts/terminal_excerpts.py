@@ -9,8 +9,10 @@ tests/docs_code_test.py checks that every line of an excerpt is still one the co
 prints (numbers, ports and masked paths aside).
 """
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +34,7 @@ def masked(text, directory):
   return _OWN_PATH.sub(r"estimator_dist_..._\1_...", text)
 
 
-def run(command, files):
+def run(command, files, timeout_secs=300):
   """What `command` prints (stdout and stderr, as a terminal shows them), masked."""
   with tempfile.TemporaryDirectory(prefix="excerpt_") as directory:
     for name, code in files.items():
@@ -40,11 +42,20 @@ def run(command, files):
         f.write(code)
     env = {**os.environ, "TMPDIR": directory, "REPO": ROOT,  # Its programs: tests/programs.
            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
-    done = subprocess.run(["bash", "-c", command], cwd=directory, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    with subprocess.Popen(["bash", "-c", command], cwd=directory, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          start_new_session=True) as done:
+      try:
+        output = done.communicate(timeout=timeout_secs)[0]
+      except subprocess.TimeoutExpired:
+        os.killpg(done.pid, signal.SIGKILL)  # Every process the command started.
+        raise SystemExit(f"{command} still ran after {timeout_secs} s")
+      finally:
+        with contextlib.suppress(ProcessLookupError):
+          os.killpg(done.pid, signal.SIGKILL)  # What it left running (grep -m1 ended).
     if done.returncode:
-      raise SystemExit(f"{command} exited {done.returncode}:\n{done.stdout[-3000:]}")
-    return masked(done.stdout, directory)
+      raise SystemExit(f"{command} exited {done.returncode}:\n{output[-3000:]}")
+    return masked(output, directory)
 
 
 def main():

@@ -95,21 +95,31 @@ def test_the_pages_excerpts_are_written_by_the_script():
   assert not _shape("[chief:0] error: 2 workers").fullmatch("[worker:1] error: 3 tasks")
 
 
-@pytest.mark.processes
-def test_the_troubleshooting_lines_are_what_their_commands_print():
-  """Each error line of the troubleshooting page that a real run wrote (its `<!-- output
-  of: ... -->`) is still what the command prints: TensorFlow missing, a refusal, a peer
-  that never came, a hang, another model's checkpoint, a program's own exit code, tasks
-  that trained alone, an empty input, a worker's extra round."""
+def troubleshooting():
+  """The excerpts of the troubleshooting page, each named by its section's title."""
   with open(os.path.join(helpers.REPO, "docs", "troubleshooting.md")) as f:
-    found = list(EXCERPTS.EXCERPT.finditer(f.read()))
-  assert len(found) >= 10, found
-  for match in found:
-    printed = EXCERPTS.run(match["command"], {}).splitlines()
-    for line in match["text"].splitlines():
-      assert any(_shape(line).fullmatch(p) for p in printed), (
-          f"the page shows {line!r}, which {match['command']} no longer prints (run `python "
-          f"scripts/terminal_excerpts.py`):\n" + "\n".join(printed))
+    text = f.read()
+  return [pytest.param(match, id=re.findall(r"^## (.+)$", text[:match.start()], re.M)[-1])
+          for match in EXCERPTS.EXCERPT.finditer(text)]
+
+
+def test_the_troubleshooting_page_shows_what_real_runs_printed():
+  # TensorFlow missing, a refusal, a peer that never came, a hang, another model's
+  # checkpoint, a program's own exit code, tasks that trained alone, an empty input, a
+  # worker's extra round...
+  assert len(troubleshooting()) >= 10
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("match", troubleshooting())
+def test_the_troubleshooting_lines_are_what_their_commands_print(match):
+  """Each error line of the troubleshooting page that a real run wrote (its `<!-- output
+  of: ... -->`) is still what the command prints."""
+  printed = EXCERPTS.run(match["command"], {}).splitlines()
+  for line in match["text"].splitlines():
+    assert any(_shape(line).fullmatch(p) for p in printed), (
+        f"the page shows {line!r}, which {match['command']} no longer prints (run `python "
+        f"scripts/terminal_excerpts.py`):\n" + "\n".join(printed))
 
 
 @pytest.mark.processes

@@ -4,7 +4,6 @@ launcher with 2 workers."""
 import json
 import os
 import re
-import threading
 import types
 
 import pytest
@@ -105,21 +104,25 @@ def test_the_best_checkpoint_is_kept_after_estimator_deleted_it(tmp_path):
   assert tf.train.latest_checkpoint(str(best)) == kept
 
 
-def test_a_checkpoint_evaluated_before_its_meta_was_written_is_kept_whole(tmp_path):
-  # A Saver names a checkpoint, then writes its .meta: the evaluation may start in between,
-  # and Estimator (keep_checkpoint_max) may delete it before the keeper copies it.
+def test_a_checkpoint_evaluated_before_its_meta_was_written_is_kept_whole(tmp_path,
+                                                                         monkeypatch):
+  # A Saver names a checkpoint, then writes its .meta (to a temporary name it renames):
+  # the evaluation may start in between, and Estimator (keep_checkpoint_max) may delete
+  # the checkpoint before the keeper copies it.
   checkpoint = str(tmp_path / "model.ckpt-0")
   tf.train.Checkpoint(v=tf.Variable(1.0)).write(checkpoint)
-  meta = threading.Timer(0.3, lambda: (tmp_path / "model.ckpt-0.meta").write_text("meta"))
-  meta.start()
+  writing = tmp_path / "model.ckpt-0.meta.tmp5f1e"
+  writing.write_text("meta")
+  waits = []
+  monkeypatch.setattr(best_checkpoint_keeper.time, "sleep",
+                      lambda secs: waits.append(writing.rename(checkpoint + ".meta")))
   with best_checkpoint_keeper.pinned(checkpoint, str(tmp_path)) as readable:
-    meta.join()
     for name in tmp_path.glob("model.ckpt-0.*"):
       name.unlink()  # Training saved a newer one.
     keeper = best_checkpoint_keeper.Keeper(best_checkpoints.BestCheckpoints(keep=1))
     kept = keeper.export(types.SimpleNamespace(model_dir=str(tmp_path)), None, readable,
                          {"global_step": 0, "loss": 0.5}, False)
-  assert kept == str(tmp_path / "best" / "model.ckpt-0"), kept
+  assert len(waits) == 1 and kept == str(tmp_path / "best" / "model.ckpt-0"), (waits, kept)
   assert (tmp_path / "best" / "model.ckpt-0.meta").read_text() == "meta"
   assert sorted(os.listdir(tmp_path / "best")) == sorted([
       "checkpoint", *(f"model.ckpt-0.{suffix}" for suffix in (

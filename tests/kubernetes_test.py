@@ -21,6 +21,7 @@ from estimator_dist.strategies import checks
 from estimator_dist.strategies import local
 from estimator_dist.strategies import traits
 from estimator_dist.supervision import local_cluster
+from estimator_dist.supervision import signal_forwarding
 from tests import helpers
 from tests import k8s_schemas
 
@@ -430,20 +431,25 @@ def test_a_programs_own_exit_code_200_is_a_failure_the_jobset_counts(tmp_path):
     assert done.returncode == code, done.stdout
     said[code] = done.stdout
   assert said == {1: "estimator-dist: error: exit code 200 is the program's own (no task said "
-                     "the toolkit chose it, as it does on a preemption): the task exits 1, a "
-                     "failure, whose restarts count against --backoff_limit.\n",
+                     "the toolkit chose it, as it does on a preemption): this pod exits 1, a "
+                     "failure that counts against --backoff_limit.\n",
                   200: ""}, said
-  # The pod's SIGTERM (a preemption, an eviction) reaches the program.
+  # The pod's SIGTERM (a preemption, an eviction) reaches the program, and so does USR1
+  # (mpirun's forward of it), which the rank's command ignores until the program runs.
   (tmp_path / "waits.py").write_text(
       "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
+      "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(8))\n"
       "print('waiting', flush=True)\ntime.sleep(60)\n")
-  pod = subprocess.Popen(
-      [helpers.PYTHON, "-m", in_container.__name__, "--", helpers.PYTHON, "waits.py"],
-      cwd=tmp_path, env=helpers.child_env(ESTIMATOR_DIST_MAILBOX=str(tmp_path / "term")),
-      stdout=subprocess.PIPE, text=True)
-  try:
-    assert pod.stdout.readline() == "waiting\n"
-    pod.send_signal(signal.SIGTERM)
-    assert pod.wait(timeout=30) == 7
-  finally:
-    helpers.stop(pod)
+  pod_command = [helpers.PYTHON, "-m", in_container.__name__, "--", helpers.PYTHON, "waits.py"]
+  for number, start, code in ((signal.SIGTERM, [], 7),
+                              (signal.SIGUSR1, shlex.split(signal_forwarding.IGNORING_USR1), 8)):
+    pod = subprocess.Popen(
+        [*start, *pod_command], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+        env=helpers.child_env(ESTIMATOR_DIST_MAILBOX=str(tmp_path / f"mailbox-{code}")),
+        start_new_session=True)
+    try:
+      assert pod.stdout.readline() == "waiting\n"
+      pod.send_signal(number)
+      assert pod.wait(timeout=30) == code
+    finally:
+      helpers.stop(pod)

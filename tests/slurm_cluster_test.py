@@ -228,7 +228,7 @@ def test_a_task_that_hangs_ends_the_job_with_124(cluster, monkeypatch, tmp_path)
     printed = f.read()
   assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "124:0"), printed[-3000:]
   assert re.search(r"^estimator-dist progress: no training progress on (chief:0, )?worker:0 "
-                   rf"for 10s \(heartbeat; (chief:0 {helpers.LAST_BEAT}, )?worker:0 "
+                   rf"for 10s \(heartbeat; last beat: (chief:0 {helpers.LAST_BEAT}, )?worker:0 "
                    rf"{helpers.LAST_BEAT}\); stopping the job$", printed, re.M), printed[-3000:]
   assert helpers.wait_until_gone(lambda: processes_of(model_dir), timeout=20) == []
 

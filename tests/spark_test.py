@@ -130,7 +130,7 @@ def test_a_stopped_task_is_a_hang_the_driver_ends(tmp_path):
                              "--stop_worker", "--hang_timeout_secs=10", timeout=240)
   assert code != 0, output[-5000:]
   line = re.search(r"^estimator-dist progress: no training progress on (chief:0, )?worker:0 "
-                   rf"for 10s \(heartbeat; (chief:0 {helpers.LAST_BEAT}, )?worker:0 "
+                   rf"for 10s \(heartbeat; last beat: (chief:0 {helpers.LAST_BEAT}, )?worker:0 "
                    rf"{helpers.LAST_BEAT}\); stopping the job$", output, re.M)
   assert line, output[-5000:]
   assert (f"RuntimeError: estimator-dist: the Spark job was stopped: "

@@ -24,12 +24,12 @@ from typing import Optional, Tuple
 
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import process_identity
 from estimator_dist.contract import task_env
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.strategies import traits
 from estimator_dist.supervision import failure_cause
 from estimator_dist.supervision import job_dirs
-from estimator_dist.supervision import process_tree
 
 LOG_NAME = "launch.log"
 _POLL_SECS = 0.25
@@ -108,7 +108,7 @@ class Job:
     env = {**os.environ, "TMPDIR": self._tmp, **task_env.task_environment(trial=True)}
 
     def start():
-      process_tree.die_with_parent()
+      process_identity.die_with_parent()
       if cpus:
         os.sched_setaffinity(0, cpus)
     with open(self.log_path, "wb") as log:

@@ -13,6 +13,7 @@ seconds, derived from it): both sides compare the same clock ticks.
 """
 
 import os
+import signal
 
 # Field 22 of /proc/PID/stat (proc(5)), counted after the command name: the start time.
 START_TIME_FIELD = 19
@@ -29,3 +30,13 @@ def launcher_identity(pid=None):
     fields = []
   start = fields[START_TIME_FIELD] if len(fields) > START_TIME_FIELD else None
   return f"{pid}:{start}"
+
+
+def die_with_parent():
+  """Linux, in a child before its exec: it gets SIGKILL when the process that started it
+  dies without cleaning up (PR_SET_PDEATHSIG)."""
+  try:
+    import ctypes  # pylint: disable=g-import-not-at-top
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+  except OSError:
+    pass

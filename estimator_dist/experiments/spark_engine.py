@@ -19,18 +19,18 @@ import subprocess
 import sys
 import threading
 
+from estimator_dist.contract import process_identity
 from estimator_dist.contract import task_env
 from estimator_dist.engines import spark
 from estimator_dist.experiments import runner
 from estimator_dist.jobs import spec
-from estimator_dist.supervision import process_tree
 
 
 def run_program(command, log_path):
   """In each Spark task of a trial: the program, with the task's TF_CONFIG."""
   with open(log_path, "ab") as log:
     code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,  # pylint: disable=subprocess-run-check
-                          stdin=subprocess.DEVNULL, preexec_fn=process_tree.die_with_parent,
+                          stdin=subprocess.DEVNULL, preexec_fn=process_identity.die_with_parent,
                           check=False).returncode
   if code:
     sys.exit(code)  # Fails the barrier stage, which stops the trial's other tasks.

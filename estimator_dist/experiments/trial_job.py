@@ -16,6 +16,7 @@ import time
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.contract import process_identity
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import task_env
 from estimator_dist.experiments import reporting
@@ -64,7 +65,7 @@ class LocalSlot:
       env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
 
     def on_its_cpus():
-      process_tree.die_with_parent()
+      process_identity.die_with_parent()
       os.sched_setaffinity(0, cpus)
 
     return subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn

@@ -29,7 +29,12 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import process_identity
 from estimator_dist.instrument import launching
+
+# What a pod's process gets and its program must: SIGTERM (a preemption, an eviction),
+# USR1 (mpirun's forward of it), and the ends of a terminal.
+_FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def task_name(env):
@@ -86,9 +91,23 @@ def main(argv):
 
 def _run(command, env):
   """The exit code of the pod running `command` as this process's child (see above)."""
-  child = subprocess.Popen(command, env=env)
-  for number in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
-    signal.signal(number, lambda received, _: child.send_signal(received))
+  child, pending = None, []
+
+  def forward(number, _):
+    if child is None:
+      pending.append(number)  # Before the child exists: passed on once it does.
+    else:
+      child.send_signal(number)
+  # An ignored signal (USR1, which the program ignores until it catches it) is ignored by
+  # the child from its start, and passed on once it runs.
+  ignored = [n for n in _FORWARDED if signal.getsignal(n) == signal.SIG_IGN]
+  for number in set(_FORWARDED) - set(ignored):
+    signal.signal(number, forward)
+  child = subprocess.Popen(command, env=env, preexec_fn=process_identity.die_with_parent)
+  for number in ignored:
+    signal.signal(number, forward)
+  for number in pending:
+    child.send_signal(number)
   code = child.wait()
   if code < 0:  # Ended by a signal: the code a shell gives it.
     return 128 - code
@@ -96,11 +115,10 @@ def _run(command, env):
       mailbox_lib.Mailbox(env[env_vars.MAILBOX])):
     command_line.write_error(
         f"exit code {code} is the program's own (no task said the toolkit chose it, as it "
-        f"does on a preemption): the task exits 1, a failure, whose restarts count "
-        f"against --backoff_limit.")
+        f"does on a preemption): this pod exits 1, a failure that counts against "
+        f"--backoff_limit.")
     return 1
   return code
-
 
 if __name__ == "__main__":
   sys.exit(main(sys.argv))

@@ -28,6 +28,7 @@ from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox
+from estimator_dist.contract import process_identity
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import horovodrun
@@ -38,7 +39,6 @@ from estimator_dist.jobs import startup_checks
 from estimator_dist.jobs import task_starter
 from estimator_dist.outputs import model_dir_lock
 from estimator_dist.supervision import job_dirs
-from estimator_dist.supervision import process_tree
 from estimator_dist.supervision import processes
 from estimator_dist.supervision import sandbox as sandbox_lib
 from estimator_dist.supervision import shown_output
@@ -86,7 +86,7 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
   try:
     previous = processes.stop_on_signals(group)
     sandbox, why = sandbox_lib.open_sandbox(options.isolation if local else "host",
-                                            preexec_fn=process_tree.die_with_parent)
+                                            preexec_fn=process_identity.die_with_parent)
     exposed = startup_checks.exposure(options, on_host_network=local and not sandbox,
                                       why_no_namespace=why)
     if local or not (horovodrun_ranks and run.network_interface):

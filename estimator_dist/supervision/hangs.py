@@ -115,12 +115,12 @@ class Hangs:
                                                 first_beat_by=self._first_beat_by)
     if stuck:
       if any(self._mailbox.modified(mailbox_lib.BEATS, name) for name in stuck):
-        secs, beats = timeout, heartbeat.last_steps(self._mailbox, stuck)
+        secs, beats = timeout, f"; last beat: {heartbeat.last_steps(self._mailbox, stuck)}"
       else:
         secs = round(time.time() - self._started)
-        beats = "none since the job started, which --startup_timeout_secs bounds"
-      self._log(f"no training progress on {', '.join(stuck)} for {secs}s (heartbeat; "
-                f"{beats}{''.join(f'; {s}' for s, _ in stops)}); stopping the job")
+        beats = ": none since the job started, which --startup_timeout_secs bounds"
+      self._log(f"no training progress on {', '.join(stuck)} for {secs}s (heartbeat{beats}"
+                f"{''.join(f'; {s}' for s, _ in stops)}); stopping the job")
     too_long = [s for s, secs in stops if secs >= timeout]
     if too_long and not stuck:
       self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "

@@ -8,7 +8,6 @@ the device and inode of what it maps (/proc/PID/maps; psutil gives paths only).
 
 import os
 import select
-import signal
 import time
 
 import psutil
@@ -131,12 +130,3 @@ def descendants(pid, table=None):
       found.append(child)
       todo.append(child)
   return found
-
-
-def die_with_parent():
-  """Linux: the child gets SIGKILL if the launcher dies without cleaning up."""
-  try:
-    import ctypes  # pylint: disable=g-import-not-at-top
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  except OSError:
-    pass

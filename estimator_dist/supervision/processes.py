@@ -17,6 +17,7 @@ import time
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import process_identity
 from estimator_dist.contract import rounds
 from estimator_dist.supervision import hangs as hangs_lib
 from estimator_dist.supervision import job_dirs
@@ -45,7 +46,7 @@ class Task:
     self.process = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True,
-        preexec_fn=process_tree.die_with_parent)
+        preexec_fn=process_identity.die_with_parent)
     self._output.copy(self.process)
 
   @property
@@ -207,10 +208,9 @@ class TaskGroup:
     """Whether the toolkit chose exit `code` in a task of this attempt (its verdict in the
     mailbox): only then is it read as the toolkit's. Without a mailbox (tasks on other
     hosts) a code of the toolkit's is taken for its verdict."""
-    if not self.mailbox or (code == errors.PREEMPTED_EXIT_CODE and
-                            self._saved_on_preemption() is not None):
-      return True
-    return code in mailbox_lib.verdict_codes(self.mailbox)
+    if code == errors.PREEMPTED_EXIT_CODE and self.mailbox:
+      return mailbox_lib.preempted(self.mailbox)
+    return not self.mailbox or code in mailbox_lib.verdict_codes(self.mailbox)
 
   def _saved_on_preemption(self):
     """The step the chief saved on a preemption of this attempt (its mailbox), or None."""

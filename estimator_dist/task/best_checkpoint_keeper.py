@@ -24,9 +24,12 @@ from estimator_dist.outputs import model_dir_check
 
 _PINS = ".evaluating"
 # tf.compat.v1.train.Saver names a checkpoint in the `checkpoint` file, then writes its
-# .meta: an evaluation may start in between. Estimator's savers always write it.
+# .meta (unless RunConfig's checkpoint_save_graph_def is False): an evaluation may start
+# in between. A checkpoint's .meta comes this soon after its .index, or never.
 _META_WAIT_SECS = 10
 _CHECKPOINT_FILE = re.compile(r"^(model\.ckpt-\d+)\.")
+# The files of a checkpoint, without those being written (`name.tmp<id>`, renamed whole).
+_PARTS = re.compile(r"\.(index|meta|data-\d+-of-\d+)$")
 
 
 class Keeper(tf.estimator.Exporter):
@@ -111,7 +114,7 @@ def _copied(checkpoint_path, directory, record):
   """Links (else copies) the checkpoint's files, then writes its record, which marks the
   copy complete; False, leaving nothing, when a file went missing meanwhile."""
   tf.io.gfile.makedirs(directory)
-  sources = tf.io.gfile.glob(checkpoint_path + ".*")
+  sources = _parts(checkpoint_path)
   names = [os.path.basename(source) for source in sources]
   if not any(n.endswith(".index") for n in names) or not any(".data-" in n for n in names):
     return False
@@ -185,7 +188,7 @@ def prepare(model_dir, best):
   recorded = {r["checkpoint"] for r in kept}
   for name in os.listdir(directory):
     stem = _CHECKPOINT_FILE.match(name)
-    if name.endswith(".tmp") or (stem and not name.endswith(".json") and
+    if ".tmp" in name or (stem and not name.endswith(".json") and
                                  stem.group(1) not in recorded):
       os.remove(os.path.join(directory, name))
 
@@ -201,7 +204,7 @@ def pinned(checkpoint_path, model_dir):
   shutil.rmtree(pins, ignore_errors=True)  # One evaluation at a time, per job.
   try:
     os.makedirs(pins)
-    for source in tf.io.gfile.glob(checkpoint_path + ".*"):
+    for source in _parts(checkpoint_path):
       os.link(source, os.path.join(pins, os.path.basename(source)))
     readable = os.path.join(pins, os.path.basename(checkpoint_path))
     if not os.path.exists(readable + ".index"):
@@ -217,16 +220,20 @@ def pinned(checkpoint_path, model_dir):
     shutil.rmtree(pins, ignore_errors=True)
 
 
+def _parts(checkpoint_path):
+  return [path for path in tf.io.gfile.glob(checkpoint_path + ".*") if _PARTS.search(path)]
+
+
 def _pin_meta(checkpoint_path, readable):
   """Links the .meta the Saver writes after naming the checkpoint (the keeper keeps the
-  whole checkpoint), waiting up to _META_WAIT_SECS for it."""
-  deadline = time.monotonic() + _META_WAIT_SECS
-  while True:
+  whole checkpoint), while it may still come."""
+  try:
+    deadline = os.path.getmtime(readable + ".index") + _META_WAIT_SECS
+  except OSError:
+    return
+  while time.time() < deadline and os.path.exists(checkpoint_path + ".index"):
     try:
       os.link(checkpoint_path + ".meta", readable + ".meta")
       return
     except FileNotFoundError:
-      if time.monotonic() > deadline or not os.path.exists(checkpoint_path + ".index"):
-        logging.info(command_line.line("%s has no .meta file (its Saver wrote none): a kept copy lacks it"), checkpoint_path)
-        return
       time.sleep(0.05)

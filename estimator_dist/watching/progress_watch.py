@@ -61,7 +61,7 @@ def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_tim
       stuck = hang_timeout_secs and heartbeat.stalled(mailbox, hang_timeout_secs)
       if stuck:
         why = (f"no training progress on {', '.join(stuck)} for {hang_timeout_secs:g}s "
-               f"(heartbeat; {heartbeat.last_steps(mailbox, stuck)})")
+               f"(heartbeat; last beat: {heartbeat.last_steps(mailbox, stuck)})")
         log(f"{why}; stopping the job")
         with contextlib.suppress(OSError):  # Its directory gone: the cancel still runs.
           mailbox.post(mailbox_lib.VERDICTS, _HANG,
