@@ -19,6 +19,11 @@ class EvaluationStalled(RuntimeError):
   """An evaluation did not end within its timeout; the message names the probable cause."""
 
 
+class PeerLost(RuntimeError):
+  """A task of a synchronous job of several processes lost a peer in training (TensorFlow
+  created its session again); the message says what the job does then."""
+
+
 class PortInUse(RuntimeError):
   """Another process holds the port this task must listen on; the message names it."""
 

@@ -160,6 +160,24 @@ def test_a_nan_loss_stops_training_naming_the_step_and_keeps_the_good_checkpoint
   assert restorable(model_dir) == 10
 
 
+def test_an_error_from_a_peer_ends_the_task_at_once_and_the_job_restarts(tmp_path):
+  """TensorFlow's recovery from a peer's error (a new session from the latest checkpoint)
+  left the two tasks of multi_worker waiting for each other at different steps, until
+  the hang check stopped the job. Now the error ends the task, and the job restarts."""
+  code, output = helpers.launch(
+      "multi_worker", "tests.programs.plain_model", f"--model_dir={tmp_path}",
+      "--unavailable_at_run=50", "--train_steps=300", "--save_checkpoints_steps=100",
+      launch_args=("--max_restarts=1", "--hang_timeout_secs=120"), timeout=240)
+  assert code == 0, output[-5000:]
+  assert ("[worker:0] estimator-dist: error: worker:0 lost a peer in training "
+          "(UnavailableError: Socket closed (a test's)): a multi_worker job cannot go on "
+          "without it. The task stops; --max_restarts starts every task again from the "
+          "latest checkpoint.") in output, output[-5000:]
+  assert "restart 1 of 1" in output and "no training progress" not in output, output[-5000:]
+  (summary,) = helpers.summaries(output)
+  assert summary["steps"] == "300", summary
+
+
 def first_after(job, text, moment):
   """(time, line) of the job's first line containing `text` after `moment`."""
   return next(((t, line) for t, line in job.lines if t > moment and text in line),

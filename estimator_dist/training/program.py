@@ -70,4 +70,5 @@ _EXIT_CODES = {errors.ConfigError: errors.USAGE_EXIT_CODE,
                errors.TrainingDiverged: errors.DIVERGED_EXIT_CODE,
                errors.PortInUse: errors.PORT_IN_USE_EXIT_CODE,
                errors.CheckpointSaveFailed: 1,
+               errors.PeerLost: 1,
                errors.EvaluationStalled: errors.STALLED_EXIT_CODE}

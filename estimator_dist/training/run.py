@@ -31,6 +31,7 @@ from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
 from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
+from estimator_dist.training import peer_loss
 from estimator_dist.training import profiling
 from estimator_dist.training import run_config_merge
 from estimator_dist.training import run_state
@@ -182,7 +183,8 @@ class TrainingRun:
                  adapter.describe(), self.options.batch_size or "read from the input",
                  self._examples_per_step(adapter) or "that times the replicas",
                  self.options.train_steps)
-    return adapter, adapter.train(estimator, train_spec, self.eval_spec)
+    with peer_loss.fatal(adapter):
+      return adapter, adapter.train(estimator, train_spec, self.eval_spec)
 
   def _examples_per_step(self, adapter):
     """The job's examples per global step: the batch the options or the input give."""

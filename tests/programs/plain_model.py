@@ -4,6 +4,8 @@ No decorator, no hvd import, no sharding, no repeat: the toolkit adds what each
 strategy needs. Every training task prints `steps_run=N` when its training ends.
 """
 
+import json
+import os
 import time
 
 import tensorflow as tf
@@ -17,6 +19,9 @@ flags.DEFINE_float("step_secs", 0.0, "Make each training step last this long at 
                    "(a heavier model, or one slower than its evaluation).")
 flags.DEFINE_float("eval_secs", 0.0, "Make each evaluation last this long at least, spread "
                    "over batches of 10 examples (a long evaluation beside training).")
+flags.DEFINE_integer("unavailable_at_run", None, "worker:0 meets an error from a peer "
+                     "(UnavailableError) in this session run of its training, once per "
+                     "model_dir: TensorFlow then creates its session again.")
 FLAGS = flags.FLAGS
 
 
@@ -74,8 +79,27 @@ class StepTakes(tf.estimator.SessionRunHook):
     time.sleep(max(0.0, self._secs - (time.monotonic() - self._start)))
 
 
+class PeerErrorOnce(tf.estimator.SessionRunHook):
+  """Raises UnavailableError in the `run`-th session run of worker:0, once per model_dir,
+  as a closed socket to a peer does."""
+
+  def __init__(self, run, model_dir):
+    self._run, self._runs, self._mark = run, 0, os.path.join(model_dir, "peer_error_raised")
+
+  def after_run(self, run_context, run_values):
+    self._runs += 1
+    task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
+    if (self._runs == self._run and (task.get("type"), task.get("index")) == ("worker", 0)
+        and not os.path.exists(self._mark)):
+      open(self._mark, "w").close()
+      raise tf.errors.UnavailableError(None, None, "Socket closed (a test's)")
+
+
 def step_hooks():
-  return [StepTakes(FLAGS.step_secs)] if FLAGS.step_secs else []
+  hooks = [StepTakes(FLAGS.step_secs)] if FLAGS.step_secs else []
+  if FLAGS.unavailable_at_run:
+    hooks.append(PeerErrorOnce(FLAGS.unavailable_at_run, ed.options_from_flags().model_dir))
+  return hooks
 
 
 def main(_, model=model_fn):
