@@ -20,8 +20,9 @@ class EvaluationStalled(RuntimeError):
 
 
 class PeerLost(RuntimeError):
-  """A task of a synchronous job of several processes lost a peer in training (TensorFlow
-  created its session again); the message says what the job does then."""
+  """A task of a synchronous job of several processes met an error from a peer or a service
+  in training, from which TensorFlow would have created its session again (out of step
+  with its peers); the message says what the job does then."""
 
 
 class PortInUse(RuntimeError):

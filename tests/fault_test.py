@@ -169,10 +169,11 @@ def test_an_error_from_a_peer_ends_the_task_at_once_and_the_job_restarts(tmp_pat
       "--unavailable_at_run=50", "--train_steps=300", "--save_checkpoints_steps=100",
       launch_args=("--max_restarts=1", "--hang_timeout_secs=120"), timeout=240)
   assert code == 0, output[-5000:]
-  assert ("[worker:0] estimator-dist: error: worker:0 lost a peer in training "
-          "(UnavailableError: Socket closed (a test's)): a multi_worker job cannot go on "
-          "without it. The task stops; --max_restarts starts every task again from the "
-          "latest checkpoint.") in output, output[-5000:]
+  assert ("[worker:0] estimator-dist: error: worker:0 stopped on an error from a peer or a "
+          "service during training (UnavailableError: Socket closed (a test's)): a task of a "
+          "multi_worker job cannot go on alone, its peers would wait for it at another step. "
+          "The job stops; a restart (launch --max_restarts, a JobSet's --backoff_limit) "
+          "resumes every task from the latest checkpoint.") in output, output[-5000:]
   assert "restart 1 of 1" in output and "no training progress" not in output, output[-5000:]
   (summary,) = helpers.summaries(output)
   assert summary["steps"] == "300", summary

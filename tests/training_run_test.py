@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import estimator_dist as ed
 from estimator_dist.strategies import factory
+from estimator_dist.training import peer_loss
 from estimator_dist.training import run as run_lib
 from tests.programs import plain_model
 
@@ -59,3 +60,15 @@ def test_an_evaluator_task_without_an_eval_input_fn_is_refused_when_it_starts(tm
   run = training_run(tmp_path)  # Building checks nothing that needs the task.
   with pytest.raises(ed.ConfigError, match="evaluator task but no eval_input_fn"):
     run.start()
+
+
+def test_an_error_from_a_peer_is_said_by_its_cause_not_its_heading():
+  # A session's errors start "Graph execution error:", then the node's definition.
+  with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    with pytest.raises(tf.errors.NotFoundError) as raised:
+      session.run(tf.io.read_file("/nonexistent/x"))
+  assert raised.value.message.startswith("Graph execution error:"), raised.value.message
+  assert peer_loss.cause_of(raised.value.message) == "/nonexistent/x; No such file or directory"
+  assert peer_loss.cause_of("Socket closed") == "Socket closed"
+  assert peer_loss.cause_of(None) == ""
+

@@ -226,14 +226,18 @@ def _parts(checkpoint_path):
 
 def _pin_meta(checkpoint_path, readable):
   """Links the .meta the Saver writes after naming the checkpoint (the keeper keeps the
-  whole checkpoint), while it may still come."""
+  whole checkpoint), while it may still come: up to _META_WAIT_SECS after the .index was
+  written, by the file system's clock (the pins' directory, made just now, tells its now)."""
   try:
-    deadline = os.path.getmtime(readable + ".index") + _META_WAIT_SECS
+    left = (os.path.getmtime(readable + ".index") + _META_WAIT_SECS -
+            os.path.getmtime(os.path.dirname(readable)))
   except OSError:
     return
-  while time.time() < deadline and os.path.exists(checkpoint_path + ".index"):
+  deadline = time.monotonic() + left
+  while time.monotonic() < deadline and os.path.exists(checkpoint_path + ".index"):
     try:
       os.link(checkpoint_path + ".meta", readable + ".meta")
       return
     except FileNotFoundError:
       time.sleep(0.05)
+  logging.info(command_line.line("%s has no .meta file: a kept copy lacks it"), checkpoint_path)
