@@ -48,11 +48,10 @@ def run(command, files, timeout_secs=300):
       try:
         output = done.communicate(timeout=timeout_secs)[0]
       except subprocess.TimeoutExpired:
-        os.killpg(done.pid, signal.SIGKILL)  # Every process the command started.
         raise SystemExit(f"{command} still ran after {timeout_secs} s")
-      finally:
+      finally:  # Every process the command started and left running.
         with contextlib.suppress(ProcessLookupError):
-          os.killpg(done.pid, signal.SIGKILL)  # What it left running (grep -m1 ended).
+          os.killpg(done.pid, signal.SIGKILL)
     if done.returncode:
       raise SystemExit(f"{command} exited {done.returncode}:\n{output[-3000:]}")
     return masked(output, directory)
