@@ -124,7 +124,9 @@ def test_a_failing_task_fails_the_spark_job_and_stops_the_others(tmp_path):
 def test_a_stopped_task_is_a_hang_the_driver_ends(tmp_path):
   """A worker stopped (SIGSTOP) once it beats: alive, no progress, and its peer waits on
   it. Spark never ends a barrier stage that waits: the driver's watcher of the beats says
-  so and cancels the job, and no training process is left."""
+  so and cancels the job, and no training process is left. Or the chief ends first:
+  TensorFlow's coordination service misses the worker's heartbeats and aborts the
+  chief's collectives, which then stops on the lost peer (peer_loss), naming it."""
   code, output = spark_train("--strategy=multi_worker", "--num_workers=2",
                              f"--model_dir={tmp_path}", "--train_steps=100000",
                              "--stop_worker", "--hang_timeout_secs=10", timeout=240)
@@ -132,9 +134,13 @@ def test_a_stopped_task_is_a_hang_the_driver_ends(tmp_path):
   line = re.search(r"^estimator-dist progress: no training progress on (chief:0, )?worker:0 "
                    rf"for 10s \(heartbeat; last beat: (chief:0 {helpers.LAST_BEAT}, )?worker:0 "
                    rf"{helpers.LAST_BEAT}\); stopping the job$", output, re.M)
-  assert line, output[-5000:]
-  assert (f"RuntimeError: estimator-dist: the Spark job was stopped: "
-          f"{line[0].split(': ', 1)[1].split('; stopping')[0]}") in output, output[-5000:]
+  if line:
+    assert (f"RuntimeError: estimator-dist: the Spark job was stopped: "
+            f"{line[0].split(': ', 1)[1].split('; stopping')[0]}") in output, output[-5000:]
+  else:
+    assert re.search(r"task chief:0 exited with code 1: .*chief:0 stopped on an error from a "
+                     r"peer or a service during training \(UnavailableError: .*"
+                     r"/job:worker/replica:0/task:0 heartbeat timeout", output), output[-5000:]
 
   def tasks():  # The job's: their mailbox is in its model_dir.
     found = []
