@@ -459,9 +459,11 @@ TABLE = {
          'Keep the best this many checkpoints by --best_metric in model_dir/best, which '
          'keep_checkpoint_max never deletes; 0: none.'),
         ('keep_checkpoint_every_n_hours', 'float', None, {},
-         'Also keep one checkpoint of every this many hours.'),
-        ('keep_checkpoint_max', 'int', 5, {'lower_bound': 0},
-         'Newest checkpoints kept; 0 keeps all.'),
+         "Also keep one checkpoint of every this many hours (default: the Estimator's "
+         "RunConfig's)."),
+        ('keep_checkpoint_max', 'int', None, {'lower_bound': 0},
+         "Newest checkpoints kept; 0 keeps all (default: the Estimator's RunConfig's, else "
+         "5)."),
         ('learning_rate', 'float', 0.001, {'lower_bound': 0.0},
          'Single-worker learning rate.'),
         ('lr_scaling', 'string enum', None, {'values': ('linear', 'sqrt', 'none')},
@@ -477,8 +479,9 @@ TABLE = {
         ('profile_tasks', 'comma separated list of strings', [], {},
          'With --profile_steps: only these tasks (chief:0,worker:1); default every training '
          'task.'),
-        ('random_seed', 'int', 0, {},
-         'Graph seed shared by all tasks.'),
+        ('random_seed', 'int', None, {},
+         "Graph seed shared by all tasks (default: the Estimator's RunConfig's "
+         "tf_random_seed, else 0)."),
         ('remote_cluster', 'string', None, {},
          'parameter_server: train as a standalone client of standard TensorFlow servers, '
          'given as JSON: \'{"worker": [...], "ps": [...]}\'.'),

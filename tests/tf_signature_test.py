@@ -137,7 +137,7 @@ def test_tensorflows_form_trains_with_the_run_config_and_returns_what_tensorflow
       "model.ckpt-30.index"]
 
 
-def test_the_run_config_counts_where_the_options_keep_their_defaults(tmp_path, caplog):
+def test_the_run_config_counts_where_no_option_was_set(tmp_path, caplog):
   own = tf.estimator.RunConfig(save_summary_steps=7, keep_checkpoint_max=2, tf_random_seed=42,
                                log_step_count_steps=5, save_checkpoints_secs=30,
                                keep_checkpoint_every_n_hours=3)
@@ -157,6 +157,10 @@ def test_the_run_config_counts_where_the_options_keep_their_defaults(tmp_path, c
          "RunConfig's 2" in caplog.text
   assert "save_checkpoints_steps=50 (the job's --save_checkpoints_steps) over the " \
          "Estimator's RunConfig's save_checkpoints_secs=30" in caplog.text
+  # The default set on purpose counts as set: --keep_checkpoint_max=5 keeps 5, not 2.
+  chosen = run_config_merge.run_config(adapter, options.replace(keep_checkpoint_max=5,
+                                                                random_seed=0), own)
+  assert (chosen.keep_checkpoint_max, chosen.tf_random_seed) == (5, 0)
   # Without an Estimator's RunConfig, the options alone, as before.
   plain = run_config_merge.run_config(adapter, options)
   assert (plain.keep_checkpoint_max, plain.tf_random_seed, plain.save_checkpoints_secs) == (

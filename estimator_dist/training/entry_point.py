@@ -23,7 +23,7 @@ def train_and_evaluate(model, train_input_fn, eval_input_fn=None, *, params=None
   Estimator's, else the job's (--model_dir, model_dir=).
   The other options come from `options`, else from the training flags when the program
   defined them (`define_flags`), over which `fields` go. Otherwise, as documented below.
-  Under either, the Estimator's RunConfig counts where the options keep their defaults
+  Under either, the Estimator's RunConfig counts where no flag or keyword set an option
   (`run_config_merge`).
 
   Args:

@@ -18,7 +18,6 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import heartbeat
-from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
 
 LOSS_COLLECTION = "estimator_dist_training_loss"
@@ -76,12 +75,6 @@ class FiniteCheckpoints(tf.estimator.CheckpointSaverListener):
   def before_save(self, session, global_step_value):
     if self._finite is not None and not session.run(self._finite):
       raise _diverged("the weights are not finite", global_step_value, self._model_dir)
-
-
-def saving_listeners(model_dir):
-  """The chief's listeners to its saves: no checkpoint of weights that are not finite, and
-  the word, as soon as it is written, that it saved on a preemption."""
-  return [FiniteCheckpoints(model_dir), preemption_save.SaidWhenWritten()]
 
 
 def heartbeat_hooks(task, *, last_step, examples_per_step):

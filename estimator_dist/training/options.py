@@ -35,13 +35,16 @@ class TrainOptions:
   train_steps: one synchronous update is one step. learning_rate: when given, sets the
     params key that the decorator scales (its `lr_param`, "learning_rate" by default);
     lr_scaling, warmup_steps: override the decorator's options when given.
-  batch_size: for the logs and examples/sec. save_checkpoints_steps: None: RunConfig's.
+  batch_size: for the logs and examples/sec.
   best_checkpoints: a `BestCheckpoints` (keep, metric, direction), early_stopping: an
     `EarlyStopping` (metric, mode, patience_steps); each with its own flags.
   exporters: of the names (train_and_evaluate's serving_input_receiver_fn exports them)
     or `tf.estimator.Exporter`s.
   random_seed: one seed everywhere keeps the workers' shuffle orders equal, which
     sharding relies on.
+  keep_checkpoint_max, keep_checkpoint_every_n_hours, random_seed, save_checkpoints_steps:
+    None (no flag or keyword set them) takes the Estimator's RunConfig's; a value set
+    wins over it, even the default chosen on purpose.
   profile_steps: (first, last), or "FIRST:LAST" (see `profiling`).
   """
   strategy: str = "local"
@@ -62,10 +65,12 @@ class TrainOptions:
                                      help="Batch size per worker (per replica).")
   save_checkpoints_steps: Optional[int] = option(None, kind="integer", lower_bound=1,
                                                  help="Checkpoint interval in steps.")
-  keep_checkpoint_max: int = option(5, kind="integer", lower_bound=0,
-                                    help="Newest checkpoints kept; 0 keeps all.")
+  keep_checkpoint_max: Optional[int] = option(
+      None, kind="integer", lower_bound=0, help="Newest checkpoints kept; 0 keeps all "
+      "(default: the Estimator's RunConfig's, else 5).")
   keep_checkpoint_every_n_hours: Optional[float] = option(
-      None, kind="float", help="Also keep one checkpoint of every this many hours.")
+      None, kind="float", help="Also keep one checkpoint of every this many hours "
+      "(default: the Estimator's RunConfig's).")
   best_checkpoints: Optional[best_checkpoints_lib.BestCheckpoints] = None
   eval_throttle_secs: int = option(60, kind="integer", lower_bound=0,
                                    help="Least seconds between evaluations.")
@@ -80,7 +85,9 @@ class TrainOptions:
   exports_to_keep: int = option(5, kind="integer", lower_bound=1,
                                 help="Newest exports the latest and best exporters keep.")
   early_stopping: Optional[early_stopping_lib.EarlyStopping] = None
-  random_seed: int = option(0, kind="integer", help="Graph seed shared by all tasks.")
+  random_seed: Optional[int] = option(
+      None, kind="integer", help="Graph seed shared by all tasks (default: the Estimator's "
+      "RunConfig's tf_random_seed, else 0).")
   profile_steps: Optional[Tuple[int, int]] = option(
       None, kind="string", help="FIRST:LAST: record TensorFlow's profiler from global step "
       "FIRST to LAST on every training task, into model_dir/plugins/profile for "

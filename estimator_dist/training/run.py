@@ -3,7 +3,6 @@
 
 import collections.abc
 import contextlib
-import os
 
 import tensorflow as tf
 from absl import logging
@@ -11,28 +10,22 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import chief_model_dir
-from estimator_dist.outputs import checkpoints
-from estimator_dist.outputs import model_dir_lock
 from estimator_dist.strategies import factory
-from estimator_dist.strategies import traits
 from estimator_dist.task import best_checkpoint_keeper
 from estimator_dist.task import early_stopping
 from estimator_dist.task import evaluation
 from estimator_dist.task import evaluator
 from estimator_dist.task import inputs
-from estimator_dist.task import own_port
 from estimator_dist.task import preemption
 from estimator_dist.task import preemption_save
 from estimator_dist.task import watchdog
 from estimator_dist.training import decorator
 from estimator_dist.training import evaluate_alone
 from estimator_dist.training import final_summary
-from estimator_dist.training import hooks as hooks_lib
 from estimator_dist.training import job_tracking
 from estimator_dist.training import one_pass
 from estimator_dist.training import options as options_lib
-from estimator_dist.training import peer_loss
-from estimator_dist.training import profiling
+from estimator_dist.training import parts
 from estimator_dist.training import run_config_merge
 from estimator_dist.training import run_state
 
@@ -60,10 +53,12 @@ class TrainingRun:
   """One run of `train_and_evaluate`: checked when built (nothing starts), then `start()`
   starts the backend, then `run()` trains, evaluates or serves the task's role once.
 
-  As orbit's Controller is built from train() and evaluate(), a run is built from its
-  parts: `estimator(adapter)` and `train_spec(adapter)` for one round of training (a
-  backend that trains in rounds, elastic Horovod, asks for them again with a renewed
-  adapter), `chief_guards()` around the chief's training, and `final_metrics()`.
+  As orbit's Controller is built from train() and evaluate(), a run is built from
+  `estimator(adapter)` and `train_spec(adapter)` for one round of training (a backend
+  that trains in rounds, elastic Horovod, asks for them again with a renewed adapter),
+  and `final_metrics()`. What each feature adds to training (hooks, saving listeners,
+  guards around training and around each round) is one of its `parts` (`training/parts`),
+  made when the run starts.
   """
 
   def __init__(self, *, model, train_input_fn, options, eval_input_fn=None, params=None,
@@ -111,8 +106,7 @@ class TrainingRun:
     self._saving_listeners, self._eval_hooks = tuple(saving_listeners), tuple(eval_hooks)
     self._given_adapter = adapter
     self.adapter = None  # Set by start().
-    self._throughput = hooks_lib.ThroughputHook()
-    self._stop_together = None
+    self.parts = ()  # Made by start(), of the options it resolves.
     self.summary = None  # The chief's summary fields, once it has printed them.
     self.evaluations = evaluation.Evaluations(
         evaluate_alone.evaluating_estimator(self.model_fn, model_dir=options.model_dir,
@@ -143,7 +137,22 @@ class TrainingRun:
                                   params=self.params)
       if options.best_checkpoints:
         best_checkpoint_keeper.prepare(options.model_dir, options.best_checkpoints)
+    self._make_parts()
     return self.adapter
+
+  def _make_parts(self):
+    """The parts of this run, in the order they run; three are read back after training."""
+    options, model_dir = self.options, self.options.model_dir
+    self._progress = parts.Progress(last_step=options.train_steps,
+                                    examples_per_step=self._examples_per_step)
+    self._stop = parts.StopTogether(early_stopping_options=options.early_stopping,
+                                    conditions=self._stop_conditions, model_dir=model_dir)
+    self._beside = parts.EvaluationBeside(self.evaluations, eval_spec=self.eval_spec,
+                                          model_dir=model_dir,
+                                          throttle_secs=options.eval_throttle_secs)
+    self.parts = (parts.ModelDir(model_dir, strategy=options.strategy),
+                  parts.Divergence(model_dir), self._progress, parts.Profiling(options),
+                  self._stop, parts.OwnPort(), self._beside, parts.PeerLoss())
 
   def estimator(self, adapter, *, warm_start_from=None):
     """The Estimator of one round of training under `adapter`."""
@@ -152,27 +161,14 @@ class TrainingRun:
                                   params=self.params, warm_start_from=warm_start_from)
 
   def train_spec(self, adapter, more_hooks=()):
-    """The TrainSpec of one round: the guards, the adapter's hooks, then the user's."""
-    model_dir = self.options.model_dir
-    if self.options.early_stopping or self._stop_conditions or preemption.grace_secs():
-      decide = early_stopping.decision(self.options.early_stopping, self._stop_conditions,
-                                       os.path.join(model_dir, "eval"))
-      self._stop_together = early_stopping.StopTogether(
-          adapter, decide=decide if adapter.task.is_chief else None)
-      more_hooks = (*more_hooks, self._stop_together)
+    """The TrainSpec of one round: the parts' hooks, the adapter's, then the user's."""
     return tf.estimator.TrainSpec(
         adapter.wrap_input_fn(self._train_input_fn), max_steps=self.options.train_steps,
-        hooks=[checkpoints.FitsTheModel(model_dir), hooks_lib.NanLossHook(model_dir),
-               hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
-               self._throughput,
-               *hooks_lib.heartbeat_hooks(
-                   adapter.task, last_step=self.options.train_steps,
-                   examples_per_step=lambda: self._examples_per_step(adapter)),
-               *profiling.hooks(adapter.task, steps=self.options.profile_steps,
-                                tasks=self.options.profile_tasks, model_dir=model_dir),
-               *more_hooks,
+        hooks=[*(h for part in self.parts for h in part.hooks(adapter)), *more_hooks,
                *self._hooks],
-        saving_listeners=[*hooks_lib.saving_listeners(model_dir), *self._saving_listeners])
+        saving_listeners=[*(listener for part in self.parts
+                            for listener in part.saving_listeners(adapter)),
+                          *self._saving_listeners])
 
   def _train_round(self, adapter, more_hooks=()):
     """Trains one round under `adapter`; returns (adapter, metrics)."""
@@ -183,7 +179,9 @@ class TrainingRun:
                  adapter.describe(), self.options.batch_size or "read from the input",
                  self._examples_per_step(adapter) or "that times the replicas",
                  self.options.train_steps)
-    with peer_loss.fatal(adapter):
+    with contextlib.ExitStack() as stack:
+      for part in self.parts:
+        stack.enter_context(part.around_round(adapter))
       return adapter, adapter.train(estimator, train_spec, self.eval_spec)
 
   def _examples_per_step(self, adapter):
@@ -192,40 +190,12 @@ class TrainingRun:
     return (batch_size * (adapter.num_replicas if adapter.synchronous else 1)
             if batch_size else None)
 
-  @property
-  def _evaluates_beside_training(self):
-    """The chief evaluates beside its training unless the job has an evaluator task."""
-    task = self.adapter.task
-    return task.is_chief and self.eval_spec is not None and not task.num_tasks("evaluator")
-
-  @contextlib.contextmanager
-  def chief_guards(self):
-    """Around training: on the chief, the one writer of checkpoints, the model_dir's lock
-    (unless the launcher holds it), its checkpoints checked (unless the launcher checked
-    them for a job of several processes), checkpoints kept complete and evaluations beside
-    training; on every task, its port named in errors."""
-    model_dir = self.options.model_dir
-    with contextlib.ExitStack() as stack:
-      if self.adapter.task.is_chief:
-        by_launcher = model_dir_lock.held_by_launcher(model_dir)
-        if not by_launcher:
-          stack.enter_context(model_dir_lock.held(model_dir, _warn))
-        if not by_launcher or traits.of(self.options.strategy).one_process:
-          checkpoints.resume_point(model_dir, _warn)
-        early_stopping.clear_marker(model_dir)  # An earlier run's, under the lock.
-        stack.enter_context(checkpoints.kept_complete(model_dir, _warn))
-      stack.enter_context(own_port.named(self.adapter.task))
-      if self._evaluates_beside_training:
-        stack.enter_context(evaluation.beside_training(
-            self.evaluations, model_dir, throttle_secs=self.options.eval_throttle_secs))
-      yield
-
   def final_metrics(self, adapter, metrics):
     """The chief's final evaluation (and exports) once training ended; None elsewhere."""
     if not adapter.task.is_chief or self.eval_spec is None:
       return None
     model_dir, train_steps = self.options.model_dir, self.options.train_steps
-    if self._evaluates_beside_training:
+    if self._beside.applies(adapter):
       metrics = self.evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
     elif not metrics or metrics.get("global_step", -1) < train_steps:
       metrics = evaluate_alone.evaluate(
@@ -235,7 +205,7 @@ class TrainingRun:
     # The step training ended at (an early stop ends before train_steps).
     self.summary = final_summary.print_summary(
         adapter, int(metrics.get("global_step", train_steps)),
-        self._examples_per_step(adapter), self._throughput.steps_per_sec, metrics)
+        self._examples_per_step(adapter), self._progress.steps_per_sec, metrics)
     return metrics
 
   def _end_preempted(self, adapter, step):
@@ -277,21 +247,20 @@ class TrainingRun:
     return metrics
 
   def _run(self):
-    with self.chief_guards():
+    with contextlib.ExitStack() as guards:
+      for part in self.parts:
+        guards.enter_context(part.guard(self.adapter))
       if self.adapter.task.role == "evaluator":  # It evaluates each new checkpoint.
         return evaluator.evaluate_until(self.estimator(self.adapter), self.eval_spec,
                                         task=self.adapter.task, max_steps=self.options.train_steps)
       adapter, metrics = self.adapter.run_training(self._train_round,
                                                    model_dir=self.options.model_dir)
     watchdog.reached("ended")  # Also when there was nothing left to train.
-    stop = self._stop_together
-    if stop and stop.preempted:
+    stop = self._stop
+    if stop.preempted:
       self._end_preempted(adapter, stop.stopped_at)
-    if adapter.task.is_chief and stop and stop.stopped_at is not None:
+    if adapter.task.is_chief and stop.stopped_at is not None:
       early_stopping.mark_stopped(self.options.model_dir, stop.stopped_at)
     adapter.after_training()
     return self.final_metrics(adapter, metrics)
 
-
-def _warn(message):
-  logging.warning(command_line.line("%s"), message)

@@ -1,7 +1,9 @@
 """The RunConfig of a run: an Estimator's own RunConfig honoured field by field.
 
-Where TrainOptions keep their defaults (no flag or keyword set them), the Estimator's
-RunConfig gives checkpoints, summaries, step logs, the seed and session_config; the job's
+Where no flag or keyword set a TrainOptions field (it is None), the Estimator's RunConfig
+gives checkpoints, summaries, step logs, the seed and session_config; a field set wins,
+even set to the default on purpose (the options know what was set; a RunConfig does not
+say which of its fields the program gave, so each of its values counts). The job's
 strategy then sets what it needs over them, each field it overrides logged once: its
 distribution, the device filters and threads of session_config, and under horovod no
 checkpoint, summary or step log on ranks other than 0. A RunConfig's own train_distribute
@@ -11,7 +13,6 @@ both asynchronous; a synchronous one under an asynchronous job, or the other way
 is a ConfigError.
 """
 
-import dataclasses
 import os
 import re
 import tempfile
@@ -23,11 +24,9 @@ from tensorflow_estimator.python.estimator import run_config as run_config_lib
 from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.strategies import traits
-from estimator_dist.training import options as options_lib
 
-_OPTION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(options_lib.TrainOptions)}
-# TrainOptions field -> (the RunConfig field it sets, RunConfig's default of that field).
-_FROM_OPTIONS = {"random_seed": ("tf_random_seed", None),
+# TrainOptions field -> (the RunConfig field it sets, its value where neither sets it).
+_FROM_OPTIONS = {"random_seed": ("tf_random_seed", 0),
                  "keep_checkpoint_max": ("keep_checkpoint_max", 5),
                  "keep_checkpoint_every_n_hours": ("keep_checkpoint_every_n_hours", 10000)}
 # RunConfig fields that no option sets: the Estimator's, as it gives them.
@@ -102,7 +101,7 @@ def _updates(strategy):
 
 def run_config(adapter, options, config=None):
   """The RunConfig of one round under `adapter`: `options`, over the Estimator's RunConfig
-  `config` where they keep their defaults, under what the strategy sets."""
+  `config` where they are not set, under what the strategy sets."""
   fields = _fields(options, config)
   if config is None:
     return adapter.run_config(options.model_dir, **fields)
@@ -133,26 +132,21 @@ def run_config(adapter, options, config=None):
 
 
 def _fields(options, config):
-  """The RunConfig keywords of `options`, over the RunConfig `config` (None: none)."""
-  fields = {"tf_random_seed": options.random_seed,
-            "keep_checkpoint_max": options.keep_checkpoint_max,
-            "keep_checkpoint_every_n_hours": options.keep_checkpoint_every_n_hours or 10000}
-  if options.save_checkpoints_steps:
+  """The RunConfig keywords of `options`, over the RunConfig `config` (None: none): an
+  option set (not None) wins, one unset takes the RunConfig's value, else the fallback."""
+  fields = {}
+  for option, (field, fallback) in _FROM_OPTIONS.items():
+    ours, own = getattr(options, option), getattr(config, field, None)
+    fields[field] = next(v for v in (ours, own, fallback) if v is not None)
+    if ours is not None and own is not None and own != ours:
+      _say(f"{field}={ours} (the job's --{option}) over the Estimator's RunConfig's {own}")
+  if options.save_checkpoints_steps is not None:
     fields["save_checkpoints_steps"] = options.save_checkpoints_steps
   if config is None:
     return fields
-  for option, (field, run_config_default) in _FROM_OPTIONS.items():
-    own = getattr(config, field)
-    if own == run_config_default:  # Not set by the program.
-      continue
-    if getattr(options, option) == _OPTION_DEFAULTS[option]:
-      fields[field] = own
-    elif fields[field] != own:
-      _say(f"{field}={fields[field]} (the job's --{option}) over the Estimator's RunConfig's "
-           f"{own}")
   saves = {"save_checkpoints_steps": config.save_checkpoints_steps,
            "save_checkpoints_secs": config.save_checkpoints_secs}
-  if not options.save_checkpoints_steps:
+  if options.save_checkpoints_steps is None:
     fields.update(saves)
   elif saves != {"save_checkpoints_steps": None, "save_checkpoints_secs": 600}:
     _say(f"save_checkpoints_steps={options.save_checkpoints_steps} (the job's "

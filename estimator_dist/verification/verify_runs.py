@@ -34,7 +34,7 @@ def _train(verify_flags, program):
   # Keras seeds unseeded initializers from Python's random, and a program's Keras model
   # built before its Estimator draws its weights from TensorFlow's global seed (without
   # one, determinism refuses the draw): one seed, one reference.
-  seed = verify_flags.training.value("random_seed")
+  seed = _seed(verify_flags.training)
   random.seed(seed)
   np.random.seed(seed)
   tf.random.set_seed(seed)
@@ -52,6 +52,12 @@ def _train(verify_flags, program):
     params = {**getattr(module, "VERIFY_PARAMS", {}), "batch_size": options.batch_size}
   entry_point.train_and_evaluate(model, input_fn, None, params=params, options=options,
                                  strategy=adapter)
+
+
+def _seed(training):
+  """The one seed of both runs: --random_seed, else 0 (as a job's default)."""
+  seed = training.value("random_seed")
+  return 0 if seed is None else seed
 
 
 def _seed_run_configs(seed):
@@ -89,8 +95,7 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
              *module, "--cpu_affinity=none", f"--model_dir={model_dir}",
              f"--train_steps={training.value('train_steps')}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
-             f"--random_seed={training.value('random_seed')}", *(["--", *program] if program
-                                                                 else [])]
+             f"--random_seed={_seed(training)}", *(["--", *program] if program else [])]
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
     job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
