@@ -14,6 +14,12 @@ _CHECKPOINT = re.compile(r"^model\.ckpt-(\d+)\.index$")
 _LATEST = re.compile(r'^model_checkpoint_path:\s*"([^"]+)"', re.MULTILINE)
 
 
+def is_url(path):
+  """Whether `path` names a directory on one of TensorFlow's file systems (gs://,
+  hdfs://, s3://) rather than a local one: what `os` cannot lock, link, list or measure."""
+  return "://" in path
+
+
 def step_of(prefix):
   """The global step of a checkpoint `prefix` (.../model.ckpt-N)."""
   return int(prefix.rsplit("-", 1)[1])

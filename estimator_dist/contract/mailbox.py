@@ -154,13 +154,15 @@ def preempted(mailbox):
           saved_on_preemption(mailbox) is not None)
 
 
-def post_verdict(code, why, env=os.environ):
-  """Says, before this process exits with `code`, that the toolkit chose it, and `why`
-  (nowhere without a mailbox; an exit is not held up by a mailbox it cannot write)."""
-  mailbox = Mailbox.of_environment(env)
+def post_verdict(code, why, env=os.environ, *, mailbox=None, name=None):
+  """Says, before this process exits with `code` (or the watcher stops the job), that the
+  toolkit chose it, and `why`, in `mailbox` (default the environment's; nowhere without
+  one) under `name` (default one of its own). An exit is not held up by a mailbox it
+  cannot write."""
+  mailbox = mailbox or Mailbox.of_environment(env)
   if mailbox:
     try:
-      mailbox.post(VERDICTS, f"{os.getpid()}-{uuid.uuid4().hex[:8]}",
+      mailbox.post(VERDICTS, name or f"{os.getpid()}-{uuid.uuid4().hex[:8]}",
                    {"code": int(code), "why": why})
     except OSError:
       pass

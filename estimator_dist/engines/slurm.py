@@ -140,7 +140,7 @@ def _mailbox_lines(job, options):
   SLURM sites share too), and the batch step's watcher of the tasks' heartbeats there,
   which prints the job's progress lines into its output (`progress_watch`)."""
   model_dir = options.model_dir or model_dir_arg.program_model_dir(list(job.command[1:]))
-  local = model_dir and "://" not in model_dir
+  local = model_dir and not checkpoint_names.is_url(model_dir)
   where = (shlex.quote(f"{model_dir}/{checkpoint_names.TOOLKIT_DIR}") if local else
            f'"${{SLURM_SUBMIT_DIR:-$PWD}}/{checkpoint_names.TOOLKIT_DIR}"')
   lines = ["# The job's mailbox: its tasks' messages to each other, for this attempt.",

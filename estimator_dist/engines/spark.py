@@ -32,6 +32,7 @@ from typing import Any, Mapping, Optional
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import task_env
@@ -121,7 +122,7 @@ def run_program(command, *, num_workers, strategy, num_ps=None, evaluator=False,
   if len(command) > 1 and command[1].endswith(".py") and os.path.isfile(command[1]):
     command[1] = os.path.abspath(command[1])
   model_dir = options.get("model_dir")
-  if model_dir and "://" not in model_dir:
+  if model_dir and not checkpoint_names.is_url(model_dir):
     options["model_dir"] = os.path.abspath(model_dir)  # The driver's, as the program's.
   job = spec.JobSpec(strategy=strategy, num_workers=num_workers, num_ps=num_ps,
                      evaluator=evaluator, command=command)
@@ -142,8 +143,8 @@ def run_job(job, train_fn, *, options=SparkOptions()):
     raise errors.ConfigError(
         "a program file runs on Spark under the tf.distribute strategies; under horovod "
         "give spark.run the function that trains (horovod.spark.run starts functions).")
-  if train_fn is None and (not options.model_dir or "://" in options.model_dir) and (
-      launching.instrumented(job.command)):
+  no_mailbox = not options.model_dir or checkpoint_names.is_url(options.model_dir)
+  if train_fn is None and no_mailbox and launching.instrumented(job.command):
     raise errors.ConfigError(
         "a program that does not import estimator_dist agrees on its train and evaluate "
         "calls through the job's mailbox, in its model_dir: give model_dir, a path the "

@@ -27,7 +27,7 @@ def made(model_dir, application_id, *, progress_secs, hang_timeout_secs=0, on_ha
   lines from the beats there every `progress_secs` (0: none), and calls `on_hang()` when
   a task's beats stop for `hang_timeout_secs` (0: never; `progress_watch`); None when
   there is no model_dir the driver can write."""
-  if not model_dir or "://" in model_dir:
+  if not model_dir or checkpoint_names.is_url(model_dir):
     yield None
     return
   mailbox = mailbox_lib.Mailbox(os.path.join(

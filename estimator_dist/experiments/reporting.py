@@ -12,6 +12,7 @@ import os
 import optuna
 
 from estimator_dist import errors
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import stop_files
 from estimator_dist.experiments import storage as storage_lib
 
@@ -73,7 +74,7 @@ class Reporter:
 
 def _files(directory):
   """(name, size, mtime) of each file in `directory`: what changes when one is written."""
-  if "://" in directory:
+  if checkpoint_names.is_url(directory):
     return object()  # A remote file system: read it every time.
   try:
     return sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(directory))

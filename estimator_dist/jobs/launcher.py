@@ -103,8 +103,8 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
     group.log(f"strategy={job.strategy} workers={job.num_workers} model_dir={model_dir}"
               + (" (a new temporary directory)" if made else ""))
     group.task_logs = shown_output.TaskLogs(
-        None if "://" in model_dir else os.path.join(model_dir, checkpoint_names.TOOLKIT_DIR,
-                                                     "logs"),
+        None if checkpoint_names.is_url(model_dir) else
+        os.path.join(model_dir, checkpoint_names.TOOLKIT_DIR, "logs"),
         level=options.terminal,
         program=os.path.basename(launching.program_file(list(job.command)) or ""))
     if shared:  # The tasks of an instrumented program on several hosts agree there.
@@ -287,9 +287,9 @@ def _resume_point(model_dir, log, *, one_process):
   less for every resumed sweep trial and PBT segment here), start without it. Then the
   checkpoint the index names is said.
   """
-  if "://" not in model_dir and not model_dir_arg.has_checkpoint(model_dir):
+  if not checkpoint_names.is_url(model_dir) and not model_dir_arg.has_checkpoint(model_dir):
     return None
-  if one_process and "://" not in model_dir:
+  if one_process and not checkpoint_names.is_url(model_dir):
     try:
       latest = checkpoint_names.latest_name(model_dir)
     except OSError:

@@ -128,7 +128,7 @@ def mailbox_across_hosts(model_dir):
   job's model_dir (the one given: None for none), which every host must share (a SLURM
   job's is there too). A ConfigError where it cannot be: no model_dir (a new temporary
   directory of this machine), or a URL."""
-  if model_dir is None or "://" in model_dir:
+  if model_dir is None or checkpoint_names.is_url(model_dir):
     where = "a new temporary directory of this machine" if model_dir is None else model_dir
     raise errors.ConfigError(
         f"the tasks of an instrumented program on several hosts agree through the job's "

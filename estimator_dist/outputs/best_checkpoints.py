@@ -20,6 +20,7 @@ from typing import Optional
 
 from estimator_dist import errors
 from estimator_dist import option_flags
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.option_flags import option
 
 DIRECTIONS = ("maximize", "minimize")
@@ -59,7 +60,7 @@ def read(directory):
   """The records of the checkpoints kept in `directory` (model_dir/best), best first."""
   records = []
   find, opener = glob.glob, open
-  if "://" in directory:  # A URL: TensorFlow's file systems read it.
+  if checkpoint_names.is_url(directory):  # A URL: TensorFlow's file systems read it.
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     find, opener = tf.io.gfile.glob, tf.io.gfile.GFile
   for path in find(os.path.join(directory, "*.json")):

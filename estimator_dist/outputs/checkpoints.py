@@ -62,7 +62,7 @@ def resume_point(model_dir, log, *, discard_after=None):
   `discard_after` (the remains of a save that failed) are deleted instead. Local
   model_dirs only: others are left alone.
   """
-  if "://" in model_dir:
+  if checkpoint_names.is_url(model_dir):
     return tf.train.latest_checkpoint(model_dir)
   found = _checkpoints(model_dir)
   latest = tf.train.latest_checkpoint(model_dir)
@@ -107,7 +107,7 @@ def kept_complete(model_dir, log):
   try:
     yield
   except Exception as e:
-    if not _out_of_space(e) or "://" in model_dir or not os.path.isdir(model_dir):
+    if not _out_of_space(e) or checkpoint_names.is_url(model_dir) or not os.path.isdir(model_dir):
       raise
     try:
       for name in os.listdir(model_dir):
@@ -128,7 +128,7 @@ def kept_complete(model_dir, log):
 
 def latest_step(model_dir):
   """The step of the newest checkpoint in `model_dir`; -1 if none (or a remote one)."""
-  found = _checkpoints(model_dir) if "://" not in model_dir else []
+  found = _checkpoints(model_dir) if not checkpoint_names.is_url(model_dir) else []
   return found[0][0] if found else -1
 
 

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 
 from estimator_dist import errors
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.outputs import best_checkpoints
 
 # Below this a job's first checkpoints and event files may not fit (a checkpoint of a
@@ -33,7 +34,7 @@ def check(model_dir, *, name=None, give="give a directory"):
   `name` names it in the message (default `--model_dir=PATH`); `give` begins the fix
   ("give a directory" you can write / on another disk).
   """
-  if "://" in model_dir:
+  if checkpoint_names.is_url(model_dir):
     return
   name = name or f"--model_dir={model_dir}"
   if not model_dir:

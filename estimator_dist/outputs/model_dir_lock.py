@@ -13,6 +13,7 @@ import socket
 import time
 
 from estimator_dist import errors
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import process_identity
 from estimator_dist.outputs import model_dir_check
@@ -39,7 +40,7 @@ def held(model_dir, log):
   A model_dir that is not a local path (gs://, hdfs://) is not locked. One that cannot
   be written, or has too little space, is refused in one line (model_dir_check).
   """
-  if "://" in model_dir:
+  if checkpoint_names.is_url(model_dir):
     yield
     return
   model_dir_check.check(model_dir)  # Also makes it.

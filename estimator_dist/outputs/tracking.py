@@ -192,7 +192,7 @@ def record_job(run, model_dir, *, succeeded, summary=None, params=None, failure=
   chief's, else read from the model_dir; a remote model_dir gives only `params` and
   `summary`. Never raises."""
   try:
-    local = "://" not in model_dir
+    local = not checkpoint_names.is_url(model_dir)
     if params is None and local:
       params = _read_json(os.path.join(model_dir, PARAMS))
     rate = _read_json(os.path.join(model_dir, _RATE)) if local else {}

@@ -19,6 +19,7 @@ from absl import logging
 from tensorflow_estimator.python.estimator import early_stopping as tf_early_stopping
 
 from estimator_dist import command_line
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.outputs import best_checkpoints
 from estimator_dist.outputs import model_dir_check
 
@@ -140,7 +141,7 @@ def _copied(checkpoint_path, directory, record):
 
 
 def _link_or_copy(source, target):
-  if "://" not in target:
+  if not checkpoint_names.is_url(target):
     try:
       _discard(target)
       os.link(source, target)  # The pinned file: no second copy on disk.
@@ -182,7 +183,7 @@ def prepare(model_dir, best):
   directory = os.path.join(model_dir, best_checkpoints.DIRECTORY)
   kept = best_checkpoints.read(directory)
   best_checkpoints.check_kept(kept, best, directory)
-  if "://" in model_dir or not os.path.isdir(directory):
+  if checkpoint_names.is_url(model_dir) or not os.path.isdir(directory):
     return
   shutil.rmtree(os.path.join(directory, _PINS), ignore_errors=True)
   recorded = {r["checkpoint"] for r in kept}
@@ -198,7 +199,7 @@ def pinned(checkpoint_path, model_dir):
   """The path to read `checkpoint_path` from while the body runs: hard links that
   survive its deletion, or the path itself where none can be made."""
   pins = os.path.join(model_dir, best_checkpoints.DIRECTORY, _PINS)
-  if "://" in model_dir:
+  if checkpoint_names.is_url(model_dir):
     yield checkpoint_path
     return
   shutil.rmtree(pins, ignore_errors=True)  # One evaluation at a time, per job.

@@ -10,13 +10,15 @@ file system, the launcher says why in one line; a job that wrote no summary draw
 
 import os
 
+from estimator_dist.contract import checkpoint_names
+
 FILE_NAME = "curves.png"
 
 
 def draw(model_dir):
   """Draws model_dir/curves.png; returns a line that names it, or says why it was not
   (None when the job wrote no summary)."""
-  if "://" in model_dir:
+  if checkpoint_names.is_url(model_dir):
     return f"no {FILE_NAME}: the model_dir is on a remote file system"
   try:
     from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top

@@ -15,6 +15,7 @@ timeout ends the job).
 import os
 import time
 
+from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import heartbeat
 from estimator_dist.watching import terminal_bar
 
@@ -117,7 +118,8 @@ def _job_step(tasks):
 
 def _latest_evaluation(model_dir):
   """(step, metrics) of the newest evaluation in model_dir/eval, or None."""
-  if not model_dir or "://" in model_dir or not os.path.isdir(os.path.join(model_dir, "eval")):
+  if (not model_dir or checkpoint_names.is_url(model_dir) or
+      not os.path.isdir(os.path.join(model_dir, "eval"))):
     return None
   from estimator_dist.outputs import event_files  # pylint: disable=g-import-not-at-top
   metrics = event_files.eval_metrics(model_dir)  # Imports TensorBoard: once there is one.

@@ -14,7 +14,6 @@ hang checks do: a task whose heartbeat stops that long is said in one line, the 
 step) runs. A task that has not beaten yet is its watchdog's, whose startup timeout ends it.
 """
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -63,9 +62,7 @@ def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_tim
         why = (f"no training progress on {', '.join(stuck)} for {hang_timeout_secs:g}s "
                f"(heartbeat; last beat: {heartbeat.last_steps(mailbox, stuck)})")
         log(f"{why}; stopping the job")
-        with contextlib.suppress(OSError):  # Its directory gone: the cancel still runs.
-          mailbox.post(mailbox_lib.VERDICTS, _HANG,
-                       {"code": errors.STALLED_EXIT_CODE, "why": why})
+        mailbox_lib.post_verdict(errors.STALLED_EXIT_CODE, why, mailbox=mailbox, name=_HANG)
         for _ in range(_TRIES if on_hang else 0):  # A cancel that failed is tried again.
           if on_hang() is not False or stop.wait(_RETRY_SECS):
             break
