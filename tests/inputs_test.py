@@ -1,6 +1,7 @@
 """Sharding: disjoint shards covering each batch once per epoch, and no worker runs dry."""
 
 import functools
+import logging
 import os
 import warnings
 
@@ -230,6 +231,23 @@ def test_fewer_files_than_workers_shards_by_batch(tmp_path):
 def test_an_empty_share_by_file_makes_every_worker_shard_by_batch(tmp_path):
   input_fn = file_input_fn(write_files(tmp_path, [5, 0]))  # batches [0-3], [4]
   assert [[int(x) for x in b] for b in worker(input_fn, 2, 1).take(2)] == [[4], [4]]
+
+
+def test_an_iterator_input_fn_remade_in_a_map_is_read_by_batch_and_says_so(tmp_path, caplog):
+  # Cloud ML's census form: files read, a label popped from the iterator's tensors. The
+  # readers then sit inside a map, where tf.data's FILE sharding shards elements instead.
+  pattern = write_files(tmp_path, [4, 4])  # batches [0-3], [4-7]
+
+  def input_fn():
+    files = tf.data.Dataset.list_files(pattern, shuffle=False)
+    numbers = tf.data.TFRecordDataset(files).map(
+        lambda s: {"x": tf.strings.to_number(s, tf.int64), "label": tf.constant(0)})
+    features = tf.compat.v1.data.make_one_shot_iterator(numbers.batch(2)).get_next()
+    return features, features.pop("label")
+  with caplog.at_level(logging.INFO, logger="absl"):
+    shares = [[as_list(b[0]["x"]) for b in worker(input_fn, 2, i).take(2)] for i in (0, 1)]
+  assert shares == [[[0, 1], [4, 5]], [[2, 3], [6, 7]]]
+  assert "training input is shard 0 of 2, by batch" in caplog.text
 
 
 def as_list(batch):

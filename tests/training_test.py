@@ -208,3 +208,26 @@ def test_profile_steps_record_once_and_a_job_resumed_past_them_says_so(tmp_path,
   with pytest.raises(errors.ConfigError, match="never reaches"):
     ed.train_and_evaluate(make_model_fn([]), input_fn, input_fn, train_steps=60,
                           profile_steps="60:70", **options)
+
+
+def test_a_partitioned_variable_fits_the_checkpoint_of_its_whole(tmp_path):
+  # A canned Estimator partitions its DNN outside a tf.distribute strategy (horovod's
+  # workers: .../part_0) and not inside one: each saves under the whole variable's name.
+  with tf.Graph().as_default():
+    tf.compat.v1.get_variable("dnn/bias", shape=[100])
+    tf.compat.v1.train.create_global_step()
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), global_step=0)
+  for shape, fits in (([100], True), ([101], False)):
+    with tf.Graph().as_default():
+      with tf.compat.v1.variable_scope(
+          "dnn", partitioner=tf.compat.v1.min_max_variable_partitioner(max_partitions=1)):
+        part, = tf.compat.v1.get_variable("bias", shape=shape)
+      tf.compat.v1.train.create_global_step()
+      assert part.name == "dnn/bias/part_0:0"
+      if fits:
+        ed_checkpoints.FitsTheModel(str(tmp_path)).begin()
+      else:
+        with pytest.raises(ed.ConfigError, match=r"variable 'dnn/bias' is \[101\] in the model"):
+          ed_checkpoints.FitsTheModel(str(tmp_path)).begin()

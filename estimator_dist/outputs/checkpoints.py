@@ -147,8 +147,7 @@ class FitsTheModel(tf.estimator.SessionRunHook):
     latest = tf.train.latest_checkpoint(self._model_dir)
     if not latest:
       return
-    model = {v.name.split(":")[0]: v.shape.as_list()
-             for v in tf.compat.v1.global_variables()}
+    model = saved_shapes(tf.compat.v1.global_variables())
     reader = tf.train.load_checkpoint(latest)
     shapes = reader.get_variable_to_shape_map()
     saved = {name: shapes[key] for name, key in keys_by_name(reader).items()}
@@ -158,6 +157,20 @@ class FitsTheModel(tf.estimator.SessionRunHook):
           f"the checkpoint {latest} is not of this model: {difference}. Train into a new "
           f"model_dir, move the checkpoints of the other model away, or restore the model "
           f"that wrote them.")
+
+
+def saved_shapes(variables):
+  """{the name each of `variables` is saved under: its shape}. The parts of a partitioned
+  variable (`.../part_0`, as canned Estimators make them outside a tf.distribute strategy)
+  are saved as one, under the whole variable's name and shape."""
+  shapes = {}
+  for variable in variables:
+    part = getattr(variable, "_save_slice_info", None)
+    if part:
+      shapes[part.full_name] = list(part.full_shape)
+    else:
+      shapes[variable.name.split(":")[0]] = variable.shape.as_list()
+  return shapes
 
 
 def keys_by_name(reader):

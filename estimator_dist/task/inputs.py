@@ -88,7 +88,7 @@ def _training_share(result, make_dataset, context, *, shards_itself, name):
   _check_has_data(make_dataset, name)
   if context is None or context.num_input_pipelines == 1 or shards_itself:
     return result.repeat()
-  by_file = _shards_by_file(make_dataset, context)
+  by_file = not iterator_inputs.remade(result) and _shards_by_file(make_dataset, context)
   logging.info(command_line.line("training input is shard %d of %d, by %s"),
                context.input_pipeline_id, context.num_input_pipelines,
                "file" if by_file else "batch")

@@ -16,6 +16,7 @@ in one line that they cannot be split among workers.
 
 import contextlib
 import threading
+import weakref
 
 import tensorflow as tf
 from tensorflow.python.data.ops import dataset_ops  # pylint: disable=g-direct-tensorflow-import
@@ -24,6 +25,7 @@ from estimator_dist import bound_names
 from estimator_dist import errors
 
 _FUNCTIONS = ("make_one_shot_iterator", "make_initializable_iterator")
+_REMADE = weakref.WeakSet()  # The Datasets whose elements the input_fn remade in a map.
 
 
 class _Seen(BaseException):  # Not an Exception: a program's `except Exception` passes it.
@@ -111,7 +113,17 @@ def dataset_of(call_input_fn):
     raise errors.ConfigError(
         f"the input_fn makes iterators of {len(made)} Datasets; a job shards one: zip them "
         f"into one Dataset, or return the Dataset itself.")
-  return dataset if all(unchanged) else mapped
+  if all(unchanged):
+    return dataset
+  _REMADE.add(mapped)
+  return mapped
+
+
+def remade(dataset):
+  """Whether `dataset` is one `dataset_of` made by running the input_fn again inside a
+  map. The readers the input_fn makes there sit inside a function, where tf.data's FILE
+  sharding does not look: it shards the elements instead, so the input is read by batch."""
+  return dataset in _REMADE
 
 
 def _same_tensors(result, element):

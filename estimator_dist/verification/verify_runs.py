@@ -124,11 +124,12 @@ def start_from(source_dir, model_dir):
 
 
 def trainable_variables(model_dir):
-  """Names of the trainable variables of model_dir's latest checkpoint's graph."""
+  """Names of the trainable variables of model_dir's latest checkpoint's graph, as they are
+  saved (a partitioned variable's parts under the whole variable's name)."""
   with tf.Graph().as_default() as graph:
     tf.compat.v1.train.import_meta_graph(tf.train.latest_checkpoint(model_dir) + ".meta",
                                          clear_devices=True)
-    return sorted(v.op.name for v in graph.get_collection("trainable_variables"))
+    return sorted(checkpoints.saved_shapes(graph.get_collection("trainable_variables")))
 
 
 def compare(reference_dir, candidate_dir):
