@@ -18,14 +18,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from typing import Optional, Tuple
 
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
-from estimator_dist.contract import process_identity
 from estimator_dist.contract import task_env
+from estimator_dist.jobs import child_job
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.strategies import traits
 from estimator_dist.supervision import failure_cause
@@ -97,26 +96,18 @@ class Job:
     self._tmp = job_dirs.make("bench")
     model_dir = os.path.join(directory, "model")
     needs_ps = traits.of(strategy).needs_ps
-    command = [sys.executable, "-m", "estimator_dist.launch", f"--strategy={strategy}",
-               f"--num_workers={num_workers}", *([f"--num_ps={num_ps}"] if needs_ps else []),
-               f"--model_dir={model_dir}", "--curves=false", "--preemption_grace_secs=0",
-               "--terminal=all", "--",  # Every line of its tasks in its log.
-               *model_dir_arg.with_flag(program, "model_dir", model_dir)]
     self.tasks = 1 if traits.of(strategy).one_process else num_workers
     self.log_path = os.path.join(directory, LOG_NAME)
     self._directory, self._asked, self.code = directory, False, None
-    env = {**os.environ, "TMPDIR": self._tmp, **task_env.task_environment(trial=True)}
-
-    def start():
-      process_identity.die_with_parent()
-      if cpus:
-        os.sched_setaffinity(0, cpus)
     with open(self.log_path, "wb") as log:
-      log.write(f"{' '.join(command)}\n".encode())
-      log.flush()
-      self.process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-          command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-          preexec_fn=start, start_new_session=True)
+      self.process = child_job.start(
+          strategy=strategy, num_workers=num_workers, model_dir=model_dir,
+          program=model_dir_arg.with_flag(program, "model_dir", model_dir), log=log,
+          env={**os.environ, "TMPDIR": self._tmp, **task_env.task_environment(trial=True)},
+          flags=[*([f"--num_ps={num_ps}"] if needs_ps else []), "--curves=false",
+                 "--preemption_grace_secs=0",
+                 "--terminal=all"],  # Every line of its tasks in its log.
+          cpus=cpus, new_session=True)
 
   def progress(self):
     """{task: Progress} of the job's training tasks, from their heartbeats."""

@@ -10,18 +10,17 @@ trial_N/launch.log.
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import optuna
 
 from estimator_dist import errors
-from estimator_dist.contract import process_identity
 from estimator_dist.contract import stop_files
 from estimator_dist.contract import task_env
 from estimator_dist.experiments import reporting
 from estimator_dist.experiments import space as space_lib
 from estimator_dist.experiments import storage as storage_lib
+from estimator_dist.jobs import child_job
 from estimator_dist.supervision import failure_cause
 from estimator_dist.supervision import process_tree
 
@@ -54,23 +53,12 @@ class LocalSlot:
   def start(self, program, *, model_dir, log, env, curves=True):
     """Starts `program` (with the trial's flags) as a job; its Popen. `curves`: the
     launcher draws the job's curves as it ends."""
-    command = [sys.executable, "-m", "estimator_dist.launch",
-               f"--strategy={self._options.strategy}",
-               f"--num_workers={self._options.workers_per_trial}", f"--model_dir={model_dir}",
-               *([] if curves else ["--curves=false"]), "--", *program]
-    log.write(f"{' '.join(command)}\n".encode())
-    log.flush()
-    cpus = self.cpus
     if self.gpus:
       env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
-
-    def on_its_cpus():
-      process_identity.die_with_parent()
-      os.sched_setaffinity(0, cpus)
-
-    return subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-        command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-        preexec_fn=on_its_cpus)
+    return child_job.start(
+        strategy=self._options.strategy, num_workers=self._options.workers_per_trial,
+        model_dir=model_dir, program=program, log=log, env=env, cpus=self.cpus,
+        flags=[] if curves else ["--curves=false"])
 
 
 class TrialJob:
