@@ -21,6 +21,8 @@ from estimator_dist.jobs import spec
 from tests import helpers
 from tests import spark_cluster
 
+HOROVOD_EXAMPLE = "tests.programs.upstream.tensorflow_mnist_estimator"
+
 
 def spark_train(*args, timeout=400):
   return helpers.run([helpers.PYTHON, "-m", "tests.programs.spark_train", *args],
@@ -71,6 +73,9 @@ def test_a_program_is_a_list_and_one_that_is_instrumented_needs_a_model_dir():
   for model_dir in (None, "gs://bucket/run"):
     with pytest.raises(errors.ConfigError, match="give model_dir, a path the driver and "):
       spark.run_program(program, num_workers=2, strategy="multi_worker", model_dir=model_dir)
+  with pytest.raises(errors.ConfigError, match="under horovod with horovod_controller='gloo'"):
+    spark.run_program(program, num_workers=2, strategy="horovod", model_dir="/m",
+                      horovod_controller="mpi")
 
 
 def test_a_job_spark_cannot_run_is_refused_before_spark_starts():
@@ -178,6 +183,25 @@ def test_an_unmodified_program_trains_distributed_through_spark(tmp_path):
   assert results(output) == [None, None]
   helpers.check_premade_trained_together(output)
   assert glob.glob(str(tmp_path / "model.ckpt-5000.index")), os.listdir(tmp_path)
+
+
+@pytest.mark.processes
+def test_a_horovod_program_file_trains_through_spark_as_it_is(tmp_path):
+  """Horovod's own Estimator example, which calls hvd.init() itself, run by
+  `spark.run_program` under horovod: each rank of horovod.spark.run starts it instrumented
+  in a process of its own, which joins Gloo's rendezvous as that rank."""
+  code, output = helpers.run(
+      [helpers.PYTHON, "-m", "tests.programs.spark_train", "--strategy=horovod",
+       "--num_workers=2", f"--program={helpers.PYTHON} -m {HOROVOD_EXAMPLE}",
+       f"--model_dir={tmp_path / 'job'}"], timeout=300, cwd=str(tmp_path))
+  assert code == 0, output[-5000:]
+  assert results(output) == [None, None]
+  summary, = helpers.summaries(output)
+  assert (summary["workers"], summary["steps"]) == ("2", "50"), summary  # 100 // hvd.size()
+  printed = [line.split("] ", 2)[-1] for line in output.splitlines()
+             if "{'accuracy': " in line]  # Each rank prints the chief's evaluation.
+  assert len(printed) == 2 and printed[0] == printed[1], printed
+  assert (tmp_path / "mnist_convnet_model" / "checkpoint").exists()  # Its own model_dir.
 
 
 @pytest.mark.processes

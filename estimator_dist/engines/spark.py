@@ -140,9 +140,12 @@ def run_job(job, train_fn, *, options=SparkOptions()):
   strategy, num_workers, num_ps, num_tasks = (job.strategy, job.num_workers, job.num_ps,
                                               job.num_tasks)
   if train_fn is None and job.traits.ranks_from_horovodrun:
-    raise errors.ConfigError(
-        "a program file runs on Spark under the tf.distribute strategies; under horovod "
-        "give spark.run the function that trains (horovod.spark.run starts functions).")
+    if options.horovod_controller != "gloo":
+      raise errors.ConfigError(
+          "a program file runs on Spark under horovod with horovod_controller='gloo': each "
+          "rank starts the program in a process of its own, which joins Gloo's rendezvous "
+          "but not an MPI job's; or give spark.run the function that trains.")
+    train_fn = functools.partial(spark_task.run_program_rank, job.command)
   no_mailbox = not options.model_dir or checkpoint_names.is_url(options.model_dir)
   if train_fn is None and no_mailbox and launching.instrumented(job.command):
     raise errors.ConfigError(

@@ -8,7 +8,9 @@ import tempfile
 
 from estimator_dist import command_line
 from estimator_dist import errors
+from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.instrument import launching
 from estimator_dist.supervision import processes
 
 
@@ -48,6 +50,26 @@ def run_in_new_process(payload, name, extra_env, command=None):
     from pyspark import cloudpickle  # pylint: disable=g-import-not-at-top
     with open(result, "rb") as f:
       return cloudpickle.load(f)
+
+
+def run_program_rank(command):
+  """The function `horovod.spark.run` runs for a program file: the program as this rank,
+  in a new process that inherits the rank's Horovod variables (its Gloo rendezvous),
+  instrumented as its executor sees it. It says in the job's mailbox that it started, as
+  a barrier stage's task does."""
+  task = cluster_lib.from_horovod_environment(os.environ)
+  name = task.name if task else "worker:?"
+  env = dict(os.environ)
+  mailbox = mailbox_lib.Mailbox.of_environment(env)
+  try:
+    if mailbox:
+      mailbox.post(mailbox_lib.REACHED, name, True)
+  except OSError:
+    pass  # Seen, not writable here: the driver checks only the tasks that said so.
+  program = launching.instrumented(command)
+  if program:
+    env = launching.task_env(env, program)
+  return run_in_new_process(None, name, env, command=command)
 
 
 def call_pickled(call_path, result_path):
