@@ -72,3 +72,17 @@ def test_an_error_from_a_peer_is_said_by_its_cause_not_its_heading():
   assert peer_loss.cause_of("Socket closed") == "Socket closed"
   assert peer_loss.cause_of(None) == ""
 
+
+
+def test_a_rounds_hooks_are_the_parts_then_the_adapters_then_the_stop_then_the_users(tmp_path):
+  # The stop decides after the adapter's hooks: an elastic round that restarts first
+  # (its host check raises) stops nothing.
+  adapter_hook, user_hook = tf.estimator.SessionRunHook(), tf.estimator.SessionRunHook()
+  options = ed.TrainOptions(model_dir=str(tmp_path), train_steps=5,
+                            early_stopping=ed.EarlyStopping(patience_steps=10))
+  run = run_lib.TrainingRun(model=plain_model.model_fn, train_input_fn=train_input_fn,
+                            eval_input_fn=train_input_fn, options=options, hooks=[user_hook])
+  adapter = factory.adapter_class("local")(task=ed.TaskInfo("chief", 0, 0, 1))
+  kinds = [type(h).__name__ for h in run.train_spec(adapter, (adapter_hook,)).hooks]
+  assert kinds[0] == "FitsTheModel" and kinds[-3:] == [
+      "SessionRunHook", "StopTogether", "SessionRunHook"], kinds

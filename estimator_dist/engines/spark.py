@@ -223,12 +223,7 @@ def _run_barrier_stage(pyspark, cloudpickle, sc, train_fn, job, extra):
       env["TF_CONFIG"] = cluster_lib.tf_config(cluster, role, index)
     else:
       role, index = "chief", 0
-    mailbox = mailbox_lib.Mailbox.of_environment(env)  # None where the driver's is not seen.
-    try:
-      if mailbox:
-        mailbox.post(mailbox_lib.REACHED, f"{role}:{index}", True)
-    except OSError:
-      pass  # Seen, not writable here: the driver checks only the tasks that said so.
+    spark_task.say_started(mailbox_lib.Mailbox.of_environment(env), f"{role}:{index}")
     program = payload is None and launching.instrumented(job.command)  # As this node sees it.
     if program:  # Before the executor's own PYTHONPATH (Spark's, --py-files').
       env = launching.task_env({**os.environ, **env}, program)

@@ -52,6 +52,15 @@ def run_in_new_process(payload, name, extra_env, command=None):
       return cloudpickle.load(f)
 
 
+def say_started(mailbox, name):
+  """Says in the job's `mailbox` (None: none seen here) that task `name` started."""
+  try:
+    if mailbox:
+      mailbox.post(mailbox_lib.REACHED, name, True)
+  except OSError:
+    pass  # Seen, not writable here: the driver checks only the tasks that said so.
+
+
 def run_program_rank(command):
   """The function `horovod.spark.run` runs for a program file: the program as this rank,
   in a new process that inherits the rank's Horovod variables (its Gloo rendezvous),
@@ -60,12 +69,7 @@ def run_program_rank(command):
   task = cluster_lib.from_horovod_environment(os.environ)
   name = task.name if task else "worker:?"
   env = dict(os.environ)
-  mailbox = mailbox_lib.Mailbox.of_environment(env)
-  try:
-    if mailbox:
-      mailbox.post(mailbox_lib.REACHED, name, True)
-  except OSError:
-    pass  # Seen, not writable here: the driver checks only the tasks that said so.
+  say_started(mailbox_lib.Mailbox.of_environment(env), name)
   program = launching.instrumented(command)
   if program:
     env = launching.task_env(env, program)

@@ -41,10 +41,10 @@ class TrainOptions:
   exporters: of the names (train_and_evaluate's serving_input_receiver_fn exports them)
     or `tf.estimator.Exporter`s.
   random_seed: one seed everywhere keeps the workers' shuffle orders equal, which
-    sharding relies on.
-  keep_checkpoint_max, keep_checkpoint_every_n_hours, random_seed, save_checkpoints_steps:
-    None (no flag or keyword set them) takes the Estimator's RunConfig's; a value set
-    wins over it, even the default chosen on purpose.
+    sharding relies on. It, keep_checkpoint_max, keep_checkpoint_every_n_hours and
+    save_checkpoints_steps: None (no flag or keyword set them) takes the Estimator's
+    RunConfig's, else 0, 5, 10000 hours and RunConfig's own; a value set wins over the
+    RunConfig's, even the default chosen on purpose.
   profile_steps: (first, last), or "FIRST:LAST" (see `profiling`).
   """
   strategy: str = "local"

@@ -3,15 +3,15 @@
 As orbit's Controller runs the Actions it is given, a `TrainingRun` runs its parts, in the
 order `of_run` lists them. A part gives any of:
 
-- `hooks(adapter)`: SessionRunHooks of each round of training (before the adapter's and
-  the user's hooks);
+- `hooks(adapter)`: SessionRunHooks of each round of training (before the adapter's, or
+  after them where `after_the_adapters`, and before the user's);
 - `saving_listeners(adapter)`: listeners to the chief's saves (before the user's);
 - `guard(adapter)`: a context around this task's whole training, entered in order;
 - `around_round(adapter)`: a context around each round.
 
-A feature adds a part here instead of editing the run. The run reads back the results of
-three: the throughput (`Progress`), the stop's step and cause (`StopTogether`) and whether
-the chief evaluated beside training (`EvaluationBeside`).
+A feature adds a part here, and to the run's list, instead of editing the run. The run
+reads back three: the throughput (`Progress`), the stop's step and cause (`StopTogether`)
+and whether the chief evaluated beside training (`EvaluationBeside`).
 """
 
 import contextlib
@@ -35,6 +35,8 @@ from estimator_dist.training import profiling
 
 class Part:
   """A part that adds nothing; a feature's part gives what it adds."""
+
+  after_the_adapters = False  # Its hooks run after the adapter's (a round's restart first).
 
   def hooks(self, adapter):  # pylint: disable=unused-argument
     return ()
@@ -70,11 +72,11 @@ class ModelDir(Part):
     by_launcher = model_dir_lock.held_by_launcher(model_dir)
     with contextlib.ExitStack() as stack:
       if not by_launcher:
-        stack.enter_context(model_dir_lock.held(model_dir, warn))
+        stack.enter_context(model_dir_lock.held(model_dir, _warn))
       if not by_launcher or traits.of(self._strategy).one_process:
-        checkpoints.resume_point(model_dir, warn)
+        checkpoints.resume_point(model_dir, _warn)
       early_stopping.clear_marker(model_dir)  # An earlier run's, under the lock.
-      stack.enter_context(checkpoints.kept_complete(model_dir, warn))
+      stack.enter_context(checkpoints.kept_complete(model_dir, _warn))
       yield
 
 
@@ -96,6 +98,8 @@ class Progress(Part):
   and the throughput of the final summary (`steps_per_sec`)."""
 
   def __init__(self, *, last_step, examples_per_step):
+    """`last_step()`: the step training goes to; `examples_per_step(adapter)`: the job's
+    examples per step (None: not known)."""
     self._last_step, self._examples_per_step = last_step, examples_per_step
     self._throughput = hooks_lib.ThroughputHook()
 
@@ -107,26 +111,28 @@ class Progress(Part):
     return (hooks_lib.PhaseHook(), hooks_lib.StepAdvances(runs=20 * adapter.runs_per_update),
             self._throughput,
             *hooks_lib.heartbeat_hooks(
-                adapter.task, last_step=self._last_step,
+                adapter.task, last_step=self._last_step(),
                 examples_per_step=lambda: self._examples_per_step(adapter)))
 
 
 class Profiling(Part):
   """TensorFlow's profiler over --profile_steps on the tasks asked."""
 
-  def __init__(self, options):
-    self._options = options
+  def __init__(self, *, steps, tasks, model_dir):
+    self._steps, self._tasks, self._model_dir = steps, tasks, model_dir
 
   def hooks(self, adapter):
-    options = self._options
-    return profiling.hooks(adapter.task, steps=options.profile_steps,
-                           tasks=options.profile_tasks, model_dir=options.model_dir)
+    return profiling.hooks(adapter.task, steps=self._steps, tasks=self._tasks,
+                           model_dir=self._model_dir)
 
 
 class StopTogether(Part):
   """Every task stops at the same update on the chief's early stop (its conditions) or
   any task's preemption; the chief's save on a preemption is said as it is written.
-  `stopped_at` and `preempted` say how the last round stopped."""
+  `stopped_at` and `preempted` say how the last round stopped. Its hook decides after the
+  adapter's: an elastic round that restarts first stops nothing."""
+
+  after_the_adapters = True
 
   def __init__(self, *, early_stopping_options, conditions, model_dir):
     self._options, self._conditions = early_stopping_options, tuple(conditions)
@@ -162,19 +168,20 @@ class OwnPort(Part):
 
 
 class EvaluationBeside(Part):
-  """The chief evaluates beside its training, unless the job has an evaluator task."""
+  """The chief evaluates beside its training, unless the job has an evaluator task;
+  `started` says whether this task did."""
 
   def __init__(self, evaluations, *, eval_spec, model_dir, throttle_secs):
     self._evaluations, self._eval_spec = evaluations, eval_spec
     self._model_dir, self._throttle_secs = model_dir, throttle_secs
-
-  def applies(self, adapter):
-    task = adapter.task
-    return task.is_chief and self._eval_spec is not None and not task.num_tasks("evaluator")
+    self.started = False
 
   def guard(self, adapter):
-    if not self.applies(adapter):
+    task = adapter.task
+    if not (task.is_chief and self._eval_spec is not None and
+            not task.num_tasks("evaluator")):
       return contextlib.nullcontext()
+    self.started = True
     return evaluation.beside_training(self._evaluations, self._model_dir,
                                       throttle_secs=self._throttle_secs)
 
@@ -186,5 +193,5 @@ class PeerLoss(Part):
     return peer_loss.fatal(adapter)
 
 
-def warn(message):
+def _warn(message):
   logging.warning(command_line.line("%s"), message)

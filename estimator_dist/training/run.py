@@ -57,8 +57,7 @@ class TrainingRun:
   `estimator(adapter)` and `train_spec(adapter)` for one round of training (a backend
   that trains in rounds, elastic Horovod, asks for them again with a renewed adapter),
   and `final_metrics()`. What each feature adds to training (hooks, saving listeners,
-  guards around training and around each round) is one of its `parts` (`training/parts`),
-  made when the run starts.
+  guards around training and around each round) is one of its `parts` (`training/parts`).
   """
 
   def __init__(self, *, model, train_input_fn, options, eval_input_fn=None, params=None,
@@ -106,12 +105,26 @@ class TrainingRun:
     self._saving_listeners, self._eval_hooks = tuple(saving_listeners), tuple(eval_hooks)
     self._given_adapter = adapter
     self.adapter = None  # Set by start().
-    self.parts = ()  # Made by start(), of the options it resolves.
     self.summary = None  # The chief's summary fields, once it has printed them.
     self.evaluations = evaluation.Evaluations(
         evaluate_alone.evaluating_estimator(self.model_fn, model_dir=options.model_dir,
                                             params=self.params),
         self.eval_spec)
+    # The run's parts, in the order they run (`training/parts`). Three are read back after
+    # training: the throughput, how the round stopped, whether the chief evaluated beside.
+    model_dir = options.model_dir
+    self._progress = parts.Progress(last_step=lambda: self.options.train_steps,
+                                    examples_per_step=self._examples_per_step)
+    self._stop = parts.StopTogether(early_stopping_options=options.early_stopping,
+                                    conditions=self._stop_conditions, model_dir=model_dir)
+    self._beside = parts.EvaluationBeside(self.evaluations, eval_spec=self.eval_spec,
+                                          model_dir=model_dir,
+                                          throttle_secs=options.eval_throttle_secs)
+    self.parts = (parts.ModelDir(model_dir, strategy=options.strategy),
+                  parts.Divergence(model_dir), self._progress,
+                  parts.Profiling(steps=options.profile_steps, tasks=options.profile_tasks,
+                                  model_dir=model_dir),
+                  self._stop, parts.OwnPort(), self._beside, parts.PeerLoss())
 
   def start(self):
     """Starts the backend and returns its adapter: the one step with side effects.
@@ -137,22 +150,7 @@ class TrainingRun:
                                   params=self.params)
       if options.best_checkpoints:
         best_checkpoint_keeper.prepare(options.model_dir, options.best_checkpoints)
-    self._make_parts()
     return self.adapter
-
-  def _make_parts(self):
-    """The parts of this run, in the order they run; three are read back after training."""
-    options, model_dir = self.options, self.options.model_dir
-    self._progress = parts.Progress(last_step=options.train_steps,
-                                    examples_per_step=self._examples_per_step)
-    self._stop = parts.StopTogether(early_stopping_options=options.early_stopping,
-                                    conditions=self._stop_conditions, model_dir=model_dir)
-    self._beside = parts.EvaluationBeside(self.evaluations, eval_spec=self.eval_spec,
-                                          model_dir=model_dir,
-                                          throttle_secs=options.eval_throttle_secs)
-    self.parts = (parts.ModelDir(model_dir, strategy=options.strategy),
-                  parts.Divergence(model_dir), self._progress, parts.Profiling(options),
-                  self._stop, parts.OwnPort(), self._beside, parts.PeerLoss())
 
   def estimator(self, adapter, *, warm_start_from=None):
     """The Estimator of one round of training under `adapter`."""
@@ -161,11 +159,14 @@ class TrainingRun:
                                   params=self.params, warm_start_from=warm_start_from)
 
   def train_spec(self, adapter, more_hooks=()):
-    """The TrainSpec of one round: the parts' hooks, the adapter's, then the user's."""
+    """The TrainSpec of one round: the parts' hooks, the adapter's (`more_hooks`), the
+    hooks of the parts that decide after them (`Part.after_the_adapters`), the user's."""
+    ours = [(part.after_the_adapters, hook) for part in self.parts
+            for hook in part.hooks(adapter)]
     return tf.estimator.TrainSpec(
         adapter.wrap_input_fn(self._train_input_fn), max_steps=self.options.train_steps,
-        hooks=[*(h for part in self.parts for h in part.hooks(adapter)), *more_hooks,
-               *self._hooks],
+        hooks=[*(hook for late, hook in ours if not late), *more_hooks,
+               *(hook for late, hook in ours if late), *self._hooks],
         saving_listeners=[*(listener for part in self.parts
                             for listener in part.saving_listeners(adapter)),
                           *self._saving_listeners])
@@ -195,7 +196,7 @@ class TrainingRun:
     if not adapter.task.is_chief or self.eval_spec is None:
       return None
     model_dir, train_steps = self.options.model_dir, self.options.train_steps
-    if self._beside.applies(adapter):
+    if self._beside.started:
       metrics = self.evaluations.run(tf.train.latest_checkpoint(model_dir), final=True)
     elif not metrics or metrics.get("global_step", -1) < train_steps:
       metrics = evaluate_alone.evaluate(

@@ -25,10 +25,12 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.strategies import traits
 
-# TrainOptions field -> (the RunConfig field it sets, its value where neither sets it).
-_FROM_OPTIONS = {"random_seed": ("tf_random_seed", 0),
-                 "keep_checkpoint_max": ("keep_checkpoint_max", 5),
-                 "keep_checkpoint_every_n_hours": ("keep_checkpoint_every_n_hours", 10000)}
+# TrainOptions field -> (the RunConfig field it sets, RunConfig's default of that field,
+# the value where neither the option nor the RunConfig sets one).
+_FROM_OPTIONS = {"random_seed": ("tf_random_seed", None, 0),
+                 "keep_checkpoint_max": ("keep_checkpoint_max", 5, 5),
+                 "keep_checkpoint_every_n_hours": ("keep_checkpoint_every_n_hours", 10000,
+                                                   10000)}
 # RunConfig fields that no option sets: the Estimator's, as it gives them.
 _CARRIED = ("save_summary_steps", "log_step_count_steps", "session_creation_timeout_secs",
             "checkpoint_save_graph_def", "experimental_max_worker_delay_secs")
@@ -135,10 +137,11 @@ def _fields(options, config):
   """The RunConfig keywords of `options`, over the RunConfig `config` (None: none): an
   option set (not None) wins, one unset takes the RunConfig's value, else the fallback."""
   fields = {}
-  for option, (field, fallback) in _FROM_OPTIONS.items():
+  for option, (field, run_config_default, fallback) in _FROM_OPTIONS.items():
     ours, own = getattr(options, option), getattr(config, field, None)
     fields[field] = next(v for v in (ours, own, fallback) if v is not None)
-    if ours is not None and own is not None and own != ours:
+    # Said where the RunConfig's value is not its default, which the program likely set.
+    if ours is not None and own not in (None, ours, run_config_default):
       _say(f"{field}={ours} (the job's --{option}) over the Estimator's RunConfig's {own}")
   if options.save_checkpoints_steps is not None:
     fields["save_checkpoints_steps"] = options.save_checkpoints_steps

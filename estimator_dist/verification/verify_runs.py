@@ -95,7 +95,10 @@ def _run(verify_flags, name, strategy, num_workers, batch_size, learning_rate, l
              *module, "--cpu_affinity=none", f"--model_dir={model_dir}",
              f"--train_steps={training.value('train_steps')}", f"--batch_size={batch_size}",
              f"--learning_rate={learning_rate}", f"--lr_scaling={lr_scaling}",
-             f"--random_seed={_seed(training)}", *(["--", *program] if program else [])]
+             # A program's own RunConfig seed counts unless --random_seed was given.
+             *([f"--random_seed={training.value('random_seed')}"]
+               if training.value("random_seed") is not None else []),
+             *(["--", *program] if program else [])]
   log = os.path.join(os.path.dirname(model_dir), f"{name}.log")
   with open(log, "w") as out:
     job = spec.JobSpec(strategy=strategy, num_workers=num_workers, command=command)
