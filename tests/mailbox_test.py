@@ -143,6 +143,21 @@ def test_a_round_the_chief_never_makes_is_named(mailbox, monkeypatch):
     rounds.wait_for("train", 3)
 
 
+def test_a_chief_that_exited_without_saying_ends_a_workers_wait(mailbox, monkeypatch):
+  # horovod.spark.run ends no rank when another fails: the engine says the chief exited.
+  monkeypatch.setattr(rounds, "_counts", collections.Counter())
+  monkeypatch.setattr(rounds, "_me", [])
+  assert rounds.next_round("train", ed.TaskInfo("worker", 1, 1, 2)) == 1
+  rounds.exited(mailbox, "chief:0", 1)
+  rounds.exited(mailbox, "chief:0", 9)  # Once: the first word stands.
+  with pytest.raises(errors.ConfigError, match=r"worker:1 made train\(\) call 1, which the "
+                     r"chief never makes: it exited with code 1\."):
+    rounds.wait_for("train", 1)
+  mailbox.post(mailbox_lib.ROUNDS, "ended-worker:0", {"train": 2})
+  rounds.exited(mailbox, "worker:0", 1)  # It said how it ended: that stands.
+  assert mailbox.value(mailbox_lib.ROUNDS, "ended-worker:0", dict) == {"train": 2}
+
+
 def test_the_launcher_names_a_round_a_worker_ended_without(mailbox):
   rounds.publish("train", 2, {})
   rounds.publish("export", 1, "/e")  # The chief exports alone: a worker need not.

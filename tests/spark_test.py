@@ -70,9 +70,10 @@ def test_a_program_is_a_list_and_one_that_is_instrumented_needs_a_model_dir():
     spark.run_program("python train.py", num_workers=2, strategy="multi_worker")
   program = ["python", os.path.join(helpers.REPO, "tests", "programs", "upstream",
                                     "premade_estimator.py")]
-  for model_dir in (None, "gs://bucket/run"):
+  for model_dir, strategy in ((None, "multi_worker"), ("gs://bucket/run", "multi_worker"),
+                              (None, "horovod")):
     with pytest.raises(errors.ConfigError, match="give model_dir, a path the driver and "):
-      spark.run_program(program, num_workers=2, strategy="multi_worker", model_dir=model_dir)
+      spark.run_program(program, num_workers=2, strategy=strategy, model_dir=model_dir)
   with pytest.raises(errors.ConfigError, match="under horovod with horovod_controller='gloo'"):
     spark.run_program(program, num_workers=2, strategy="horovod", model_dir="/m",
                       horovod_controller="mpi")

@@ -23,6 +23,7 @@ from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
 
 _ENDED = "ended-"
+_EXIT_CODE = "exit_code"  # In place of the counts, where an engine saw the task exit.
 _CHIEF = "chief:0"
 # The kinds of calls the chief makes with every worker: a worker missing from one leaves
 # the others waiting. The chief evaluates and exports alone (a program may call those on
@@ -115,7 +116,7 @@ def _check_reachable(mailbox, kind, number):
   """ConfigError when the chief will never post round `number` of `kind`."""
   ended = _counts_of(mailbox, _CHIEF)
   if ended is not None and ended.get(kind, 0) < number:
-    why = f"it ended after {_calls(kind, ended.get(kind, 0))}"
+    why = _ended_after(ended, kind)
   else:
     ahead = [(other, made) for other, made in sorted(_posted(mailbox).items())
              if other in _TOGETHER and made > _counts[other]]
@@ -128,6 +129,24 @@ def _check_reachable(mailbox, kind, number):
       f"{_me[0]} made {kind}() call {number}, which the chief never makes: {why}. Every "
       f"task of the program must make the same Estimator calls in the same order (the "
       f"same loop, the same number of rounds on each).")
+
+
+def exited(mailbox, task, code):
+  """An engine's word that `task` exited with `code` (not 0) without saying how many calls
+  it made (killed, or failed before its first round): a task that waits for its round
+  fails at once, where the engine ends no other task (horovod.spark.run's ranks)."""
+  try:
+    if mailbox and mailbox.read(mailbox_lib.ROUNDS, _ENDED + task) is None:
+      mailbox.post(mailbox_lib.ROUNDS, _ENDED + task, {_EXIT_CODE: code})
+  except OSError:
+    pass  # An engine's end is not held up by a mailbox it cannot write.
+
+
+def _ended_after(counts, kind):
+  """How a task that ended stands in `kind` calls: its own count, or its exit code."""
+  if _EXIT_CODE in counts:
+    return f"it exited with code {counts[_EXIT_CODE]}"
+  return f"it ended after {_calls(kind, counts.get(kind, 0))}"
 
 
 def _posted(mailbox):
@@ -155,7 +174,7 @@ def unmatched(mailbox):
     counts = _counts_of(mailbox, task) or {}
     for kind, number in sorted(posted.items()):
       if kind in _TOGETHER and counts.get(kind, 0) < number:
-        return (f"the chief made {kind}() call {number}, which {task} never made: it "
-                f"ended after {_calls(kind, counts.get(kind, 0))}. Every task of the "
-                f"program must make the same Estimator calls in the same order.")
+        return (f"the chief made {kind}() call {number}, which {task} never made: "
+                f"{_ended_after(counts, kind)}. Every task of the program must make the "
+                f"same Estimator calls in the same order.")
   return None

@@ -139,6 +139,12 @@ def run_job(job, train_fn, *, options=SparkOptions()):
   """
   strategy, num_workers, num_ps, num_tasks = (job.strategy, job.num_workers, job.num_ps,
                                               job.num_tasks)
+  no_mailbox = not options.model_dir or checkpoint_names.is_url(options.model_dir)
+  if train_fn is None and no_mailbox and launching.instrumented(job.command):
+    raise errors.ConfigError(
+        "a program that does not import estimator_dist agrees on its train and evaluate "
+        "calls through the job's mailbox, in its model_dir: give model_dir, a path the "
+        "driver and every executor reach (not a URL)")
   if train_fn is None and job.traits.ranks_from_horovodrun:
     if options.horovod_controller != "gloo":
       raise errors.ConfigError(
@@ -146,12 +152,6 @@ def run_job(job, train_fn, *, options=SparkOptions()):
           "rank starts the program in a process of its own, which joins Gloo's rendezvous "
           "but not an MPI job's; or give spark.run the function that trains.")
     train_fn = functools.partial(spark_task.run_program_rank, job.command)
-  no_mailbox = not options.model_dir or checkpoint_names.is_url(options.model_dir)
-  if train_fn is None and no_mailbox and launching.instrumented(job.command):
-    raise errors.ConfigError(
-        "a program that does not import estimator_dist agrees on its train and evaluate "
-        "calls through the job's mailbox, in its model_dir: give model_dir, a path the "
-        "driver and every executor reach (not a URL)")
   if options.network_interface and not job.traits.ranks_from_horovodrun:
     raise errors.ConfigError(
         f"network_interface applies to strategy horovod; {strategy}'s tasks listen on the "

@@ -60,8 +60,8 @@ def check_end(mailbox, job):
   that reached the mailbox joined the job's strategy (a function that ignores the
   cluster trains alone on every task); a missing or spoiled summary record is one line,
   and the results stand. Tasks that did not reach it (executors that do not share it) are
-  named in one line, unchecked; so are the ranks of a function under horovod (started by
-  horovod.spark, they say nothing), while a program file's say they started."""
+  named in one line, unchecked. The ranks of a function under horovod (started by
+  horovod.spark) say nothing and are not checked; a program file's say they started."""
   if mailbox is None:
     return
   reached = set(mailbox.names(mailbox_lib.REACHED))

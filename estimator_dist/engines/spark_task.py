@@ -10,6 +10,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import cluster as cluster_lib
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import rounds
 from estimator_dist.instrument import launching
 from estimator_dist.supervision import processes
 
@@ -34,6 +35,8 @@ def run_in_new_process(payload, name, extra_env, command=None):
     finally:
       task.stop()  # Waits for the output, and stops anything the task left running.
     mailbox = mailbox_lib.Mailbox.of_environment(extra_env)
+    if code != 0:  # Its peers' waits for its rounds end (horovod.spark ends no other rank).
+      rounds.exited(mailbox, name, code)
     # 200 is a preemption when the toolkit said so: a program's own 200 is its failure.
     if code == errors.PREEMPTED_EXIT_CODE and (mailbox is None or
                                                mailbox_lib.preempted(mailbox)):

@@ -1,7 +1,7 @@
 """The parts of a run: what each feature adds to a task's training.
 
 As orbit's Controller runs the Actions it is given, a `TrainingRun` runs its parts, in the
-order `of_run` lists them. A part gives any of:
+order its list (made with the run) gives them. A part gives any of:
 
 - `hooks(adapter)`: SessionRunHooks of each round of training (before the adapter's, or
   after them where `after_the_adapters`, and before the user's);
