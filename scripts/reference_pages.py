@@ -64,11 +64,13 @@ def _kind(flag):
       flag.flag_type(), flag.flag_type())
   if getattr(parser, "enum_values", None):
     return f"one of {', '.join(f'`{v}`' for v in parser.enum_values)}"
-  lower, upper = getattr(parser, "lower_bound", None), getattr(parser, "upper_bound", None)
+  # absl hands out one parser for equal bounds, so a float flag's 0.0 may be another's 0:
+  # each bound is written as a number, whichever it got.
+  lower, upper = (getattr(parser, name, None) for name in ("lower_bound", "upper_bound"))
   if lower is not None and upper is not None:
-    return f"{kind}, {lower} to {upper}"
+    return f"{kind}, {lower:g} to {upper:g}"
   if lower is not None:
-    return f"{kind} ≥ {lower}"
+    return f"{kind} ≥ {lower:g}"
   return kind
 
 
