@@ -457,6 +457,9 @@ def tmpfs(path, options):
 @needs_root
 def test_a_full_disk_leaves_a_checkpoint_to_resume_from(small_disk):
   model_dir = small_disk / "model"
+  # Opened first, unbuffered: a file made on a disk already full fails, and so would a
+  # flush at its close.
+  filler = open(small_disk / "filler", "wb", buffering=0)  # pylint: disable=consider-using-with
   job = helpers.Job("--strategy=local", "--num_workers=1",
                     program_args=[f"--model_dir={model_dir}", "--train_steps=100000",
                                   "--save_checkpoints_steps=20"])
@@ -465,13 +468,12 @@ def test_a_full_disk_leaves_a_checkpoint_to_resume_from(small_disk):
     while not (model_dir / "model.ckpt-40.meta").exists():
       assert job.process.poll() is None and time.monotonic() < deadline, job.output[-3000:]
       time.sleep(0.1)
-    with open(small_disk / "filler", "wb") as f:  # Until the disk is full.
-      with pytest.raises(OSError):
-        while True:
-          f.write(b"\0" * 65536)
-          f.flush()
+    with pytest.raises(OSError):  # Until the disk is full.
+      while True:
+        filler.write(b"\0" * 65536)
     assert job.wait(120) == 1, job.output[-3000:]
   finally:
+    filler.close()
     job.kill()
   output = job.output
   assert "error: no space left on the device of " in output, output[-3000:]
