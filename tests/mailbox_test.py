@@ -150,8 +150,8 @@ def test_a_chief_that_exited_without_saying_ends_a_workers_wait(mailbox, monkeyp
   assert rounds.next_round("train", ed.TaskInfo("worker", 1, 1, 2)) == 1
   rounds.exited(mailbox, "chief:0", 1)
   rounds.exited(mailbox, "chief:0", 9)  # Once: the first word stands.
-  with pytest.raises(errors.ConfigError, match=r"worker:1 made train\(\) call 1, which the "
-                     r"chief never makes: it exited with code 1\."):
+  with pytest.raises(errors.ConfigError, match=r"worker:1 waits for the chief's train\(\) "
+                     r"call 1, but the chief exited with code 1 first: the job cannot go on"):
     rounds.wait_for("train", 1)
   mailbox.post(mailbox_lib.ROUNDS, "ended-worker:0", {"train": 2})
   rounds.exited(mailbox, "worker:0", 1)  # It said how it ended: that stands.

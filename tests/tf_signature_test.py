@@ -161,6 +161,11 @@ def test_the_run_config_counts_where_no_option_was_set(tmp_path, caplog):
   chosen = run_config_merge.run_config(adapter, options.replace(keep_checkpoint_max=5,
                                                                 random_seed=0), own)
   assert (chosen.keep_checkpoint_max, chosen.tf_random_seed) == (5, 0)
+  # A RunConfig's keep_checkpoint_max=None keeps every checkpoint, as TensorFlow says; its
+  # seed None is no seed, and the job gives its one seed.
+  every = tf.estimator.RunConfig(keep_checkpoint_max=None)
+  config = run_config_merge.run_config(adapter, options, every)
+  assert (config.keep_checkpoint_max, config.tf_random_seed) == (None, 0)
   # Without an Estimator's RunConfig, the options alone, as before.
   plain = run_config_merge.run_config(adapter, options)
   assert (plain.keep_checkpoint_max, plain.tf_random_seed, plain.save_checkpoints_secs) == (

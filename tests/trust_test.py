@@ -457,13 +457,14 @@ def tmpfs(path, options):
 @needs_root
 def test_a_full_disk_leaves_a_checkpoint_to_resume_from(small_disk):
   model_dir = small_disk / "model"
-  # Opened first, unbuffered: a file made on a disk already full fails, and so would a
-  # flush at its close.
+  # Unbuffered: a buffered file kept the last bytes that did not fit, and raised ENOSPC
+  # again as it closed, outside the check that the disk is full.
   filler = open(small_disk / "filler", "wb", buffering=0)  # pylint: disable=consider-using-with
-  job = helpers.Job("--strategy=local", "--num_workers=1",
-                    program_args=[f"--model_dir={model_dir}", "--train_steps=100000",
-                                  "--save_checkpoints_steps=20"])
+  job = None
   try:
+    job = helpers.Job("--strategy=local", "--num_workers=1",
+                      program_args=[f"--model_dir={model_dir}", "--train_steps=100000",
+                                    "--save_checkpoints_steps=20"])
     deadline = time.monotonic() + 120
     while not (model_dir / "model.ckpt-40.meta").exists():
       assert job.process.poll() is None and time.monotonic() < deadline, job.output[-3000:]
@@ -474,7 +475,8 @@ def test_a_full_disk_leaves_a_checkpoint_to_resume_from(small_disk):
     assert job.wait(120) == 1, job.output[-3000:]
   finally:
     filler.close()
-    job.kill()
+    if job:
+      job.kill()
   output = job.output
   assert "error: no space left on the device of " in output, output[-3000:]
   latest = tf.train.latest_checkpoint(str(model_dir))

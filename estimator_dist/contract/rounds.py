@@ -115,8 +115,12 @@ def wait_for(kind, number):
 def _check_reachable(mailbox, kind, number):
   """ConfigError when the chief will never post round `number` of `kind`."""
   ended = _counts_of(mailbox, _CHIEF)
+  if ended is not None and _EXIT_CODE in ended:
+    raise errors.ConfigError(
+        f"{_me[0]} waits for the chief's {kind}() call {number}, but the chief exited with "
+        f"code {ended[_EXIT_CODE]} first: the job cannot go on; the chief's error says why.")
   if ended is not None and ended.get(kind, 0) < number:
-    why = _ended_after(ended, kind)
+    why = f"it ended after {_calls(kind, ended.get(kind, 0))}"
   else:
     ahead = [(other, made) for other, made in sorted(_posted(mailbox).items())
              if other in _TOGETHER and made > _counts[other]]
@@ -138,15 +142,8 @@ def exited(mailbox, task, code):
   try:
     if mailbox and mailbox.read(mailbox_lib.ROUNDS, _ENDED + task) is None:
       mailbox.post(mailbox_lib.ROUNDS, _ENDED + task, {_EXIT_CODE: code})
-  except OSError:
-    pass  # An engine's end is not held up by a mailbox it cannot write.
-
-
-def _ended_after(counts, kind):
-  """How a task that ended stands in `kind` calls: its own count, or its exit code."""
-  if _EXIT_CODE in counts:
-    return f"it exited with code {counts[_EXIT_CODE]}"
-  return f"it ended after {_calls(kind, counts.get(kind, 0))}"
+  except (OSError, ValueError):
+    pass  # An engine's end is not held up by a mailbox it cannot write, or read.
 
 
 def _posted(mailbox):
@@ -174,7 +171,7 @@ def unmatched(mailbox):
     counts = _counts_of(mailbox, task) or {}
     for kind, number in sorted(posted.items()):
       if kind in _TOGETHER and counts.get(kind, 0) < number:
-        return (f"the chief made {kind}() call {number}, which {task} never made: "
-                f"{_ended_after(counts, kind)}. Every task of the program must make the "
-                f"same Estimator calls in the same order.")
+        return (f"the chief made {kind}() call {number}, which {task} never made: it "
+                f"ended after {_calls(kind, counts.get(kind, 0))}. Every task of the "
+                f"program must make the same Estimator calls in the same order.")
   return None

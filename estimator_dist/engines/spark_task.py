@@ -15,12 +15,14 @@ from estimator_dist.instrument import launching
 from estimator_dist.supervision import processes
 
 
-def run_in_new_process(payload, name, extra_env, command=None):
+def run_in_new_process(payload, name, extra_env, command=None, *, peers_wait=False):
   """Runs the pickled function of no arguments (or `command`, a program: its result is
   None) in a new Python process; returns its result.
 
   A new process starts TensorFlow fresh (a strategy can be set up once per process), and
-  it dies with the Spark task that started it.
+  it dies with the Spark task that started it. `peers_wait`: no engine ends its peers when
+  it fails (horovod.spark.run's ranks), so a failed exit is said in the job's mailbox,
+  where a peer waiting for its round reads it (`rounds.exited`).
   """
   with tempfile.TemporaryDirectory(prefix="estimator_dist_spark_") as workdir:
     call, result = os.path.join(workdir, "call"), os.path.join(workdir, "result")
@@ -35,7 +37,7 @@ def run_in_new_process(payload, name, extra_env, command=None):
     finally:
       task.stop()  # Waits for the output, and stops anything the task left running.
     mailbox = mailbox_lib.Mailbox.of_environment(extra_env)
-    if code != 0:  # Its peers' waits for its rounds end (horovod.spark ends no other rank).
+    if code != 0 and peers_wait:
       rounds.exited(mailbox, name, code)
     # 200 is a preemption when the toolkit said so: a program's own 200 is its failure.
     if code == errors.PREEMPTED_EXIT_CODE and (mailbox is None or
@@ -76,7 +78,7 @@ def run_program_rank(command):
   program = launching.instrumented(command)
   if program:
     env = launching.task_env(env, program)
-  return run_in_new_process(None, name, env, command=command)
+  return run_in_new_process(None, name, env, command=command, peers_wait=True)
 
 
 def call_pickled(call_path, result_path):

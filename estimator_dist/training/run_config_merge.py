@@ -26,7 +26,8 @@ from estimator_dist import errors
 from estimator_dist.strategies import traits
 
 # TrainOptions field -> (the RunConfig field it sets, RunConfig's default of that field,
-# the value where neither the option nor the RunConfig sets one).
+# the value without a RunConfig: the seed's also where a RunConfig has none, since
+# sharding relies on one seed).
 _FROM_OPTIONS = {"random_seed": ("tf_random_seed", None, 0),
                  "keep_checkpoint_max": ("keep_checkpoint_max", 5, 5),
                  "keep_checkpoint_every_n_hours": ("keep_checkpoint_every_n_hours", 10000,
@@ -135,11 +136,15 @@ def run_config(adapter, options, config=None):
 
 def _fields(options, config):
   """The RunConfig keywords of `options`, over the RunConfig `config` (None: none): an
-  option set (not None) wins, one unset takes the RunConfig's value, else the fallback."""
+  option set (not None) wins, one unset takes the RunConfig's value as it is, and without
+  a RunConfig the fallback."""
   fields = {}
   for option, (field, run_config_default, fallback) in _FROM_OPTIONS.items():
-    ours, own = getattr(options, option), getattr(config, field, None)
-    fields[field] = next(v for v in (ours, own, fallback) if v is not None)
+    ours, own = getattr(options, option), getattr(config, field, fallback)
+    # The RunConfig's value as it is (its keep_checkpoint_max=None keeps every one).
+    fields[field] = ours if ours is not None else own
+    if field == "tf_random_seed" and fields[field] is None:
+      fields[field] = fallback
     # Said where the RunConfig's value is not its default, which the program likely set.
     if ours is not None and own not in (None, ours, run_config_default):
       _say(f"{field}={ours} (the job's --{option}) over the Estimator's RunConfig's {own}")
