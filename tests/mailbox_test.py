@@ -191,15 +191,17 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   heartbeat.end(path, heartbeat.Progress(step=5, last_step=5))
   assert heartbeat.ended(mailbox) == {"worker:1"}
   assert heartbeat.progress_of(mailbox)["worker:1"].ended
+  assert heartbeat.idle_after_training(mailbox, 60) == []  # No watchdog says how it does.
   heartbeat.say_waiting(mailbox, "worker:1")  # For the chief's round, its training ended.
-  assert heartbeat.waiting(mailbox, 5) == {"worker:1"}
-  os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.waiting"), (0, 0))
-  assert heartbeat.waiting(mailbox, 5) == set()  # It said so long ago.
+  assert heartbeat.idle_after_training(mailbox, 60) == []
+  os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.busy"), (0, 0))
+  assert heartbeat.idle_after_training(mailbox, 60) == ["worker:1"]  # Said long ago.
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
   # The program's next train(): its beats count again, from now (once the first round's
   # end hid every later round's beats from the hang checks).
   heartbeat.begin(path)
   assert heartbeat.ended(mailbox) == set()
+  assert heartbeat.idle_after_training(mailbox, 60) == []  # Training again.
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}, first_beat_by=0) == []
   os.utime(path, (0, 0))
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == ["worker:1"]

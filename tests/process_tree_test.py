@@ -1,5 +1,6 @@
 """supervision/process_tree as the launcher reads it (psutil): a task's family, a stopped process,
-a zombie, and the CPU time of a family that reaped a child."""
+a zombie; and the CPU time of a family that reaped a child, as a task's watchdog companion
+reads it (/proc) after its training."""
 
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import time
 import pytest
 
 from estimator_dist.supervision import process_tree
+from estimator_dist.task import watchdog_companion
 
 # A parent that starts a child, reaps it after it burned CPU, then sleeps: its CPU time
 # must count the child's.
@@ -33,7 +35,8 @@ def test_a_family_its_stop_its_zombie_and_its_cpu_time():
     assert process_tree.descendants(parent.pid, table) == [grandchild]
     assert not process_tree.stopped(table[parent.pid][1])
     # The reaped child's CPU time counts in its parent's.
-    assert process_tree.cpu_secs([parent.pid, grandchild]) >= 0.3
+    assert watchdog_companion.family_cpu_secs(parent.pid, skip="") >= 0.3
+    assert watchdog_companion.family_cpu_secs(parent.pid, skip=str(parent.pid)) == 0
     parent.send_signal(signal.SIGSTOP)
     deadline = time.monotonic() + 10
     while not process_tree.stopped(process_tree.process_table()[parent.pid][1]):

@@ -214,22 +214,24 @@ def test_a_task_that_dies_ends_the_job(cluster, monkeypatch, tmp_path):
     assert "task 1: Killed" in f.read()
 
 
-def test_a_task_that_hangs_ends_the_job_with_124(cluster, monkeypatch, tmp_path):
-  """A stopped worker (alive, no progress, and its peer waits on it): the script's watcher
-  of the heartbeats kills the step after --hang_timeout_secs, as the local launcher's hang
-  checks do. Before, nothing ended such a job but its time limit."""
-  job_id, model_dir, output = running_job(cluster, monkeypatch, tmp_path,
-                                          args=["--hang_timeout_secs=10"])
-  worker = [p for p in processes_of(model_dir) if p.environ().get("SLURM_PROCID") == "1"]
-  assert worker, [p.cmdline() for p in processes_of(model_dir)]
-  worker[0].send_signal(signal.SIGSTOP)
-  fields = cluster.wait(job_id, timeout=90)
+def test_a_task_idle_after_its_training_ends_the_job_with_124(cluster, monkeypatch, tmp_path):
+  """Tasks that, their training done, wait for ever (as a session that waits for a peer
+  that exited does: with no CPU): the script's watcher reads their beats after training
+  too (their watchdogs', from their CPU time) and kills the step after
+  --hang_timeout_secs, exit 124, where once only the time limit ended such a job. A task
+  stopped in training ends the job through the same watcher (spark_test's stopped task)."""
+  model_dir, output = str(tmp_path / "run"), str(tmp_path / "job.out")
+  job_id = cluster.sbatch(script(cluster, monkeypatch, "multi_worker", "--hang_timeout_secs=10",
+                                 model_dir=model_dir, steps=50,
+                                 program_args=["--idle_after_training"]), output=output)
+  fields = cluster.wait(job_id, timeout=120)
   with open(output) as f:
     printed = f.read()
   assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "124:0"), printed[-3000:]
-  assert re.search(r"^estimator-dist progress: no training progress on (chief:0, )?worker:0 "
-                   rf"for 10s \(heartbeat; last beat: (chief:0 {helpers.LAST_BEAT}, )?worker:0 "
-                   rf"{helpers.LAST_BEAT}\); stopping the job$", printed, re.M), printed[-3000:]
+  assert printed.count("steps_run=") == 2, printed[-3000:]  # Both trained to the end.
+  assert re.search(r"^estimator-dist progress: ((chief:0, )?worker:0|chief:0) ended its "
+                   r"training and has made no progress since, for 10s \(it used no CPU: "
+                   r".*; stopping the job$", printed, re.M), printed[-3000:]
   assert helpers.wait_until_gone(lambda: processes_of(model_dir), timeout=20) == []
 
 

@@ -7,6 +7,11 @@ ended when its training ends. A file that has not been touched for --hang_timeou
 is stuck (stopped, deadlocked, waiting on a peer that is), and the launcher stops the job.
 The training side is `task.watchdog` and `training.hooks.HeartbeatHook`.
 
+After its training ended, a task's beat is its `.busy` message, touched while it works
+(its watchdog companion, from its CPU time) or waits for the chief's round on purpose
+(`say_waiting`): one not touched for --hang_timeout_secs is a task idle for ever after its
+training (`idle_after_training`), which every engine's watcher reads as it reads beats.
+
 Once training runs, a beat also says how far it is (`Progress`): the task's global step,
 the last step and the examples per step, which the launcher's progress lines read, and
 the bytes of the model's trainable variables, which `estimator-dist bench` projects from.
@@ -21,10 +26,10 @@ from estimator_dist.contract import mailbox as mailbox_lib
 from estimator_dist.contract import whole_file
 
 _ENDED = ".ended"
-_WAITING = ".waiting"  # Touched while the task waits for the chief's round: not idle.
 # Touched by the task's watchdog companion (task/watchdog_companion.py, which imports
-# nothing of ours) when the task ended before its training did.
-_EXITED = ".exited"
+# nothing of ours): when the task ended before its training did; while it works after its
+# training ended (removed when it ends).
+_EXITED, _BUSY = ".exited", ".busy"
 
 
 def path_of(task, env):
@@ -110,15 +115,25 @@ def end(path, progress=None):
 def say_waiting(mailbox, task_name):
   """Says that `task_name`, its training ended, waits for the chief (a round of its
   calls): not idle, while the chief works on it (the chief's own checks watch the chief)."""
-  beat(mailbox.path(mailbox_lib.BEATS, task_name + _WAITING))
+  beat(mailbox.path(mailbox_lib.BEATS, task_name + _BUSY))
 
 
-def waiting(mailbox, within_secs):
-  """Names of the tasks that said they wait for the chief in the last `within_secs`."""
-  now = time.time()
-  return {name[:-len(_WAITING)] for name in mailbox.names(mailbox_lib.BEATS)
-          if name.endswith(_WAITING)
-          and now - (mailbox.modified(mailbox_lib.BEATS, name) or 0) <= within_secs}
+def idle_after_training(mailbox, timeout_secs):
+  """Names of the tasks whose training ended and that have neither worked nor said they
+  wait for the chief for `timeout_secs` (their `.busy` message that old)."""
+  now, present, found = time.time(), set(mailbox.names(mailbox_lib.BEATS)), []
+  for task in (name[:-len(_BUSY)] for name in present if name.endswith(_BUSY)):
+    last = mailbox.modified(mailbox_lib.BEATS, task + _BUSY)
+    if task + _ENDED in present and last is not None and now - last > timeout_secs:
+      found.append(task)
+  return sorted(found)
+
+
+def idle_line(names, timeout_secs):
+  """The hang checks' line of tasks idle after their training."""
+  return (f"{', '.join(names)} ended its training and has made no progress since, for "
+          f"{timeout_secs:g}s (it used no CPU: it waits for something, such as a session "
+          f"that waits for a task that has exited)")
 
 
 def ended(mailbox):
@@ -144,7 +159,7 @@ def stalled(mailbox, timeout_secs, expected=(), first_beat_by=None):
   now, names = time.time(), set()
   present = set(mailbox.names(mailbox_lib.BEATS))
   for name in present | set(expected):
-    if name.endswith((_ENDED, _WAITING, _EXITED)) or name + _ENDED in present:
+    if name.endswith((_ENDED, _BUSY, _EXITED)) or name + _ENDED in present:
       continue
     last = mailbox.modified(mailbox_lib.BEATS, name)
     if last is None:

@@ -1,16 +1,10 @@
-"""A job's hang checks: heartbeats, and the progress they cannot tell: stopped processes,
-and tasks idle after training.
+"""A job's hang checks: heartbeats (during training, and after it: a task idle for ever
+once its training ended, contract/heartbeat.py), and what they cannot tell: stopped
+processes.
 
 Every process of a task is watched, not only the one the launcher started: a stopped
 wrapper (the nsenter that starts a task in the job's namespaces) never exits, even after
 its task ended, and a stopped ps or evaluator has no heartbeat.
-
-Once a task's training has ended (its heartbeat marked so), it does what its program does
-next: the final evaluation, exports, predictions. Its heartbeat no longer beats, and the
-launcher waits for it to exit. A task that waits there for ever (a session that waits for
-a ps task that has exited, a stopped process) uses no CPU at all: measured here, a
-session waiting for a gone ps and a server that joins both used 0.00 s of CPU in 10 s,
-while any work uses about a second per second.
 """
 
 import time
@@ -24,17 +18,9 @@ from estimator_dist.supervision import process_tree
 # CPU (psutil), on the CPUs a sweep's trial shares with its tasks, and the hang checks
 # count in seconds.
 _LOOK_SECS = 1.0
-# A task that said it waits for the chief this recently is not idle (contract/rounds.py
-# says so about every second while it waits).
-_WAITING_SECS = 5.0
 # A Horovod rank that ended before its training did stops the job after this long, where
 # horovodrun did not exit first (its exit code then stands): under Gloo it never does.
 _GONE_SECS = 2.0
-
-# Progress: at least this share of one CPU since the last progress (and at least the
-# least CPU time counted), so the slow polling of a waiting process never counts.
-_PROGRESS_SHARE = 0.01
-_PROGRESS_LEAST_SECS = 0.05
 
 
 def stopped(tasks, since, table):
@@ -54,36 +40,10 @@ def stopped(tasks, since, table):
   return [(what, secs) for _, what, secs in found]
 
 
-class Idleness:
-  """How long each task whose training ended has made no progress, from repeated looks."""
-
-  def __init__(self):
-    self._marks = {}  # name: (CPU seconds, time.monotonic()) at its last progress
-
-  def stalled(self, tasks, ended, timeout_secs, table):
-    """[(name, idle seconds)] of the running `tasks` whose training ended (`ended`: their
-    names) and that have made no progress for `timeout_secs` (`table`: as `stopped`)."""
-    found = []
-    for task in tasks:
-      if task.name in ended and task.process.poll() is None:
-        idle = self._idle_secs(task.name, task.family(table))
-        if idle >= timeout_secs:
-          found.append((task.name, idle))
-    return found
-
-  def _idle_secs(self, name, pids):
-    used, now = process_tree.cpu_secs(pids), time.monotonic()
-    mark = self._marks.get(name)
-    if mark is None or used - mark[0] >= max(_PROGRESS_LEAST_SECS,
-                                             _PROGRESS_SHARE * (now - mark[1])):
-      self._marks[name] = mark = (used, now)
-    return now - mark[1]
-
-
 class Hangs:
   """The hang checks of a job's tasks, looked at every _LOOK_SECS: a heartbeat (in
-  `mailbox`, of the tasks `expected`; None: none) `timeout_secs` old, a process stopped
-  that long, a task idle that long after its training. `log(message)` says which."""
+  `mailbox`, of the tasks `expected`; None: none) `timeout_secs` old, during training or
+  after it, a process stopped that long. `log(message)` says which."""
 
   def __init__(self, *, mailbox, timeout_secs, first_beat_secs, expected, log):
     """first_beat_secs: how long a task may take to its first beat (its start-up: TensorFlow's
@@ -91,7 +51,7 @@ class Hangs:
     self._mailbox, self._timeout_secs, self._expected = mailbox, timeout_secs, expected
     self._log, self._started, self._next_look = log, time.time(), 0.0
     self._first_beat_by = self._started + max(timeout_secs, first_beat_secs)
-    self._stopped_since, self._idleness, self._gone_since = {}, Idleness(), None
+    self._stopped_since, self._gone_since = {}, None
 
   def found(self, tasks):
     """The exit code of the job when one of the running `tasks` hangs, or a task of theirs
@@ -125,14 +85,9 @@ class Hangs:
     if too_long and not stuck:
       self._log(f"{'; '.join(too_long)} for {timeout}s (SIGSTOP, or a debugger); stopping "
                 f"the job")
-    idle = self._mailbox and self._idleness.stalled(
-        tasks, heartbeat.ended(self._mailbox) - heartbeat.waiting(self._mailbox, _WAITING_SECS),
-        timeout, table)
+    idle = self._mailbox and heartbeat.idle_after_training(self._mailbox, timeout)
     if idle and not (stuck or too_long):
-      self._log(f"{', '.join(name for name, _ in idle)} ended its training and has made no "
-                f"progress since, for {idle[0][1]:.0f}s (it used no CPU: it waits for "
-                f"something, such as a session that waits for a task that has exited); "
-                f"stopping the job")
+      self._log(f"{heartbeat.idle_line(idle, timeout)}; stopping the job")
     return errors.STALLED_EXIT_CODE if stuck or too_long or idle else 0
 
   def _gone(self, tasks):

@@ -105,20 +105,6 @@ def stopped(status):
   return status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 
 
-def cpu_secs(pids):
-  """User and system CPU seconds used by the processes `pids` (those alive) and by their
-  children that ended (counted in their parent once reaped), so that a child's end does
-  not lower the sum."""
-  total = 0.0
-  for pid in pids:
-    try:
-      times = psutil.Process(pid).cpu_times()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-      continue
-    total += times.user + times.system + times.children_user + times.children_system
-  return total
-
-
 def descendants(pid, table=None):
   """The pids of every process descended from `pid`; `table`: process_table()."""
   children = {}

@@ -9,9 +9,10 @@ output until the job's tasks have ended or it is stopped, each its own:
 `estimator-dist progress: step 1200/2000 (60 %), ...`.
 
 With --hang_timeout_secs it also ends a job whose training hangs, as the local launcher's
-hang checks do: a task whose heartbeat stops that long is said in one line, the verdict
-(exit code 124) goes into the mailbox, and --on_hang (the sbatch script's cancel of its
-step) runs. A task that has not beaten yet is its watchdog's, whose startup timeout ends it.
+hang checks do: a task whose heartbeat stops that long, or that has been idle that long
+after its training ended, is said in one line, the verdict (exit code 124) goes into the
+mailbox, and --on_hang (the sbatch script's cancel of its step) runs. A task that has not
+beaten yet is its watchdog's, whose startup timeout ends it.
 """
 
 import os
@@ -44,9 +45,10 @@ def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_tim
           on_hang=None):
   """Prints progress lines from the beats in `mailbox` (a Mailbox) until `stop` (a
   threading.Event) is set or this is stopped, or (without hang checks) every task that
-  beat has ended its training; the last one says where they got to. A task whose beats stop for `hang_timeout_secs`
-  (0: never) is said, the verdict posted, `on_hang()` called (again, up to _TRIES times,
-  while it returns False), and the watch ends."""
+  beat has ended its training; the last one says where they got to. A task whose beats
+  stop for `hang_timeout_secs` (0: never), during its training or after it, is said, the
+  verdict posted, `on_hang()` called (again, up to _TRIES times, while it returns False),
+  and the watch ends."""
   stop = stop or threading.Event()
   log = lambda message: command_line.write(out, message, command="progress")
   lines = live_progress.ProgressLines(
@@ -57,10 +59,8 @@ def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_tim
       tasks = heartbeat.progress_of(mailbox)
       if not hang_timeout_secs and tasks and all(p.ended for p in tasks.values()):
         return  # With hang checks, the next train() of the program may follow.
-      stuck = hang_timeout_secs and heartbeat.stalled(mailbox, hang_timeout_secs)
-      if stuck:
-        why = (f"no training progress on {', '.join(stuck)} for {hang_timeout_secs:g}s "
-               f"(heartbeat; last beat: {heartbeat.last_steps(mailbox, stuck)})")
+      why = hang_timeout_secs and _hang(mailbox, hang_timeout_secs)
+      if why:
         log(f"{why}; stopping the job")
         mailbox_lib.post_verdict(errors.STALLED_EXIT_CODE, why, mailbox=mailbox, name=_HANG)
         for _ in range(_TRIES if on_hang else 0):  # A cancel that failed is tried again.
@@ -71,6 +71,16 @@ def watch(*, mailbox, model_dir, every_secs, out=sys.stdout, stop=None, hang_tim
         return
   finally:  # Also when the batch step stops it: where the tasks got to.
     lines.tick(final=True)
+
+
+def _hang(mailbox, timeout_secs):
+  """Why the job hangs, from its beats; None while it does not."""
+  stuck = heartbeat.stalled(mailbox, timeout_secs)
+  if stuck:
+    return (f"no training progress on {', '.join(stuck)} for {timeout_secs:g}s (heartbeat; "
+            f"last beat: {heartbeat.last_steps(mailbox, stuck)})")
+  idle = heartbeat.idle_after_training(mailbox, timeout_secs)
+  return idle and heartbeat.idle_line(idle, timeout_secs)
 
 
 def define_flags(flag_values=flags.FLAGS):

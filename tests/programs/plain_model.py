@@ -22,6 +22,8 @@ flags.DEFINE_float("eval_secs", 0.0, "Make each evaluation last this long at lea
 flags.DEFINE_integer("unavailable_at_run", None, "worker:0 meets an error from a peer "
                      "(UnavailableError) in this session run of its training, once per "
                      "model_dir: TensorFlow then creates its session again.")
+flags.DEFINE_bool("idle_after_training", False, "Then wait for ever, using no CPU (as a "
+                  "session waiting for a peer that has exited does).")
 FLAGS = flags.FLAGS
 
 
@@ -121,6 +123,8 @@ def main(_, model=model_fn):
         lambda t: time.sleep(pause) or t, [x], x.dtype, stateful=True), x.shape), y))
   ed.train_and_evaluate(model, train_input_fn, eval_input_fn,
                         hooks=[CountSteps(), *step_hooks()], options=options)
+  while FLAGS.idle_after_training:
+    time.sleep(3600)
 
 
 if __name__ == "__main__":
