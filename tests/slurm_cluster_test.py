@@ -137,8 +137,8 @@ def test_an_unmodified_program_trains_distributed_under_sbatch(cluster, monkeypa
   (every task trains alone) fails the job, naming the tasks that never joined."""
   model_dir, output = tmp_path / "run", str(tmp_path / "job.out")
   monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
-  text = slurm.script_from_args([
-      "--strategy=multi_worker", "--num_workers=2",
+  text = slurm.script_from_args([  # A task idle after training ends the job in 60 s.
+      "--strategy=multi_worker", "--num_workers=2", "--hang_timeout_secs=60",
       f"--port_base={helpers.consecutive_free_ports(8)}", f"--model_dir={model_dir}",
       *(["--instrument=off"] if "ignores" in program else []), "--",
       helpers.PYTHON, "-m", program, *(["--model_dir", str(model_dir)]

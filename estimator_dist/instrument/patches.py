@@ -126,11 +126,14 @@ def _model_dir(estimator):
 def _take(estimator, model_dir):
   """Makes `model_dir`, the job's, the Estimator's for its later calls (predict) too: a
   task without one of its own (Horovod's example gives it to rank 0 alone) gets the
-  chief's."""
-  if estimator.model_dir != model_dir:
-    # pylint: disable=protected-access
-    estimator._model_dir = model_dir
-    estimator._config = estimator.config.replace(model_dir=model_dir)
+  chief's. Those calls run in a session of this process alone: TF_CONFIG gives the
+  Estimator its task's server as master, and a predict() in a session there waited for
+  ever in its restore at times (TensorFlow's premade tutorial under SLURM: 2 runs of 4
+  on a loaded machine), where nothing of the cluster is needed."""
+  # pylint: disable=protected-access
+  config = estimator.config.replace(model_dir=model_dir)
+  config._master = config._evaluation_master = ""
+  estimator._model_dir, estimator._config = model_dir, config
 
 
 def _agree(kind, estimator, decide=lambda model_dir: {}):
