@@ -195,13 +195,23 @@ def test_a_task_beats_in_the_mailbox(mailbox):
   heartbeat.say_waiting(mailbox, "worker:1")  # For the chief's round, its training ended.
   assert heartbeat.idle_after_training(mailbox, 60) == []
   os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.busy"), (0, 0))
-  assert heartbeat.idle_after_training(mailbox, 60) == ["worker:1"]  # Said long ago.
+  assert heartbeat.idle_after_training(mailbox, 60) == []  # Its training ended just now.
+  os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.ended"), (0, 0))
+  assert heartbeat.idle_after_training(mailbox, 60) == ["worker:1"]  # Both long ago.
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == []
   # The program's next train(): its beats count again, from now (once the first round's
   # end hid every later round's beats from the hang checks).
   heartbeat.begin(path)
   assert heartbeat.ended(mailbox) == set()
   assert heartbeat.idle_after_training(mailbox, 60) == []  # Training again.
+  heartbeat.say_waiting(mailbox, "worker:1")  # For a round, before it trained: long ago.
+  os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.busy"), (0, 0))
+  heartbeat.end(path)  # Its beats after training count from its end.
+  assert heartbeat.idle_after_training(mailbox, 60) == []
+  heartbeat.say_waiting(mailbox, "worker:1")
+  os.utime(mailbox.path(mailbox_lib.BEATS, "worker:1.ended"), (0, 0))
+  assert heartbeat.idle_after_training(mailbox, 60) == []  # Said since.
+  heartbeat.begin(path)
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}, first_beat_by=0) == []
   os.utime(path, (0, 0))
   assert heartbeat.stalled(mailbox, 60, expected={"worker:1"}) == ["worker:1"]

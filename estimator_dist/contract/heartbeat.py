@@ -10,7 +10,8 @@ The training side is `task.watchdog` and `training.hooks.HeartbeatHook`.
 After its training ended, a task's beat is its `.busy` message, touched while it works
 (its watchdog companion, from its CPU time) or waits for the chief's round on purpose
 (`say_waiting`): one not touched for --hang_timeout_secs is a task idle for ever after its
-training (`idle_after_training`), which every engine's watcher reads as it reads beats.
+training (`idle_after_training`), which the local launcher's, SLURM's and Spark's
+watchers read as they read beats.
 
 Once training runs, a beat also says how far it is (`Progress`): the task's global step,
 the last step and the examples per step, which the launcher's progress lines read, and
@@ -91,25 +92,30 @@ def begin(path):
   """A new round of training of the task (its program's next train()): the end of the
   last one no longer holds, and its beats count from now (its watchdog beats only until
   the first round's first step)."""
-  try:
-    os.remove(path + _ENDED)
-  except FileNotFoundError:
-    pass
+  _remove(path + _ENDED, path + _BUSY)
   beat(path)
 
 
 def end(path, progress=None):
-  """Marks the task's training as ended (at `progress`): its heartbeat stops on purpose."""
+  """Marks the task's training as ended (at `progress`): its heartbeat stops on purpose,
+  and its beats after training (`.busy`, of its wait for a round before it) count from
+  the companion's first."""
+  _remove(path + _BUSY)
   if progress is None:
     with open(path + _ENDED, "w"):
       pass
   else:
     whole_file.write_json(path + _ENDED, dataclasses.asdict(
         dataclasses.replace(progress, ended=True)))
-  try:
-    os.remove(path)
-  except FileNotFoundError:
-    pass
+  _remove(path)
+
+
+def _remove(*paths):
+  for path in paths:
+    try:
+      os.remove(path)
+    except FileNotFoundError:
+      pass
 
 
 def say_waiting(mailbox, task_name):
@@ -120,11 +126,11 @@ def say_waiting(mailbox, task_name):
 
 def idle_after_training(mailbox, timeout_secs):
   """Names of the tasks whose training ended and that have neither worked nor said they
-  wait for the chief for `timeout_secs` (their `.busy` message that old)."""
+  wait for the chief for `timeout_secs` since (their `.busy` and `.ended` that old)."""
   now, present, found = time.time(), set(mailbox.names(mailbox_lib.BEATS)), []
   for task in (name[:-len(_BUSY)] for name in present if name.endswith(_BUSY)):
-    last = mailbox.modified(mailbox_lib.BEATS, task + _BUSY)
-    if task + _ENDED in present and last is not None and now - last > timeout_secs:
+    last = [mailbox.modified(mailbox_lib.BEATS, task + end) for end in (_BUSY, _ENDED)]
+    if None not in last and now - max(last) > timeout_secs:
       found.append(task)
   return sorted(found)
 

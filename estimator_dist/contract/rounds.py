@@ -88,6 +88,7 @@ def _outlive_the_workers(mailbox):
   deadline = time.monotonic() + OUTLIVE_SECS
   while time.monotonic() < deadline and any(
       mailbox.read(mailbox_lib.ROUNDS, _ENDED + name) is None for name in workers):
+    heartbeat.say_waiting(mailbox, _CHIEF)  # Not idle: the hang checks watch the workers.
     time.sleep(_POLL_SECS)
 
 

@@ -7,7 +7,7 @@
 - `Estimator.evaluate(...)` runs once, on the chief, which also writes the job's summary,
   and every task returns its metrics;
 - `Estimator.export_saved_model(...)` writes once, on the chief, and every task returns
-  its path; `predict()` is left as it is.
+  its path; `predict()` runs where it is called, in a session of its process alone.
 
 A call made by the toolkit itself (a `TrainingRun` running) goes to TensorFlow unchanged,
 and so does every call once an error of ours ended the program.
