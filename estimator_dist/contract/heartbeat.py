@@ -92,30 +92,25 @@ def begin(path):
   """A new round of training of the task (its program's next train()): the end of the
   last one no longer holds, and its beats count from now (its watchdog beats only until
   the first round's first step)."""
-  _remove(path + _ENDED, path + _BUSY)
+  try:
+    os.remove(path + _ENDED)
+  except FileNotFoundError:
+    pass
   beat(path)
 
 
 def end(path, progress=None):
-  """Marks the task's training as ended (at `progress`): its heartbeat stops on purpose,
-  and its beats after training (`.busy`, of its wait for a round before it) count from
-  the companion's first."""
-  _remove(path + _BUSY)
+  """Marks the task's training as ended (at `progress`): its heartbeat stops on purpose."""
   if progress is None:
     with open(path + _ENDED, "w"):
       pass
   else:
     whole_file.write_json(path + _ENDED, dataclasses.asdict(
         dataclasses.replace(progress, ended=True)))
-  _remove(path)
-
-
-def _remove(*paths):
-  for path in paths:
-    try:
-      os.remove(path)
-    except FileNotFoundError:
-      pass
+  try:
+    os.remove(path)
+  except FileNotFoundError:
+    pass
 
 
 def say_waiting(mailbox, task_name):
@@ -126,7 +121,8 @@ def say_waiting(mailbox, task_name):
 
 def idle_after_training(mailbox, timeout_secs):
   """Names of the tasks whose training ended and that have neither worked nor said they
-  wait for the chief for `timeout_secs` since (their `.busy` and `.ended` that old)."""
+  wait for the chief for `timeout_secs` since (their `.busy` and `.ended` that old: a
+  `.busy` of a wait before the training, or of an earlier round, counts from its end)."""
   now, present, found = time.time(), set(mailbox.names(mailbox_lib.BEATS)), []
   for task in (name[:-len(_BUSY)] for name in present if name.endswith(_BUSY)):
     last = [mailbox.modified(mailbox_lib.BEATS, task + end) for end in (_BUSY, _ENDED)]

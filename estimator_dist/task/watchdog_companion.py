@@ -24,8 +24,9 @@ next (an evaluation, an export, a wait on a peer) and its hooks no longer beat: 
 touches HEARTBEAT.busy about once a second while the task and its descendants use CPU (at
 least BUSY_SHARE of one CPU since the last touch), and removes it when the task ends, so
 that the watchers (the local launcher's, SLURM's, Spark's) tell work after training from
-a wait that never ends, by the beats alone. A session waiting for a task that has exited uses no CPU at all
-(measured: 0.00 s in 10 s), while any work uses about a second per second.
+a wait that never ends, by the beats alone. A session waiting for a task that has exited
+uses no CPU at all (measured: 0.00 s in 10 s), while any work uses about a second per
+second.
 """
 
 import json
