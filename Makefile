@@ -46,7 +46,7 @@ bazel-test:
 
 bench: setup
 	$(PY) benchmarks/compare_strategies.py --strategies=horovod,multi_worker,parameter_server,mirrored \
-	    --num_workers=1,2 --model=mnist_cnn --steps=200 --project $(BENCH_ARGS)
+	    --num_workers=1,2 --model=mnist_cnn --project $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

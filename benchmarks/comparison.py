@@ -1,109 +1,124 @@
-"""The benchmark's run (`compare_strategies` has its flags): its jobs, their measurement,
-the report and the projection."""
+"""The strategy benchmark's run (`compare_strategies` has its flags): `estimator-dist bench`
+on model_zoo's program, with the hand-written programs and Horovod's variants beside it
+and, on digits, the time to an accuracy."""
 
-import dataclasses
 import os
 import sys
+import time
 
 from absl import flags
 
 from benchmarks import choices
 from benchmarks import models
-from benchmarks import report
-from benchmarks import runner
-from benchmarks import stats
+from benchmarks import strategy_jobs
 from estimator_dist import command_line
+from estimator_dist.bench import bench_report
+from estimator_dist.bench import measured_job
 from estimator_dist.bench import projection
 from estimator_dist.strategies import traits
 
+LIMIT, TOOLKIT, HAND_WRITTEN = strategy_jobs.LIMIT, strategy_jobs.TOOLKIT, strategy_jobs.HAND_WRITTEN
 
-def jobs(f):
-  """Every job of one benchmark, in the order they run."""
-  strategies = [traits.of(s).name for s in f.strategies]
-  counts = sorted({int(n) for n in f.num_workers})
+
+def plan(f):
+  """Every job of one benchmark, as (kind, strategy, workers, variant), in the order they
+  run: each count's limit first."""
+  strategies = list(dict.fromkeys(traits.of(s).name for s in f.strategies))
   planned = []
-  for n in counts:
-    planned.append(runner.Job("independent", "local", n))
+  for n in sorted({int(n) for n in f.num_workers}):
+    planned.append((LIMIT, LIMIT, n, ""))
     for strategy in strategies:
-      planned.append(runner.Job("toolkit", strategy, n))
+      planned.append((TOOLKIT, strategy, n, ""))
       if f.baselines:
-        planned.append(runner.Job("baseline", strategy, n))
+        planned.append((HAND_WRITTEN, strategy, n, ""))
       if strategy == "horovod" and n > 1:
-        planned += [runner.Job("toolkit", strategy, n, v, choices.HOROVOD_VARIANTS[v])
-                    for v in f.horovod_variants]
+        planned += [(TOOLKIT, strategy, n, v) for v in f.horovod_variants]
   return planned
 
 
-def _project(f, rows):
-  """Prints and returns the cost-model projection of `rows` (None if it cannot be fitted)."""
-  per_worker = {
-      (projection.INDEPENDENT if r["kind"] == "independent" else r["strategy"], r["workers"]):
-      r["per_worker"] for r in rows
-      if r["examples_per_sec"] and r["kind"] != "baseline" and not r["variant"]}
-  fitted = projection.fit(per_worker=per_worker, batch=f.batch_size,
-                          model_bytes=models.parameter_bytes(f.model),
-                          bandwidth_gbps=f.project_bandwidth_gbps)
-  if not fitted:
-    print("\n" + command_line.line("--project needs an independent 1-worker job and a "
-                                  "toolkit job with more than one worker slower than its "
-                                  "independent workers", "bench"),
-          file=sys.stderr)
-    return None
-  projected = projection.project(fitted, f.project_latency_us * 1e-6)
-  print("\n" + projection.markdown(fitted, projected))
-  return {"parameters": fitted, "rows": projected}
+def _name(row):
+  said = bench_report.name(row)
+  return said if row["job"] in (LIMIT, TOOLKIT) else f"{said}, {row['job']}"
 
 
-def _ps_baseline_steps(f, job, results):
-  """The steps of a hand-written parameter_server job: its worker k starts min(60, 5 (k+1))
-  s after its chief (Estimator's delay) and, when it looks before the chief has made the
-  variables, 30 s later still (TensorFlow's session manager waits so long between looks),
-  while the chief trains alone. On top of --steps it gets the steps the toolkit's job made
-  in that time (a bound: the chief alone makes fewer), so that its tasks train together
-  for as many steps as the toolkit's did."""
-  if job.num_workers < 2:
-    return f.steps
-  measured = next((r["throughput"] for r in results if r["job"].kind == "toolkit"
-                   and r["job"].strategy == job.strategy and not r["job"].variant
-                   and r["job"].num_workers == job.num_workers and r["throughput"]), None)
-  if measured is None:
-    return f.steps * 3  # Unknown: the toolkit's job was not measured.
-  alone_secs = min(60, 5 * (job.num_workers - 1)) + 30 + 10
-  return f.steps + int(alone_secs * measured["examples_per_sec"] / f.batch_size)
+def beside_table(toolkit_rows, beside):
+  """The hand-written and variant jobs against the toolkit's job of the same strategy and
+  workers: `toolkit / this` over 1 where the toolkit's is faster."""
+  lines = ["| job | rate | spread | toolkit / this |", "| --- | --- | --- | --- |"]
+  for r in beside:
+    ours = next((t for t in toolkit_rows if t["strategy"] == r["strategy"]
+                 and t["workers"] == r["workers"] and t["rate"]), None)
+    if not r["rate"]:
+      lines.append(f"| {_name(r)} | not measured | | |")
+      continue
+    ratio = f"{ours['rate'] / r['rate']:.2f}" if ours and ours["unit"] == r["unit"] else "–"
+    spread = f"{100 * r['spread']:.0f} %" if r["spread"] is not None else "–"
+    lines.append(f"| {_name(r)} | {bench_report.rate(r['rate'])} {r['unit']} | {spread} | "
+                 f"{ratio} |")
+  return "\n".join(lines)
+
+
+def _time_to_accuracy(f, row, started):
+  from benchmarks import accuracy  # pylint: disable=g-import-not-at-top  (evaluates)
+  reached = accuracy.time_to_accuracy(f.model, row["model_dir"], started, f.target_accuracy)
+  return {"job": bench_report.name(row), "seconds": reached[0] if reached else None,
+          "step": reached[1] if reached else None}
 
 
 def main(_):
   f = flags.FLAGS
-  settings = runner.Settings(
-      model=f.model, data=f.data, batch_size=f.batch_size, steps=f.steps,
+  digits = f.data == "digits"
+  window = measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
+                               timeout_secs=f.timeout_secs)
+  settings = strategy_jobs.Settings(
+      model=f.model, data=f.data, batch_size=f.batch_size,
+      learning_rate=models.MODELS[f.model].learning_rate,
       threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
-      checkpoint_every=f.checkpoint_every if f.data == "digits" else 0)
-  results = []
-  for job in jobs(f):
-    if job.kind == "baseline" and traits.of(job.strategy).needs_ps:
-      job = dataclasses.replace(job, steps=_ps_baseline_steps(f, job, results))
-    print(command_line.line(f"{job.name} ...", "bench"), flush=True)
-    result = runner.run(job, settings)
-    result["throughput"] = stats.throughput(result["timings"], f.warmup_steps, f.window_steps)
-    print(command_line.line(f"{job.name}: exit code {result['code']}, "
-                            f"{result['seconds']:.0f}s, {report.rate_text(result)}", "bench"),
+      window=window)
+  jobs = plan(f)
+  print(command_line.line(
+      f"{len(jobs)} jobs, each measured for {f.window_secs:.0f} s after {f.warmup_steps} "
+      f"warm-up steps" + (f" (the toolkit's train {f.steps} steps, to their end)" * digits)
+      + f": about {len(jobs) * (f.window_secs + 25) / 60:.0f} min plus the warm-ups",
+      "bench"), flush=True)
+  rows, beside, reached = [], [], []
+  for kind, strategy, workers, variant in jobs:
+    started = time.time()
+    to_the_end = f.steps if digits and kind == TOOLKIT and not variant else None
+    found = strategy_jobs.run(kind, strategy, workers, settings, label=variant,
+                              extra=choices.HOROVOD_VARIANTS.get(variant, ()),
+                              to_the_end=to_the_end, checkpoint_every=f.checkpoint_every)
+    print(command_line.line(bench_report.describe(found) if found["job"] in (LIMIT, TOOLKIT)
+                            else f"{found['job']}: {bench_report.describe(found)}", "bench"),
           flush=True)
-    results.append(result)
-  rows = report.rows(results)
-  if f.data == "digits":
-    report.add_time_to_accuracy(rows, results, settings, f.target_accuracy)
-  print(report.markdown(rows, settings, f.target_accuracy if f.data == "digits" else None))
-  extra = {"projection": _project(f, rows)} if f.project else {}
-  report.write(rows, settings, f.output_dir, extra)
-  runs = os.path.join(f.output_dir, "runs")
-  unmeasured = [r["job"].name for r in results if r["code"] == 0 and not r["throughput"]]
-  if unmeasured:
-    print(command_line.line(f"no span where all tasks ran past warm-up, so no measurement: "
-                            f"{', '.join(unmeasured)}; logs in {runs}", "bench"),
-          file=sys.stderr)
-  failed = [r["job"].name for r in results if r["code"] != 0]
+    (rows if found["job"] in (LIMIT, TOOLKIT) else beside).append(found)
+    if to_the_end and found["rate"]:
+      reached.append(_time_to_accuracy(f, found, started))
+  report = bench_report.Report(rows=tuple(rows), program=tuple(
+      strategy_jobs.toolkit_program(settings)), window=window, num_ps=settings.num_ps)
+  print(f"model {f.model}, {f.data} data, batch {f.batch_size} per worker, "
+        f"{f.threads_per_worker or 'default'} intra-op thread(s) per worker\n")
+  print(report.table())
+  print(command_line.line(report.recommendation(), "bench"))
+  if beside:
+    print("\n" + beside_table(rows, beside))
+  for r in reached:
+    print(f"{r['job']}: " + (f"{f.target_accuracy:g} accuracy after {r['seconds']:.1f} s "
+                             f"(step {r['step']})" if r["seconds"] is not None else
+                             f"never reached {f.target_accuracy:g} accuracy"))
+  extra = {"beside": beside, "time_to_accuracy": reached}
+  if f.project:
+    fitted, projected = report.projection(bandwidth_gbps=f.project_bandwidth_gbps,
+                                          latency_us=f.project_latency_us)
+    print("\n" + (projection.markdown(fitted, projected) if fitted else
+                  command_line.line(projected, "bench")))
+    extra["projection"] = {"parameters": fitted, "rows": projected} if fitted else None
+  for line in report.write(settings.output_dir, extra):
+    print(command_line.line(line, "bench"))
+  failed = [_name(r) for r in rows + beside if not r["rate"]]
   if failed:
-    print(command_line.line(f"failed: {', '.join(failed)}; logs in {runs}", "bench"),
+    print(command_line.line(f"not measured: {', '.join(failed)}; logs in "
+                            f"{os.path.join(settings.output_dir, 'runs')}", "bench"),
           file=sys.stderr)
     return 1
   return 0

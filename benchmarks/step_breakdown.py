@@ -3,8 +3,8 @@
   python benchmarks/step_breakdown.py --strategies=horovod,mirrored,multi_worker \\
       --num_workers=2 --steps=200 --output_dir=/tmp/breakdown
 
-For every strategy it trains the model twice with estimator_dist: once as the benchmark
-does (the step), once with TensorFlow's profiler over a window of steps on the chief
+For every strategy it trains the model twice with estimator_dist: once measured as the
+strategy benchmark measures it (the step, from the heartbeats), once for --steps with TensorFlow's profiler over a window of steps on the chief
 (and Horovod's timeline), which `breakdown` splits into compute, input, exchange,
 waiting for the peer, the executor's own time and the time outside the session runs. The limit is the step of independent
 workers here plus one all-reduce of the model's gradients measured alone
@@ -34,9 +34,11 @@ flags.DEFINE_list("strategies", ["horovod", "mirrored", "multi_worker"], "Strate
 flags.DEFINE_integer("num_workers", 2, "Workers of every job.", lower_bound=2)
 flags.DEFINE_enum("model", "mnist_cnn", choices.MODELS, "Model to train.")
 flags.DEFINE_integer("batch_size", 64, "Batch size per worker.", lower_bound=1)
-flags.DEFINE_integer("steps", 200, "Training steps of every job.", lower_bound=60)
-flags.DEFINE_integer("warmup_steps", 30, "Steps left out of the step's measurement.",
-                     lower_bound=0)
+flags.DEFINE_integer("warmup_steps", 30, "Global steps each job trains before its step is "
+                     "measured.", lower_bound=0)
+flags.DEFINE_float("window_secs", 20, "Seconds each job's step is measured for.",
+                   lower_bound=2)
+flags.DEFINE_integer("steps", 200, "Training steps of each profiled job.", lower_bound=60)
 flags.DEFINE_integer("profile_steps", 20, "Steps in the profiled window, which ends 20 "
                      "steps before the last.", lower_bound=2)
 flags.DEFINE_integer("threads_per_worker", 1, "TensorFlow intra-op threads per worker.",
@@ -47,13 +49,12 @@ _SYNCHRONOUS = ("horovod", "mirrored", "multi_worker")
 _ALLREDUCE = re.compile(r"rank \d+: all-reduce of [\d.]+ MB: ([\d.]+) ms wall")
 
 
-def _step_secs(result, f):
-  """Seconds per step of a job from its timings (every worker trains f.batch_size)."""
-  from benchmarks import stats  # pylint: disable=g-import-not-at-top
-  measured = stats.throughput(result["timings"], f.warmup_steps, 10)
-  if result["code"] != 0 or not measured:
-    raise RuntimeError(f"{result['job'].name} failed or gave no measurement: {result['log']}")
-  return f.num_workers * f.batch_size / measured["examples_per_sec"]
+def _step_secs(row):
+  """Seconds per global step of a measured job (of its copies, for the limit)."""
+  if not row["rate"] or not row["examples_per_step"]:
+    raise RuntimeError(f"{row['strategy']} on {row['workers']} gave no measurement: "
+                       f"{row['failure']}")
+  return row["examples_per_step"] / row["rate"]
 
 
 def _exchange_alone_secs(f):
@@ -76,20 +77,20 @@ def _exchange_alone_secs(f):
 
 
 def _profiled(strategy, settings, f):
-  """The breakdown of the chief's profiled window under `strategy`."""
-  from benchmarks import runner  # pylint: disable=g-import-not-at-top
+  """The breakdown of the chief's profiled window under `strategy`, in a job that trains
+  f.steps to its end."""
+  from benchmarks import strategy_jobs  # pylint: disable=g-import-not-at-top
   last = f.steps - 20
-  window = f"{last - f.profile_steps}:{last}"
   timeline = os.path.join(settings.output_dir, f"timeline-{strategy}.json")
-  extra = [f"--profile_steps={window}"]
+  extra = [f"--profile_steps={last - f.profile_steps}:{last}"]
   if strategy == "horovod":
     extra.append(f"--hvd_timeline={timeline}")
-  result = runner.run(runner.Job("toolkit", strategy, f.num_workers, "profiled", tuple(extra)),
-                      settings)
-  traces = sorted(glob.glob(os.path.join(result["model_dir"], "plugins", "profile", "*",
+  found = strategy_jobs.run(strategy_jobs.TOOLKIT, strategy, f.num_workers, settings,
+                            label="profiled", extra=extra, to_the_end=f.steps)
+  traces = sorted(glob.glob(os.path.join(found["model_dir"], "plugins", "profile", "*",
                                          "*.xplane.pb")))
-  if result["code"] != 0 or not traces:
-    raise RuntimeError(f"{result['job'].name} gave no profile: {result['log']}")
+  if not traces:
+    raise RuntimeError(f"{strategy} gave no profile: {found['failure'] or found['model_dir']}")
   trace = breakdown.read_trace(traces[0])
   peer = (breakdown.peer_waits(trace, breakdown.horovod_negotiations(timeline))
           if strategy == "horovod" else ())
@@ -139,18 +140,24 @@ def main(_):
   unknown = [s for s in f.strategies if s not in _SYNCHRONOUS]
   if unknown:
     raise app.UsageError(f"--strategies takes {', '.join(_SYNCHRONOUS)}, not {unknown}")
-  from benchmarks import runner  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
-  settings = runner.Settings(model=f.model, data="synthetic", batch_size=f.batch_size,
-                             steps=f.steps, threads_per_worker=f.threads_per_worker,
-                             output_dir=os.path.abspath(f.output_dir))
-  independent = _step_secs(runner.run(runner.Job("independent", "local", f.num_workers),
-                                      settings), f)
+  from benchmarks import models  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
+  from benchmarks import strategy_jobs  # pylint: disable=g-import-not-at-top
+  from estimator_dist.bench import measured_job  # pylint: disable=g-import-not-at-top
+  settings = strategy_jobs.Settings(
+      model=f.model, data="synthetic", batch_size=f.batch_size,
+      learning_rate=models.MODELS[f.model].learning_rate,
+      threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
+      window=measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
+                                 timeout_secs=600))
+  independent = _step_secs(strategy_jobs.run(strategy_jobs.LIMIT, strategy_jobs.LIMIT,
+                                             f.num_workers, settings))
   exchange = _exchange_alone_secs(f)
   print(command_line.line(f"independent workers: {1000 * independent:.1f} ms a step; one "
                           f"all-reduce alone: {1000 * exchange:.1f} ms", "bench"), flush=True)
   rows = []
   for strategy in f.strategies:
-    step = _step_secs(runner.run(runner.Job("toolkit", strategy, f.num_workers), settings), f)
+    step = _step_secs(strategy_jobs.run(strategy_jobs.TOOLKIT, strategy, f.num_workers,
+                                        settings))
     rows.append({"strategy": strategy, "step": step, "limit": independent + exchange,
                  "profiled": _profiled(strategy, settings, f)})
     print(command_line.line(f"{strategy}: {1000 * step:.1f} ms a step", "bench"), flush=True)

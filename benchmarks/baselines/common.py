@@ -1,15 +1,19 @@
 """What both hand-written baselines share: flags, the model_fn and the session config.
 
 The baselines are what a user writes without estimator_dist, following Horovod's and
-TensorFlow's own Estimator examples; the benchmark compares the toolkit with them.
+TensorFlow's own Estimator examples; the benchmark compares the toolkit with them. Their
+one addition is how the benchmark measures them: each training task beats in its job's
+mailbox as the toolkit's tasks do (`beat_hooks`).
 """
+
+import os
 
 import tensorflow as tf
 from absl import flags
 
 from benchmarks import models
-from benchmarks import task
-from benchmarks import timing
+from estimator_dist.contract import cluster
+from estimator_dist.training import hooks
 from model_zoo import heads
 
 
@@ -18,10 +22,10 @@ def define_flags():
   flags.DEFINE_enum("model", "mnist_cnn", tuple(models.MODELS), "Model to train.")
   flags.DEFINE_enum("data", "synthetic", models.DATA, "Training data.")
   flags.DEFINE_string("model_dir", None, "Checkpoint directory.")
-  flags.DEFINE_string("timing_dir", None, "Where each training task writes its step times.")
   flags.DEFINE_integer("batch_size", 64, "Batch size per worker.")
   flags.DEFINE_float("learning_rate", 0.01, "Single-worker learning rate.")
-  flags.DEFINE_integer("train_steps", 200, "Steps to train.")
+  flags.DEFINE_integer("train_steps", 1_000_000, "Steps to train (the benchmark stops the "
+                       "job once it is measured).")
   flags.DEFINE_integer("intra_op_threads", 0, "TensorFlow intra-op threads.")
   flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow inter-op threads.")
   flags.DEFINE_integer("num_devices", 1, "mirrored: CPU replicas.")
@@ -64,6 +68,12 @@ def input_fn(num_shards, index):
   return fn
 
 
-def timing_hook(examples_per_step):
-  return timing.TimingHook(timing.task_path(flags.FLAGS.timing_dir, task.name()),
-                           examples_per_step)
+def beat_hooks(examples_per_step):
+  """The heartbeat of this training task (none for a ps task, or outside a launcher's
+  local job): the toolkit's hook, beating about once a second with the global step and the
+  job's `examples_per_step`, into the mailbox the launcher gives every local job,
+  instrumented or not (estimator_dist/training/hooks.py)."""
+  task = (cluster.from_horovod_environment(os.environ) or
+          cluster.parse_tf_config(os.environ.get("TF_CONFIG")))
+  return hooks.heartbeat_hooks(task, last_step=flags.FLAGS.train_steps,
+                               examples_per_step=lambda: examples_per_step)

@@ -4,7 +4,7 @@ Every task runs this same program with the TF_CONFIG of its place in the cluster
 TensorFlow's Estimator guides describe. A ps task serves variables until killed.
 
   TF_CONFIG=... python -m benchmarks.baselines.distribute_estimator \\
-      --strategy=multi_worker --model_dir=/tmp/m --timing_dir=/tmp/t
+      --strategy=multi_worker --model_dir=/tmp/m
 """
 
 import tensorflow as tf
@@ -30,10 +30,8 @@ def main(_):
   f = flags.FLAGS
   strategy = _strategy(f.strategy)
   session_config = common.session_config()
-  local_replicas = 1
   if f.strategy == "mirrored":
     session_config.device_count["CPU"] = f.num_devices
-    local_replicas = f.num_devices
   synchronous = f.strategy != "parameter_server"
   config = tf.estimator.RunConfig(model_dir=f.model_dir, train_distribute=strategy,
                                   session_config=session_config, tf_random_seed=0)
@@ -45,9 +43,11 @@ def main(_):
       return common.input_fn(1, 0)()
     return common.input_fn(input_context.num_input_pipelines,
                            input_context.input_pipeline_id)()
-  train_spec = tf.estimator.TrainSpec(
-      input_fn, max_steps=f.train_steps,
-      hooks=[common.timing_hook(f.batch_size * local_replicas)])
+  # A global step's examples: every replica's batch when they step together, one worker's
+  # when each steps on its own.
+  examples_per_step = f.batch_size * (strategy.num_replicas_in_sync if synchronous else 1)
+  train_spec = tf.estimator.TrainSpec(input_fn, max_steps=f.train_steps,
+                                      hooks=common.beat_hooks(examples_per_step))
   tf.estimator.train_and_evaluate(estimator, train_spec, tf.estimator.EvalSpec(input_fn))
 
 

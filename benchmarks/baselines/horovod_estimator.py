@@ -1,7 +1,7 @@
 """Hand-written Horovod Estimator training (as Horovod's tensorflow_mnist_estimator.py).
 
   horovodrun -np 2 -H localhost:2 python -m benchmarks.baselines.horovod_estimator \\
-      --model_dir=/tmp/m --timing_dir=/tmp/t
+      --model_dir=/tmp/m
 """
 
 import horovod.tensorflow as hvd
@@ -21,7 +21,7 @@ def main(_):
                                      config=config, params=common.params())
   estimator.train(common.input_fn(hvd.size(), hvd.rank()), max_steps=f.train_steps,
                   hooks=[hvd.BroadcastGlobalVariablesHook(0),
-                         common.timing_hook(f.batch_size)])
+                         *common.beat_hooks(f.batch_size * hvd.size())])
 
 
 if __name__ == "__main__":

@@ -85,9 +85,12 @@ class Measured:
 
 class Job:
   """A job of the launcher started for the bench in `directory` (its log and model_dir)
-  with a temporary directory of its own, pinned to `cpus` (None: this process's)."""
+  with a temporary directory of its own, pinned to `cpus` (None: this process's).
+  `instrument=False`: the program runs as it is (--instrument=off), and beats itself if it
+  is to be measured; `keep_model_dir`: its model_dir stays when it is stopped."""
 
-  def __init__(self, *, strategy, num_workers, num_ps, program, directory, cpus=None):
+  def __init__(self, *, strategy, num_workers, num_ps, program, directory, cpus=None,
+               instrument=True, keep_model_dir=False):
     directory = os.path.abspath(directory)
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
@@ -98,6 +101,7 @@ class Job:
     needs_ps = traits.of(strategy).needs_ps
     self.tasks = 1 if traits.of(strategy).one_process else num_workers
     self.log_path = os.path.join(directory, LOG_NAME)
+    self.model_dir, self._keep_model_dir = model_dir, keep_model_dir
     self._directory, self._asked, self.code = directory, False, None
     with open(self.log_path, "wb") as log:
       self.process = child_job.start(
@@ -105,6 +109,7 @@ class Job:
           program=model_dir_arg.with_flag(program, "model_dir", model_dir), log=log,
           env={**os.environ, "TMPDIR": self._tmp, **task_env.task_environment(trial=True)},
           flags=[*([f"--num_ps={num_ps}"] if needs_ps else []), "--curves=false",
+                 *([] if instrument else ["--instrument=off"]),
                  "--preemption_grace_secs=0",
                  "--terminal=all"],  # Every line of its tasks in its log.
           cpus=cpus, new_session=True)
@@ -151,7 +156,8 @@ class Job:
     except subprocess.TimeoutExpired:
       os.killpg(self.process.pid, signal.SIGKILL)
       self.process.wait()
-    shutil.rmtree(os.path.join(self._directory, "model"), ignore_errors=True)
+    if not self._keep_model_dir:
+      shutil.rmtree(self.model_dir, ignore_errors=True)
     shutil.rmtree(self._tmp, ignore_errors=True)
 
 

@@ -76,21 +76,31 @@ def plan(strategies, worker_counts, *, limit=True):
   return jobs
 
 
-def run_job(strategy, workers, *, program, window, num_ps, output_dir, copies_under="local"):
+def job_directory(output_dir, strategy, workers, label=""):
+  """Where a job of the plan keeps its log (and its copies' or its model_dir)."""
+  return os.path.join(output_dir, "runs", "-".join(filter(None, (strategy, label,
+                                                                 str(workers)))))
+
+
+def run_job(strategy, workers, *, program, window, num_ps, output_dir, copies_under="local",
+            label="", **job_options):
   """Runs and measures one job of the plan; its row (`bench_report.row`). The limit's
-  copies are one-process jobs of `copies_under`."""
-  directory = os.path.join(output_dir, "runs", f"{strategy}-{workers}")
+  copies are one-process jobs of `copies_under`. `label` tells the job's directory
+  (`job_directory`) from another of the same strategy; `job_options` go to each
+  `measured_job.Job`."""
+  directory = job_directory(output_dir, strategy, workers, label)
   if strategy == LIMIT:
     # Each copy on its own share of the CPUs, as the launcher pins a job's tasks.
     cpus = sorted(os.sched_getaffinity(0))
     per_copy = len(cpus) // workers
     jobs = [measured_job.Job(strategy=copies_under, num_workers=1, num_ps=0, program=program,
                              directory=f"{directory}/copy_{i}",
-                             cpus=cpus[i * per_copy:(i + 1) * per_copy] if per_copy else None)
+                             cpus=cpus[i * per_copy:(i + 1) * per_copy] if per_copy else None,
+                             **job_options)
             for i in range(workers)]
   else:
     jobs = [measured_job.Job(strategy=strategy, num_workers=workers, num_ps=num_ps,
-                             program=program, directory=directory)]
+                             program=program, directory=directory, **job_options)]
   return bench_report.row(strategy, workers, measured_job.measure(jobs, window))
 
 
