@@ -1,8 +1,7 @@
 """What the benchmark offers, by name and without TensorFlow, so that its --help lists
-them where TensorFlow is not installed: the strategies it compares, the Horovod variants
-it also reports, its models (`models` has them) and their data."""
+them where TensorFlow is not installed: the Horovod variants it also reports, its models
+(`models` has them) and their data."""
 
-STRATEGIES = ("horovod", "multi_worker", "parameter_server", "mirrored")
 # Options the benchmark also reports for Horovod; none is a default (they change the math
 # or its precision).
 HOROVOD_VARIANTS = {

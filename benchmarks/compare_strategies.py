@@ -26,63 +26,35 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 
 from benchmarks import choices
 from estimator_dist import command_line
-from estimator_dist.strategies import traits
+from estimator_dist.bench import program_bench
 
-STRATEGIES, HOROVOD_VARIANTS = choices.STRATEGIES, choices.HOROVOD_VARIANTS
+HOROVOD_VARIANTS = choices.HOROVOD_VARIANTS
 
 
 def define_flags(flag_values=flags.FLAGS):
-  """Defines the benchmark's flags on `flag_values`."""
+  """Defines the benchmark's flags on `flag_values`: bench's, and the model's."""
   f = flag_values
-  flags.DEFINE_list("strategies", list(STRATEGIES), "Strategies to compare.", flag_values=f)
-  flags.DEFINE_list("num_workers", ["1", "2"], "Worker counts to run each strategy with.",
-                    flag_values=f)
+  program_bench.define_flags(f)
   flags.DEFINE_enum("model", "mnist_cnn", choices.MODELS, "Model to train.", flag_values=f)
   flags.DEFINE_enum("data", "synthetic", choices.DATA,
                     "synthetic (throughput) or digits (also time to --target_accuracy).",
                     flag_values=f)
   flags.DEFINE_integer("batch_size", 64, "Batch size per worker.", lower_bound=1,
                        flag_values=f)
-  flags.DEFINE_integer("warmup_steps", 30, "Global steps each job trains before its "
-                       "measurement starts.", lower_bound=0, flag_values=f)
-  flags.DEFINE_float("window_secs", 20, "Seconds each job is measured for.", lower_bound=2,
-                     flag_values=f)
-  flags.DEFINE_float("timeout_secs", 600, "A job not measured this long after its start is "
-                     "stopped, and reported unmeasured.", lower_bound=10, flag_values=f)
-  flags.DEFINE_integer("steps", 300, "--data=digits: the steps each toolkit job trains, to "
-                       "its end.", lower_bound=2, flag_values=f)
   flags.DEFINE_integer("threads_per_worker", 1,
                        "TensorFlow intra-op threads per worker (0: TensorFlow's default).",
                        lower_bound=0, flag_values=f)
-  flags.DEFINE_string("output_dir", "/tmp/estimator_dist_bench", "Where results go.",
-                      flag_values=f)
   flags.DEFINE_bool("baselines", True, "Also run the hand-written programs (toolkit / "
                     "hand-written).", flag_values=f)
   flags.DEFINE_list("horovod_variants", list(HOROVOD_VARIANTS),
                     f"Horovod options also reported at N > 1: {', '.join(HOROVOD_VARIANTS)}.",
                     flag_values=f)
+  flags.DEFINE_integer("steps", 300, "--data=digits: the steps each toolkit job trains, to "
+                       "its end.", lower_bound=2, flag_values=f)
   flags.DEFINE_float("target_accuracy", 0.95, "--data=digits: the eval accuracy to reach.",
                      flag_values=f)
   flags.DEFINE_integer("checkpoint_every", 20, "--data=digits: steps between the checkpoints "
                        "whose accuracy is measured.", lower_bound=1, flag_values=f)
-  flags.DEFINE_bool("project", False, "Project examples/sec and efficiency to 8-256 workers "
-                    "with a cost model fitted to the measured jobs: the model's compute and "
-                    "the bytes of its trainable variables.", flag_values=f)
-  flags.DEFINE_float("project_latency_us", 0.0, "--project: latency of one message between "
-                     "workers, in microseconds.", lower_bound=0.0, flag_values=f)
-  flags.DEFINE_float("project_bandwidth_gbps", None, "--project: the links' bandwidth in "
-                     "Gbit/s, instead of the one fitted to this machine's jobs.",
-                     lower_bound=0.001, flag_values=f)
-
-  def _benchmarked(names):
-    return names and all(s in traits.NAMES and traits.of(s).name in STRATEGIES for s in names)
-  flags.register_validator(
-      "strategies", _benchmarked,
-      f"--strategies takes a comma-separated list of {', '.join(STRATEGIES)}.", flag_values=f)
-  flags.register_validator(
-      "num_workers", lambda v: v and all(n.isdigit() and int(n) > 0 for n in v),
-      "--num_workers takes a comma-separated list of positive integers, e.g. 1,2.",
-      flag_values=f)
   flags.register_validator(
       "horovod_variants", lambda v: all(x in HOROVOD_VARIANTS for x in v),
       f"--horovod_variants takes any of {', '.join(HOROVOD_VARIANTS)}.", flag_values=f)

@@ -14,25 +14,29 @@ from benchmarks import strategy_jobs
 from estimator_dist import command_line
 from estimator_dist.bench import bench_report
 from estimator_dist.bench import measured_job
+from estimator_dist.bench import program_bench
 from estimator_dist.bench import projection
 from estimator_dist.strategies import traits
 
-LIMIT, TOOLKIT, HAND_WRITTEN = strategy_jobs.LIMIT, strategy_jobs.TOOLKIT, strategy_jobs.HAND_WRITTEN
+LIMIT, TOOLKIT = strategy_jobs.LIMIT, strategy_jobs.TOOLKIT
+HAND_WRITTEN = strategy_jobs.HAND_WRITTEN
 
 
-def plan(f):
+def plan(f, strategies):
   """Every job of one benchmark, as (kind, strategy, workers, variant), in the order they
-  run: each count's limit first."""
-  strategies = list(dict.fromkeys(traits.of(s).name for s in f.strategies))
+  run: bench's plan, each toolkit job followed by its hand-written program and Horovod's
+  variants."""
   planned = []
-  for n in sorted({int(n) for n in f.num_workers}):
-    planned.append((LIMIT, LIMIT, n, ""))
-    for strategy in strategies:
-      planned.append((TOOLKIT, strategy, n, ""))
-      if f.baselines:
-        planned.append((HAND_WRITTEN, strategy, n, ""))
-      if strategy == "horovod" and n > 1:
-        planned += [(TOOLKIT, strategy, n, v) for v in f.horovod_variants]
+  for strategy, n in program_bench.plan(strategies, sorted({int(n) for n in f.num_workers}),
+                                        limit=f.limit):
+    if strategy == LIMIT:
+      planned.append((LIMIT, LIMIT, n, ""))
+      continue
+    planned.append((TOOLKIT, strategy, n, ""))
+    if f.baselines:
+      planned.append((HAND_WRITTEN, strategy, n, ""))
+    if strategy == "horovod" and n > 1:
+      planned += [(TOOLKIT, strategy, n, v) for v in f.horovod_variants]
   return planned
 
 
@@ -59,6 +63,7 @@ def beside_table(toolkit_rows, beside):
 
 
 def _time_to_accuracy(f, row, started):
+  """When a checkpoint of the job's kept model_dir first reached --target_accuracy."""
   from benchmarks import accuracy  # pylint: disable=g-import-not-at-top  (evaluates)
   reached = accuracy.time_to_accuracy(f.model, row["model_dir"], started, f.target_accuracy)
   return {"job": bench_report.name(row), "seconds": reached[0] if reached else None,
@@ -70,29 +75,31 @@ def main(_):
   digits = f.data == "digits"
   window = measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
                                timeout_secs=f.timeout_secs)
+  strategies = program_bench.strategies_here(traits.of(s).name for s in f.strategies)
+  if not strategies:
+    return 2
   settings = strategy_jobs.Settings(
       model=f.model, data=f.data, batch_size=f.batch_size,
       learning_rate=models.MODELS[f.model].learning_rate,
       threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
-      window=window)
-  jobs = plan(f)
+      window=window, num_ps=f.num_ps)
+  jobs = plan(f, strategies)
   print(command_line.line(
       f"{len(jobs)} jobs, each measured for {f.window_secs:.0f} s after {f.warmup_steps} "
       f"warm-up steps" + (f" (the toolkit's train {f.steps} steps, to their end)" * digits)
-      + f": about {len(jobs) * (f.window_secs + 25) / 60:.0f} min plus the warm-ups",
-      "bench"), flush=True)
+      + f": about {len(jobs) * (f.window_secs + program_bench.START_SECS) / 60:.0f} min "
+      f"plus the warm-ups", "bench"), flush=True)
   rows, beside, reached = [], [], []
   for kind, strategy, workers, variant in jobs:
     started = time.time()
     to_the_end = f.steps if digits and kind == TOOLKIT and not variant else None
     found = strategy_jobs.run(kind, strategy, workers, settings, label=variant,
                               extra=choices.HOROVOD_VARIANTS.get(variant, ()),
-                              to_the_end=to_the_end, checkpoint_every=f.checkpoint_every)
-    print(command_line.line(bench_report.describe(found) if found["job"] in (LIMIT, TOOLKIT)
-                            else f"{found['job']}: {bench_report.describe(found)}", "bench"),
-          flush=True)
+                              train_steps_to_end=to_the_end,
+                              checkpoint_every=f.checkpoint_every)
+    print(command_line.line(bench_report.describe(found, _name(found)), "bench"), flush=True)
     (rows if found["job"] in (LIMIT, TOOLKIT) else beside).append(found)
-    if to_the_end and found["rate"]:
+    if to_the_end:
       reached.append(_time_to_accuracy(f, found, started))
   report = bench_report.Report(rows=tuple(rows), program=tuple(
       strategy_jobs.toolkit_program(settings)), window=window, num_ps=settings.num_ps)

@@ -4,12 +4,13 @@
       --num_workers=2 --steps=200 --output_dir=/tmp/breakdown
 
 For every strategy it trains the model twice with estimator_dist: once measured as the
-strategy benchmark measures it (the step, from the heartbeats), once for --steps with TensorFlow's profiler over a window of steps on the chief
-(and Horovod's timeline), which `breakdown` splits into compute, input, exchange,
-waiting for the peer, the executor's own time and the time outside the session runs. The limit is the step of independent
-workers here plus one all-reduce of the model's gradients measured alone
-(allreduce_cost.py, under the toolkit's Horovod CPU settings). Writes a markdown table
-to stdout, results.json and breakdown.png to --output_dir.
+strategy benchmark measures it (the step, from the heartbeats), once for --steps with
+TensorFlow's profiler over a window of steps on the chief (and Horovod's timeline), which
+`breakdown` splits into compute, input, exchange, waiting for the peer, the executor's own
+time and the time outside the session runs. The limit is the step of independent workers
+here plus one all-reduce of the model's gradients measured alone (allreduce_cost.py, under
+the toolkit's Horovod CPU settings). Writes a markdown table to stdout, results.json and
+breakdown.png to --output_dir.
 """
 
 import dataclasses
@@ -38,6 +39,8 @@ flags.DEFINE_integer("warmup_steps", 30, "Global steps each job trains before it
                      "measured.", lower_bound=0)
 flags.DEFINE_float("window_secs", 20, "Seconds each job's step is measured for.",
                    lower_bound=2)
+flags.DEFINE_float("timeout_secs", 600, "A job not measured (a profiled job: not ended) this "
+                   "long after its start is stopped.", lower_bound=10)
 flags.DEFINE_integer("steps", 200, "Training steps of each profiled job.", lower_bound=60)
 flags.DEFINE_integer("profile_steps", 20, "Steps in the profiled window, which ends 20 "
                      "steps before the last.", lower_bound=2)
@@ -86,7 +89,8 @@ def _profiled(strategy, settings, f):
   if strategy == "horovod":
     extra.append(f"--hvd_timeline={timeline}")
   found = strategy_jobs.run(strategy_jobs.TOOLKIT, strategy, f.num_workers, settings,
-                            label="profiled", extra=extra, to_the_end=f.steps)
+                            label="profiled", extra=extra,
+                            train_steps_to_end=f.steps)
   traces = sorted(glob.glob(os.path.join(found["model_dir"], "plugins", "profile", "*",
                                          "*.xplane.pb")))
   if not traces:
@@ -148,7 +152,7 @@ def main(_):
       learning_rate=models.MODELS[f.model].learning_rate,
       threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
       window=measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
-                                 timeout_secs=600))
+                                 timeout_secs=f.timeout_secs))
   independent = _step_secs(strategy_jobs.run(strategy_jobs.LIMIT, strategy_jobs.LIMIT,
                                              f.num_workers, settings))
   exchange = _exchange_alone_secs(f)

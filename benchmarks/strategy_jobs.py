@@ -22,7 +22,7 @@ LIMIT = program_bench.LIMIT
 TOOLKIT, HAND_WRITTEN = "toolkit", "hand-written"
 _HAND_WRITTEN_MODULES = {"horovod": "benchmarks.baselines.horovod_estimator"}
 _DISTRIBUTE_MODULE = "benchmarks.baselines.distribute_estimator"
-# As many steps as a job can want: the bench stops it once measured.
+# As many steps as a measured job can want: it is stopped once measured.
 _UNTIL_STOPPED = 1_000_000
 
 
@@ -61,34 +61,33 @@ def hand_written_program(settings, strategy, workers):
   launcher gives a program run as it is no flag)."""
   module = _HAND_WRITTEN_MODULES.get(strategy, _DISTRIBUTE_MODULE)
   return [sys.executable, "-m", module, *_model_args(settings, strategy, workers),
-          f"--strategy={strategy}",
+          f"--strategy={strategy}", f"--train_steps={_UNTIL_STOPPED}",
           *([f"--num_devices={workers}"] if strategy == "mirrored" else [])]
 
 
 def run(kind, strategy, workers, settings, *, label="", extra=(),
-        to_the_end: Optional[int] = None, checkpoint_every=0):
-  """Runs and measures one job; its row (estimator_dist/bench/bench_report.row), with
-  `job` (its kind, or for a toolkit job with `extra` flags its `label`) and `model_dir`.
-  `to_the_end`: a toolkit job trains so many steps and is measured from the warm-up to
-  its training's end, keeping its model_dir (and a checkpoint every `checkpoint_every`
-  steps, if given)."""
+        train_steps_to_end: Optional[int] = None, checkpoint_every=0):
+  """Runs and measures one job of `kind` (LIMIT: the copies; `strategy` is not read); its
+  row (estimator_dist/bench/bench_report.row) with `job` (its kind, or for a toolkit job
+  with `extra` flags its `label`) and `model_dir`. `train_steps_to_end`: a toolkit job
+  trains so many steps and is measured from the warm-up to the end of its training,
+  keeping its model_dir (and a checkpoint every `checkpoint_every` steps, if given)."""
   common = dict(window=settings.window, num_ps=settings.num_ps,
                 output_dir=settings.output_dir)
-  if strategy == LIMIT:
+  if kind == LIMIT:
     return {**program_bench.run_job(LIMIT, workers, program=toolkit_program(settings),
                                     **common), "job": LIMIT}
   if kind == HAND_WRITTEN:
     return {**program_bench.run_job(strategy, workers, label=HAND_WRITTEN, instrument=False,
                                     program=hand_written_program(settings, strategy, workers),
                                     **common), "job": HAND_WRITTEN}
-  if to_the_end:
+  if train_steps_to_end:
     extra = (*extra, *([f"--save_checkpoints_steps={checkpoint_every}",
                         "--keep_checkpoint_max=0"] if checkpoint_every else []))
-    common["window"] = dataclasses.replace(settings.window,
-                                           window_secs=settings.window.timeout_secs)
+    common["window"] = dataclasses.replace(settings.window, to_the_end=True)
   program = toolkit_program(settings, strategy, workers, extra=extra,
-                            train_steps=to_the_end or _UNTIL_STOPPED)
+                            train_steps=train_steps_to_end or _UNTIL_STOPPED)
   found = program_bench.run_job(strategy, workers, program=program, label=label,
-                                keep_model_dir=bool(to_the_end), **common)
+                                keep_model_dir=bool(train_steps_to_end), **common)
   return {**found, "job": label or TOOLKIT, "model_dir": os.path.join(
       program_bench.job_directory(settings.output_dir, strategy, workers, label), "model")}

@@ -149,6 +149,17 @@ def test_a_window_cut_short_by_the_end_of_training_is_said(tmp_path, fast_polls)
   assert "cut short, 4 s of 10: its training ended" in bench_report.describe(row)
 
 
+def test_a_window_to_the_end_lasts_until_the_job_exits(tmp_path, fast_polls):
+  """The strategy benchmark's jobs that train to their end: past the window's seconds and
+  the training's end, not cut short."""
+  window = measured_job.Window(warmup_steps=5, window_secs=2, timeout_secs=60,
+                               to_the_end=True)
+  found, = measured_job.measure(
+      [FakeJob(tmp_path, beating([1, 10, 20, 30, 40, 50], ended_at=50), code=0)], window)
+  assert found.beats[0] == (10, 1.0) and found.beats[-1] == (50, 5.0), found.beats
+  assert found.steps_per_sec == pytest.approx(10.0) and not found.cut_short, found
+
+
 def test_the_warm_up_counts_from_each_tasks_first_beat(tmp_path, fast_polls):
   """A worker that joins late, at global step 100, is still warming up then."""
   window = measured_job.Window(warmup_steps=20, window_secs=3, timeout_secs=60)

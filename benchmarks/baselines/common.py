@@ -24,8 +24,7 @@ def define_flags():
   flags.DEFINE_string("model_dir", None, "Checkpoint directory.")
   flags.DEFINE_integer("batch_size", 64, "Batch size per worker.")
   flags.DEFINE_float("learning_rate", 0.01, "Single-worker learning rate.")
-  flags.DEFINE_integer("train_steps", 1_000_000, "Steps to train (the benchmark stops the "
-                       "job once it is measured).")
+  flags.DEFINE_integer("train_steps", 200, "Steps to train.")
   flags.DEFINE_integer("intra_op_threads", 0, "TensorFlow intra-op threads.")
   flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow inter-op threads.")
   flags.DEFINE_integer("num_devices", 1, "mirrored: CPU replicas.")

@@ -55,11 +55,12 @@ def name(found):
   return f"{found['strategy']} on {found['workers']} worker{'s' * (found['workers'] > 1)}"
 
 
-def describe(found):
-  """One line of a measured job."""
+def describe(found, label=None):
+  """One line of a measured job (`label`: its name, if not `name`'s)."""
+  label = label or name(found)
   if found["failure"]:
-    return f"{name(found)}: not measured: {found['failure']}"
-  return (f"{name(found)}: {rate(found['rate'])} {found['unit']} (spread "
+    return f"{label}: not measured: {found['failure']}"
+  return (f"{label}: {rate(found['rate'])} {found['unit']} (spread "
           f"{_percent(found['spread'])} over {found['window_secs']:.0f} s"
           + (f"; cut short, {found['cut_short']})" if found["cut_short"] else ")"))
 

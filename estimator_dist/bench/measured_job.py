@@ -9,7 +9,8 @@ task beats about once a second with the job's global step, its time and the exam
 one global step (contract/heartbeat.py); the bench samples them. The measured window
 opens once every training task has beaten `warmup_steps` past its first beat and lasts
 `window_secs`; then the launcher is asked to stop the job (SIGTERM, without a save: the
-job's model_dir goes with it).
+job's model_dir goes with it, unless it is kept). A window `to_the_end` lasts until the
+job's training ends and the job exits by itself.
 """
 
 import dataclasses
@@ -39,11 +40,13 @@ STOPPED_FOR_ANOTHER = "stopped unmeasured: another copy ended first"
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Window:
-  """What is measured: after `warmup_steps` global steps, for `window_secs`; a job that
-  has not measured after `timeout_secs` is stopped."""
+  """What is measured: after `warmup_steps` global steps, for `window_secs` (`to_the_end`:
+  until the training ends and the job exits by itself); a job that has not measured
+  after `timeout_secs` is stopped."""
   warmup_steps: int
   window_secs: float
   timeout_secs: float
+  to_the_end: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -149,7 +152,7 @@ class Job:
 
   def stop(self):
     """Ends the job (the launcher stops its tasks; killed with its session if it does not
-    in time) and removes its model_dir."""
+    in time) and removes its model_dir, unless it is kept."""
     self.ask_to_stop()
     try:
       self.process.wait(timeout=_STOP_SECS)
@@ -185,8 +188,8 @@ def measure(jobs, window: Window):
         for kept, progress in zip(beats, furthest):
           if not kept or progress.time > kept[-1][1]:
             kept.append((progress.step, progress.time))
-        if (any(p.ended for p in furthest) or
-            min(p.time for p in furthest) - opened >= window.window_secs):
+        if not window.to_the_end and (any(p.ended for p in furthest) or min(
+            p.time for p in furthest) - opened >= window.window_secs):
           break
       if any(job.ended_by_itself() for job in jobs) or (opened is None and any(
           p.ended for tasks in last for p in tasks.values())):
@@ -210,7 +213,7 @@ def _measured(job, kept, tasks, window):
       beats=tuple(kept),
       examples_per_step=max(p.examples_per_step or 0 for p in tasks.values()) or None,
       trainable_bytes=max(p.trainable_bytes or 0 for p in tasks.values()) or None)
-  if found.seconds < window.window_secs - _BEAT_SECS:
+  if not window.to_the_end and found.seconds < window.window_secs - _BEAT_SECS:
     why = "its training ended" if job.code is not None or any(
         p.ended for p in tasks.values()) else "another copy's training ended"
     return dataclasses.replace(found, cut_short=f"{found.seconds:.0f} s of "

@@ -28,10 +28,11 @@ from estimator_dist.bench import projection
 
 LIMIT = bench_report.LIMIT
 _STRATEGIES = ("mirrored", "multi_worker", "parameter_server", "horovod")
-_START_SECS = 25  # About how long a job takes to start and stop, for the estimate.
+START_SECS = 25  # About how long a job takes to start and stop, for the estimate.
 
 
 def define_flags(flag_values=flags.FLAGS):
+  """Defines bench's flags on `flag_values` (the strategy benchmark's too)."""
   f = flag_values
   flags.DEFINE_list("strategies", list(_STRATEGIES), "Strategies to compare (horovod where "
                     "it is installed).", flag_values=f)
@@ -65,6 +66,10 @@ def define_flags(flag_values=flags.FLAGS):
       "num_workers", lambda v: v and all(n.isdigit() and int(n) > 0 for n in v),
       "--num_workers takes a comma-separated list of positive integers, e.g. 1,2.",
       flag_values=f)
+  flags.register_multi_flags_validator(
+      ["window_secs", "timeout_secs"], lambda v: v["window_secs"] < v["timeout_secs"],
+      "--timeout_secs must be longer than --window_secs: it bounds a job's start, warm-up "
+      "and window.", flag_values=f)
 
 
 def plan(strategies, worker_counts, *, limit=True):
@@ -74,6 +79,19 @@ def plan(strategies, worker_counts, *, limit=True):
     jobs += [(LIMIT, workers)] if limit else []
     jobs += [(s, workers) for s in strategies]
   return jobs
+
+
+def strategies_here(strategies):
+  """`strategies` without horovod where it is not installed (said); an empty list (said
+  as an error) when none is left."""
+  wanted = list(dict.fromkeys(strategies))
+  if "horovod" in wanted and importlib.util.find_spec("horovod") is None:
+    wanted.remove("horovod")
+    command_line.write(sys.stdout, "horovod is left out: it is not installed here (pip "
+                       "install 'estimator_dist[horovod]')", "bench")
+    if not wanted:
+      command_line.write_error("no strategy is left to measure", "bench")
+  return wanted
 
 
 def job_directory(output_dir, strategy, workers, label=""):
@@ -111,21 +129,16 @@ def _main(argv):
                              f"{command_line.PROGRAM} bench -- python train.py", "bench")
     return 2
   f = flags.FLAGS
-  wanted = list(dict.fromkeys(f.strategies))
-  if "horovod" in wanted and importlib.util.find_spec("horovod") is None:
-    wanted.remove("horovod")
-    command_line.write(sys.stdout, "horovod is left out: it is not installed here (pip "
-                       "install 'estimator_dist[horovod]')", "bench")
-    if not wanted:
-      command_line.write_error("no strategy is left to measure", "bench")
-      return 2
+  wanted = strategies_here(f.strategies)
+  if not wanted:
+    return 2
   counts = sorted({int(n) for n in f.num_workers})
   # A program that starts Horovod itself runs only as Horovod's ranks: its copies too.
   copies_under = "horovod" if wanted == ["horovod"] else "local"
   window = measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
                                timeout_secs=f.timeout_secs)
   jobs = plan(wanted, counts, limit=f.limit)
-  minutes = len(jobs) * (f.window_secs + _START_SECS) / 60
+  minutes = len(jobs) * (f.window_secs + START_SECS) / 60
   output_dir = os.path.abspath(f.output_dir)
   print(command_line.line(
       f"{len(jobs)} job{'s' * (len(jobs) > 1)} ({', '.join(wanted)}"
