@@ -105,7 +105,7 @@ class Job:
     self.tasks = 1 if traits.of(strategy).one_process else num_workers
     self.log_path = os.path.join(directory, LOG_NAME)
     self.model_dir, self._keep_model_dir = model_dir, keep_model_dir
-    self._directory, self._asked, self.code = directory, False, None
+    self._asked, self.code = False, None
     with open(self.log_path, "wb") as log:
       self.process = child_job.start(
           strategy=strategy, num_workers=num_workers, model_dir=model_dir,
