@@ -9,14 +9,12 @@ import time
 from absl import flags
 
 from benchmarks import choices
-from benchmarks import models
 from benchmarks import strategy_jobs
 from estimator_dist import command_line
 from estimator_dist.bench import bench_report
 from estimator_dist.bench import measured_job
 from estimator_dist.bench import program_bench
 from estimator_dist.bench import projection
-from estimator_dist.strategies import traits
 
 LIMIT, TOOLKIT = strategy_jobs.LIMIT, strategy_jobs.TOOLKIT
 HAND_WRITTEN = strategy_jobs.HAND_WRITTEN
@@ -75,12 +73,11 @@ def main(_):
   digits = f.data == "digits"
   window = measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
                                timeout_secs=f.timeout_secs)
-  strategies = program_bench.strategies_here(traits.of(s).name for s in f.strategies)
+  strategies = program_bench.strategies_here(f.strategies)
   if not strategies:
     return 2
   settings = strategy_jobs.Settings(
       model=f.model, data=f.data, batch_size=f.batch_size,
-      learning_rate=models.MODELS[f.model].learning_rate,
       threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
       window=window, num_ps=f.num_ps)
   jobs = plan(f, strategies)

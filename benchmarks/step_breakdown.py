@@ -144,12 +144,10 @@ def main(_):
   unknown = [s for s in f.strategies if s not in _SYNCHRONOUS]
   if unknown:
     raise app.UsageError(f"--strategies takes {', '.join(_SYNCHRONOUS)}, not {unknown}")
-  from benchmarks import models  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
   from benchmarks import strategy_jobs  # pylint: disable=g-import-not-at-top
   from estimator_dist.bench import measured_job  # pylint: disable=g-import-not-at-top
   settings = strategy_jobs.Settings(
       model=f.model, data="synthetic", batch_size=f.batch_size,
-      learning_rate=models.MODELS[f.model].learning_rate,
       threads_per_worker=f.threads_per_worker, output_dir=os.path.abspath(f.output_dir),
       window=measured_job.Window(warmup_steps=f.warmup_steps, window_secs=f.window_secs,
                                  timeout_secs=f.timeout_secs))

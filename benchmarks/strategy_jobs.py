@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Optional
 
+from benchmarks import models
 from estimator_dist.bench import measured_job
 from estimator_dist.bench import program_bench
 from estimator_dist.strategies import traits
@@ -28,11 +29,10 @@ _UNTIL_STOPPED = 1_000_000
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
-  """What every job of one benchmark shares. `learning_rate`: the model's own."""
+  """What every job of one benchmark shares."""
   model: str
   data: str
   batch_size: int
-  learning_rate: float
   threads_per_worker: int
   output_dir: str
   window: measured_job.Window
@@ -44,7 +44,8 @@ def _model_args(settings, strategy, workers):
   if threads and traits.of(strategy).one_process:
     threads *= workers  # One process runs every replica.
   return [f"--model={settings.model}", f"--data={settings.data}",
-          f"--batch_size={settings.batch_size}", f"--learning_rate={settings.learning_rate}",
+          f"--batch_size={settings.batch_size}",
+          f"--learning_rate={models.MODELS[settings.model].learning_rate}",
           *([f"--intra_op_threads={threads}"] if threads else [])]
 
 
