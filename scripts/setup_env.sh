@@ -82,19 +82,19 @@ command -v ip >/dev/null 2>&1 || apt_install "the tests across test hosts are sk
 { [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1; } \
   || apt_install "the tests of Horovod across hosts over SSH are skipped" \
        openssh-server openssh-client
-# The library that keeps a job's servers on its own address (contract/bind_address.py), built
-# once here so that no job needs a C compiler: without it, a job on the host network
-# would listen on every interface, and the launcher refuses it.
+# The library preloaded into a job's processes (contract/preload.py), built once here so
+# that no job needs a C compiler: without it, a job on the host network would listen on
+# every interface (the launcher refuses it), and TensorFlow's request ids could repeat.
 command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 \
-  || apt_install "the bind library is not built" gcc libc6-dev
+  || apt_install "the preload library is not built" gcc libc6-dev
 "$PY" - <<'PYEOF'
 import sys
-from estimator_dist.contract import bind_address
-path, why_not = bind_address.build()
+from estimator_dist.contract import preload
+path, why_not = preload.build()
 if path:
-  print(f"[setup] bind library: {path}")
+  print(f"[setup] preload library: {path}")
 else:
-  print(f"[setup] the bind library cannot be built ({why_not}): --isolation=host refuses to "
+  print(f"[setup] the preload library cannot be built ({why_not}): --isolation=host refuses to "
         f"start without --allow_every_interface", file=sys.stderr)
 PYEOF
 # A user's environment as the packaging test needs it: a clean virtual environment that

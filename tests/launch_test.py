@@ -11,11 +11,11 @@ import psutil
 import pytest
 
 from estimator_dist import errors
-from estimator_dist.contract import bind_address
 from estimator_dist.contract import cluster
 from estimator_dist.contract import env_vars
 from estimator_dist.contract import heartbeat
 from estimator_dist.contract import mailbox as mailbox_lib
+from estimator_dist.contract import preload
 from estimator_dist.jobs import horovodrun
 from estimator_dist.jobs import horovodrun_entry
 from estimator_dist.jobs import spec
@@ -321,9 +321,9 @@ def test_a_horovod_job_across_hosts_listens_on_its_interface_only():
   env = horovodrun.across_hosts_env({"PATH": "/bin", env_vars.BIND_ADDRESS: "127.0.0.1"},
                                    run.network_interface)
   assert env["OMPI_MCA_oob_tcp_if_include"] == "eth1"
-  if bind_address.library() is None:
+  if preload.library() is None:
     pytest.skip("no C compiler to build the preload library")
-  library = bind_address.library()
+  library = preload.library()
   assert (env["LD_PRELOAD"], env[env_vars.BIND_INTERFACE]) == (library, "eth1")
   assert env_vars.BIND_ADDRESS not in env  # The interface's address on each host.
   assert env["OMPI_MCA_orte_launch_agent"] == (

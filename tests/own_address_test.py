@@ -133,7 +133,7 @@ def test_a_rank_without_the_launchers_library_starts_again_once_bound(tmp_path):
   (tmp_path / "cache").symlink_to(tmp_path / "real")
   env = helpers.child_env(**{env_vars.CACHE: str(tmp_path / "cache"),
                              env_vars.BIND_INTERFACE: "lo",
-                             "LD_PRELOAD": "/nowhere/bind_address-x86_64-0.so"})
+                             "LD_PRELOAD": "/nowhere/estimator_dist_preload-x86_64-0.so"})
   done = subprocess.run([helpers.PYTHON, "-c", RANK], env=env, capture_output=True,
                         text=True, timeout=120, check=False)
   assert done.returncode == 0, done.stderr[-3000:]

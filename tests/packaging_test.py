@@ -101,7 +101,8 @@ def test_the_wheel_installs_only_estimator_dist(wheel):
     names = built.namelist()
   assert {name.split("/")[0] for name in names} == {
       "estimator_dist", f"estimator_dist-{version()}.dist-info"}, sorted(names)
-  for data in ("contract/native/bind_address.c", "instrument/site/sitecustomize.py"):
+  for data in ("contract/native/bind_address.c", "contract/native/request_ids.c",
+               "instrument/site/sitecustomize.py"):
     assert f"estimator_dist/{data}" in names, sorted(names)
 
 

@@ -15,7 +15,7 @@ BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
 # the preload library (that interface's address, on each host) and rank_address.
 BIND_INTERFACE = "ESTIMATOR_DIST_BIND_INTERFACE"
 # Set by the user or a test (default ~/.cache/estimator_dist); read by user_cache: where
-# bind_address builds the preload library (`make setup` does, once) and horovodrun_entry
+# `preload` builds the preload library (`make setup` does, once) and horovodrun_entry
 # records Horovod's answers about its build.
 CACHE = "ESTIMATOR_DIST_CACHE"
 # Set by the user or the test suite (for its own process); read by own_address: this

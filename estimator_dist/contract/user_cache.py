@@ -1,5 +1,5 @@
 """The user's cache of what the toolkit builds or learns once per machine: the preload
-library (bind_address), Horovod's answers about its build (jobs/horovodrun_entry.py)."""
+library (`preload`), Horovod's answers about its build (jobs/horovodrun_entry.py)."""
 
 import os
 

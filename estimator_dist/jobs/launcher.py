@@ -23,11 +23,11 @@ import signal
 import sys
 
 from estimator_dist import errors
-from estimator_dist.contract import bind_address
 from estimator_dist.contract import checkpoint_names
 from estimator_dist.contract import chief_model_dir
 from estimator_dist.contract import joined
 from estimator_dist.contract import mailbox
+from estimator_dist.contract import preload
 from estimator_dist.contract import process_identity
 from estimator_dist.contract import summary
 from estimator_dist.instrument import launching
@@ -92,7 +92,7 @@ def launch(job, *, options=launch_options.LaunchOptions(), out=sys.stdout):
     if local or not (horovodrun_ranks and run.network_interface):
       group.log(sandbox_lib.describe(sandbox) +
                 (f"; no private namespace here: {why}" if why else ""))
-    elif bind_address.library():
+    elif preload.library():
       group.log(f"isolation: the hosts' network; every process of the job listens on "
                 f"--network_interface={run.network_interface} only (keep it private)")
     for note in (exposed, local and startup_checks.interpreter_note(job.command)):

@@ -8,7 +8,7 @@ launch` prints as it is and exits 2 on).
 - `mailbox_across_hosts`: an instrumented program's tasks on several hosts agree through
   the model_dir, which must be a directory they share.
 - `exposure`: on the host network a job's servers stay on loopback only through the
-  preload library of `contract/bind_address.py`. Where it cannot be built they would listen
+  preload library of `contract/preload.py`. Where it cannot be built they would listen
   on every interface, which only the user's --allow_every_interface accepts.
 """
 
@@ -21,8 +21,8 @@ import sys
 import tempfile
 
 from estimator_dist import errors
-from estimator_dist.contract import bind_address
 from estimator_dist.contract import checkpoint_names
+from estimator_dist.contract import preload
 from estimator_dist.instrument import launching
 from estimator_dist.jobs import model_dir_arg
 from estimator_dist.outputs import model_dir_check
@@ -145,7 +145,7 @@ def exposure(options, *, on_host_network, why_no_namespace=None):
   the line that says so (--allow_every_interface) or a ConfigError (without it)."""
   if not on_host_network:
     return None
-  path, why_not = bind_address.build()
+  path, why_not = preload.build()
   if path:
     return None
   why_not = " ".join(why_not.split())  # A compiler's message, in the one line.

@@ -22,6 +22,7 @@ from estimator_dist import command_line
 from estimator_dist import errors
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import preload
 from estimator_dist.contract import slurm_env
 from estimator_dist.task import own_address
 
@@ -62,7 +63,7 @@ def _bind_interface(interface):
   spec = importlib.util.find_spec("horovod")
   if spec and spec.submodule_search_locations:
     check_gloo_interface(spec.submodule_search_locations[0])
-  if bind_address.loaded():
+  if preload.loaded():
     return
   # Started again with the address itself: it does not start itself a second time.
   _restart(bind_address.bound_env(os.environ, address), f"{interface} ({address})")
