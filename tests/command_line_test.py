@@ -14,7 +14,7 @@ from estimator_dist.contract import summary
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCANNED = ("estimator_dist", "benchmarks")
 OWNER = os.path.join("estimator_dist", "command_line.py")
-# The contract imports nothing of ours: its lines (the summary's, the bind library's
+# The contract imports nothing of ours: its lines (the summary's, the preload library's
 # warning) write the library's prefix, `command_line.line("")`, themselves.
 CONTRACT = os.path.join("estimator_dist", "contract") + os.sep
 # The prefixes our lines had before there was one, and a prefix written by hand.

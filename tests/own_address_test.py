@@ -140,3 +140,23 @@ def test_a_rank_without_the_launchers_library_starts_again_once_bound(tmp_path):
   assert done.stdout.split() == ["127.0.0.1", "::ffff:127.0.0.1"], done.stdout
   assert done.stderr.count("this rank starts its program again, its servers bound to lo "
                            "(127.0.0.1)") == 1, done.stderr[-3000:]
+
+
+OWN = ("from absl import logging; logging.set_verbosity('info'); "
+       "from estimator_dist.contract import preload; "
+       "from estimator_dist.task import own_address; from tests import helpers; "
+       "own_address.bind(helpers.chief_at('127.0.0.1')); print(preload.loaded()); " + PROBE)
+
+
+@pytest.mark.processes
+def test_a_task_that_keeps_every_interface_still_starts_again_with_the_library():
+  """ESTIMATOR_DIST_BIND_ADDRESS=0.0.0.0 keeps TensorFlow's binds, not TensorFlow's request
+  ids (contract/native/request_ids.c): the task starts again once, with the library."""
+  env = helpers.child_env(**{env_vars.BIND_ADDRESS: "0.0.0.0"})
+  done = subprocess.run([helpers.PYTHON, "-c", OWN], env=env, capture_output=True,
+                        text=True, timeout=120, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split() == ["True", "0.0.0.0", "::"], done.stdout
+  assert done.stderr.count("chief:0 starts its program again with the library that keeps "
+                           "TensorFlow's request ids unique, its servers on 0.0.0.0") == 1, (
+                               done.stderr[-3000:])

@@ -7,7 +7,7 @@ from tests import helpers
 
 # TensorFlow 2.15's own ids repeat after about 77,000 steps of a gRPC session (a 32-bit
 # birthday): measured, it stopped after 24,000 to 85,000. 200,000 steps pass without the
-# library about once in a hundred runs.
+# library about three times in a hundred runs (e^-3.5).
 STEPS = 200_000
 
 PROGRAM = f"""

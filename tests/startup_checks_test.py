@@ -45,7 +45,7 @@ def test_without_a_model_dir_the_temporary_directory_is_checked(tmp_path, monkey
 
 @pytest.fixture
 def no_compiler(tmp_path, monkeypatch):
-  """No C compiler on PATH and an empty cache: the bind library cannot be built."""
+  """No C compiler on PATH and an empty cache: the preload library cannot be built."""
   (tmp_path / "bin").mkdir()
   monkeypatch.setenv("PATH", str(tmp_path / "bin"))
   monkeypatch.setenv(env_vars.CACHE, str(tmp_path / "cache"))

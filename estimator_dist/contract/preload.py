@@ -3,10 +3,10 @@ the sources in native/:
 
 - bind_address.c keeps the job's servers on the job's own address (`bind_address` gives the
   variables it reads);
-- request_ids.c draws TensorFlow's request ids from 64 random bits. TensorFlow 2.15's own
-  repeat within a long job of several processes, whose task then stops on "The same
-  RunGraph (Worker) request was received twice" (measured: after 24,000 to 85,000 steps of
-  a gRPC session; none in 300,000 with the library).
+- request_ids.c gives TensorFlow's requests ids that never repeat within a process (and
+  across processes by a 64-bit chance). TensorFlow 2.15's own repeat within a long job of
+  several processes, whose task then stops on "The same RunGraph (Worker) request was
+  received twice" (measured: after 24,000 to 85,000 steps of a gRPC session).
 
 The launcher preloads it into every process of a local job (`bind_address.local_only_env`)
 and horovodrun's across hosts; a task started by hand, by srun or by Spark starts its
@@ -32,6 +32,7 @@ _logger = logging.getLogger(__name__)
 _SOURCES = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                          "native", "*.c")))
 _PREFIX = "estimator_dist_preload-"
+_FORMER_PREFIX = "bind_address-"  # Its name before it drew request ids (bind_address.c alone).
 
 
 def library():
@@ -90,7 +91,7 @@ def preloaded(env):
   if path is None:
     return None
   kept = [p for p in env.get("LD_PRELOAD", "").split(":")
-          if p and not os.path.basename(p).startswith(_PREFIX)]
+          if p and not os.path.basename(p).startswith((_PREFIX, _FORMER_PREFIX))]
   return {"FI_PROVIDER": "shm", **env, "LD_PRELOAD": ":".join([path] + kept)}
 
 

@@ -1,6 +1,6 @@
 """Starts the tasks of one job of the local launcher: inside its sandbox, with the
 environment a local job's tasks get (its lock, the watchdog's settings, its mailbox, the
-bind library, never the tracking variables)."""
+preload library, never the tracking variables)."""
 
 import dataclasses
 from typing import Optional
@@ -65,7 +65,7 @@ class Starter:
     env = launch_tracking.task_env(env)
     if self.instrumented:
       env = launching.task_env(env, self.instrumented)
-    if self.local:  # Loopback only, also on the host network (see contract/bind_address.py).
+    if self.local:  # Loopback only, also on the host network (see contract/preload.py).
       env = bind_address.local_only_env(env)
     elif self.job.traits.ranks_from_horovodrun and self.options.horovod.network_interface:
       env = horovodrun.across_hosts_env(env, self.options.horovod.network_interface)

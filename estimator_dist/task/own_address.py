@@ -3,10 +3,12 @@
 TensorFlow 2.15 binds its gRPC server to 0.0.0.0 whatever TF_CONFIG says, so a task
 started by hand, by srun or by Spark would take connections on every network its host
 has. Before it serves, such a task starts its program again (the same process, `execve`)
-with the preload library of `bind_address` told its own address. The launcher's tasks
-have it already; `env_vars.BIND_ADDRESS` set to 0.0.0.0 keeps TensorFlow's binds, and
-`env_vars.NO_RESTART` set to 1 keeps this process from starting itself again (the test
-suite's own process sets it). A Horovod rank does the same in `rank_address`.
+with the preload library (`contract/preload.py`) told its own address; the library also
+keeps TensorFlow's request ids from repeating. The launcher's tasks have it already;
+`env_vars.BIND_ADDRESS` set to 0.0.0.0 keeps TensorFlow's binds (the task still starts
+again with the library), and `env_vars.NO_RESTART` set to 1 keeps this process from
+starting itself again (the test suite's own process sets it). A Horovod rank does the same
+in `rank_address`.
 """
 
 import multiprocessing
@@ -19,6 +21,7 @@ from absl import logging
 from estimator_dist import command_line
 from estimator_dist.contract import bind_address
 from estimator_dist.contract import env_vars
+from estimator_dist.contract import preload
 from estimator_dist.task import own_port
 
 
@@ -83,24 +86,33 @@ def restartable():
 
 
 def bind(task):
-  """Restarts this program with its binds going to the task's own address; returns only
-  where that is already so, not needed, or not possible (then says why)."""
-  if env_vars.BIND_ADDRESS in os.environ or not own_port.listens(task):
+  """Starts this program again with the preload library (`contract/preload.py`), its binds
+  going to the task's own address (left on every interface where that cannot be known,
+  then said why); returns only where the library is in this process already, not needed,
+  or cannot be (then says why)."""
+  if not own_port.listens(task) or preload.loaded():
     return
   name = task.name
-  address, why_not = own_address(task)
-  why_not = why_not or restartable()
-  env = None if why_not else bind_address.bound_env(os.environ, address)
+  chosen = os.environ.get(env_vars.BIND_ADDRESS)  # The user's (0.0.0.0), or decided before.
+  if chosen is not None and preload.library() in os.environ.get("LD_PRELOAD", "").split(":"):
+    return  # Started with it, and the loader refused it (and said why).
+  address, why_not = (chosen, None) if chosen is not None else own_address(task)
+  cannot_restart = restartable()
+  if why_not or (cannot_restart and chosen is None):
+    logging.warning(command_line.line("%s listens on every interface (TensorFlow binds it "
+                                      "so): %s. Name this host's own address in the "
+                                      "cluster, or set %s=0.0.0.0 to keep every interface "
+                                      "and silence this."), name, why_not or cannot_restart,
+                    env_vars.BIND_ADDRESS)
+  env = None if cannot_restart else bind_address.bound_env(os.environ, address or "0.0.0.0")
   if env is None:
-    if why_not:
-      logging.warning(command_line.line("%s listens on every interface (TensorFlow binds it "
-                                        "so): %s. Name this host's own address in the "
-                                        "cluster, or set %s=0.0.0.0 to keep every interface "
-                                        "and silence this."), name, why_not,
-                      env_vars.BIND_ADDRESS)
     return
-  restart(env, f"{name} starts its program again, its servers bound to {address} "
-               f"({task.cluster[task.role][task.index]}), not to every interface")
+  if chosen is None and address:
+    restart(env, f"{name} starts its program again, its servers bound to {address} "
+                 f"({task.cluster[task.role][task.index]}), not to every interface")
+  else:
+    restart(env, f"{name} starts its program again with the library that keeps "
+                 f"TensorFlow's request ids unique, its servers on {address or '0.0.0.0'}")
 
 
 def restart(env, why):
