@@ -142,21 +142,46 @@ def test_a_rank_without_the_launchers_library_starts_again_once_bound(tmp_path):
                            "(127.0.0.1)") == 1, done.stderr[-3000:]
 
 
-OWN = ("from absl import logging; logging.set_verbosity('info'); "
+OWN = ("import sys; from absl import logging; logging.set_verbosity('info'); "
        "from estimator_dist.contract import preload; "
        "from estimator_dist.task import own_address; from tests import helpers; "
-       "own_address.bind(helpers.chief_at('127.0.0.1')); print(preload.loaded()); " + PROBE)
+       "own_address.bind(helpers.chief_at(sys.argv[1])); print(preload.loaded()); " + PROBE)
 
 
 @pytest.mark.processes
-def test_a_task_that_keeps_every_interface_still_starts_again_with_the_library():
-  """ESTIMATOR_DIST_BIND_ADDRESS=0.0.0.0 keeps TensorFlow's binds, not TensorFlow's request
-  ids (contract/native/request_ids.c): the task starts again once, with the library."""
-  env = helpers.child_env(**{env_vars.BIND_ADDRESS: "0.0.0.0"})
-  done = subprocess.run([helpers.PYTHON, "-c", OWN], env=env, capture_output=True,
+@pytest.mark.parametrize("host,chosen,said", [
+    ("127.0.0.1", "0.0.0.0", ""),
+    ("192.0.2.1", None, "chief:0 listens on every interface (TensorFlow binds it so): "
+                        "192.0.2.1 resolves to no IPv4 address of this host."),
+])
+def test_a_task_left_on_every_interface_still_starts_again_with_the_library(
+    host, chosen, said):
+  """Kept on every interface by ESTIMATOR_DIST_BIND_ADDRESS=0.0.0.0, or named at an address
+  not its own (NAT): the task starts again once with the library, which leaves its binds
+  alone and keeps TensorFlow's request ids unique (contract/native/request_ids.c)."""
+  env = helpers.child_env(**({env_vars.BIND_ADDRESS: chosen} if chosen else {}))
+  done = subprocess.run([helpers.PYTHON, "-c", OWN, host], env=env, capture_output=True,
                         text=True, timeout=120, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stdout.split() == ["True", "0.0.0.0", "::"], done.stdout
   assert done.stderr.count("chief:0 starts its program again with the library that keeps "
                            "TensorFlow's request ids unique, its servers on 0.0.0.0") == 1, (
                                done.stderr[-3000:])
+  assert done.stderr.count("listens on every interface") == (1 if said else 0), done.stderr
+  assert said in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.processes
+def test_a_task_whose_loader_dropped_the_library_does_not_start_again_for_it():
+  """Started again with the library that the loader did not load (a setuid interpreter
+  drops LD_PRELOAD): it says it goes without, and does not start again (for ever)."""
+  env = helpers.child_env(**{env_vars.BIND_ADDRESS: "0.0.0.0"})
+  dropped = ("import os; from estimator_dist.contract import env_vars; "
+             "os.environ[env_vars.STARTED_AGAIN] = str(os.getpid()); " + OWN)
+  done = subprocess.run([helpers.PYTHON, "-c", dropped, "127.0.0.1"], env=env,
+                        capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split() == ["False", "0.0.0.0", "::"], done.stdout
+  assert "starts its program again" not in done.stderr, done.stderr[-3000:]
+  assert ("chief:0 goes without the library that keeps TensorFlow's request ids unique: it "
+          "started again with the library, which the loader did not load") in done.stderr

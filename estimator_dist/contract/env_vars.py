@@ -8,8 +8,9 @@ preload library (`contract/native/bind_address.c` reads BIND_ADDRESS and BIND_IN
 them as they are.
 """
 
-# Set by the launcher for local tasks and by a task that starts itself again bound to its
-# own address (own_address); read by the preload library and own_address ("decided").
+# Set by the launcher for local tasks, by the user (0.0.0.0: keep TensorFlow's binds) and
+# by a task that starts itself again with the preload library (own_address: its own
+# address, or 0.0.0.0 where it cannot know it); read by the preload library.
 BIND_ADDRESS = "ESTIMATOR_DIST_BIND_ADDRESS"
 # Set by the launcher for a Horovod job across hosts (its --network_interface); read by
 # the preload library (that interface's address, on each host) and rank_address.
@@ -19,8 +20,13 @@ BIND_INTERFACE = "ESTIMATOR_DIST_BIND_INTERFACE"
 # records Horovod's answers about its build.
 CACHE = "ESTIMATOR_DIST_CACHE"
 # Set by the user or the test suite (for its own process); read by own_address: this
-# process must not start itself again (execve), so its servers keep TensorFlow's binds.
+# process must not start itself again (execve), so it goes without the preload library
+# (its servers keep TensorFlow's binds, and TensorFlow's request ids may repeat).
 NO_RESTART = "ESTIMATOR_DIST_NO_RESTART"
+# Set by a task that starts its program again (own_address.restart: the process id, which
+# execve keeps); read by own_address: that process never starts again, with or without
+# the library (a setuid interpreter's loader drops LD_PRELOAD).
+STARTED_AGAIN = "ESTIMATOR_DIST_STARTED_AGAIN"
 
 # Set by every engine (the job's --strategy: the launcher, SLURM, Kubernetes, Spark); read
 # by a program's training flags (`define_flags`: the default of --strategy) and by

@@ -33,12 +33,14 @@ _SOURCES = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file_
                                          "native", "*.c")))
 _PREFIX = "estimator_dist_preload-"
 _FORMER_PREFIX = "bind_address-"  # Its name before it drew request ids (bind_address.c alone).
+_SAID = set()  # Why the library cannot be built, said once per process.
 
 
 def library():
   """The path of the preload library, built if needed; None (said why) where it cannot be."""
   path, why_not = build()
-  if path is None:
+  if path is None and why_not not in _SAID:
+    _SAID.add(why_not)
     _logger.warning("estimator-dist: the library preloaded into this job's processes cannot "
                     "be built, so its servers listen on every interface (TensorFlow binds "
                     "them so) and a long multi_worker or parameter_server job may stop on "

@@ -88,24 +88,32 @@ def restartable():
 def bind(task):
   """Starts this program again with the preload library (`contract/preload.py`), its binds
   going to the task's own address (left on every interface where that cannot be known,
-  then said why); returns only where the library is in this process already, not needed,
-  or cannot be (then says why)."""
+  then said why); returns where the library is in this process already or not needed,
+  and where it cannot be (then says why)."""
   if not own_port.listens(task) or preload.loaded():
     return
   name = task.name
   chosen = os.environ.get(env_vars.BIND_ADDRESS)  # The user's (0.0.0.0), or decided before.
-  if chosen is not None and preload.library() in os.environ.get("LD_PRELOAD", "").split(":"):
-    return  # Started with it, and the loader refused it (and said why).
+  if os.environ.get(env_vars.STARTED_AGAIN) == str(os.getpid()):
+    cannot_restart = ("it started again with the library, which the loader did not load "
+                      "(a setuid or setcap interpreter drops LD_PRELOAD)")
+  else:
+    cannot_restart = restartable()
   address, why_not = (chosen, None) if chosen is not None else own_address(task)
-  cannot_restart = restartable()
   if why_not or (cannot_restart and chosen is None):
     logging.warning(command_line.line("%s listens on every interface (TensorFlow binds it "
                                       "so): %s. Name this host's own address in the "
                                       "cluster, or set %s=0.0.0.0 to keep every interface "
                                       "and silence this."), name, why_not or cannot_restart,
                     env_vars.BIND_ADDRESS)
-  env = None if cannot_restart else bind_address.bound_env(os.environ, address or "0.0.0.0")
-  if env is None:
+  if cannot_restart:
+    if chosen is not None:
+      logging.warning(command_line.line("%s goes without the library that keeps "
+                                        "TensorFlow's request ids unique: %s."), name,
+                      cannot_restart)
+    return
+  env = bind_address.bound_env(os.environ, address or "0.0.0.0")
+  if env is None:  # No C compiler: `preload.library` said so.
     return
   if chosen is None and address:
     restart(env, f"{name} starts its program again, its servers bound to {address} "
@@ -119,4 +127,4 @@ def restart(env, why):
   logging.info(command_line.line("%s; what ran before this runs again."), why)
   sys.stdout.flush()
   sys.stderr.flush()
-  os.execve(sys.executable, sys.orig_argv, env)
+  os.execve(sys.executable, sys.orig_argv, {**env, env_vars.STARTED_AGAIN: str(os.getpid())})

@@ -12,14 +12,18 @@
  * n): distinct within the process; another process repeats one only where their
  * starts lie within as many ids of each other (for two of 10^8 ids each, 10^-11).
  * The start comes from /dev/urandom once (glibc 2.17 has no getrandom), else from the
- * clock, the pid and an address.
+ * clock, the pid and an address; a process's fork child draws its own.
  *
  * TensorFlow's libraries call the function through their procedure linkage table, so the
  * first library that defines it, this one, answers (C, under the C++ name). */
+#define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
+
+static uint64_t start, next; /* start 0: not drawn yet. */
 
 static uint64_t mixed(uint64_t z) { /* splitmix64's finalizer: a bijection. */
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -43,8 +47,13 @@ static uint64_t random_start(void) {
   return start;
 }
 
+static void forget_start(void) { start = next = 0; } /* In a fork's child, one thread. */
+
+__attribute__((constructor)) static void draw_again_after_fork(void) {
+  pthread_atfork(NULL, NULL, forget_start);
+}
+
 int64_t _ZN10tensorflow18GetUniqueRequestIdEv(void) {
-  static uint64_t start, next;
   uint64_t expected = 0, id;
   if (__atomic_load_n(&start, __ATOMIC_ACQUIRE) == 0) { /* The first caller's start wins. */
     __atomic_compare_exchange_n(&start, &expected, random_start() | 1, 0, __ATOMIC_ACQ_REL,
