@@ -8,8 +8,8 @@ so every engine gives a task the same variables. A task reads who it is from the
 `environment` picks the source, read by `cluster` (`TaskInfo`, TF_CONFIG, Horovod's
 variables) and `slurm_env`. `process_identity` is the launcher's identity its tasks
 watch, `preload` the library the launcher preloads into a task (native/: its binds on
-the job's own address, which `bind_address` names; TensorFlow's request ids unique). `mailbox` is the one channel by which a job's tasks tell its
-launcher and each other what they need, for one attempt: `heartbeat` (a task's beats),
+the job's own address, which `bind_address` names; TensorFlow's request ids unique).
+`mailbox` is the one channel by which a job's tasks tell its launcher and each other what they need, for one attempt: `heartbeat` (a task's beats),
 `summary` (the chief's summary: its line, and its record for the launcher), `joined` (that
 a task joined the job's strategy), `chief_model_dir` and `rounds` (what the chief decided
 for a program's n-th call of a kind) are its messages. `stop_files`

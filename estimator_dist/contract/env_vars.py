@@ -24,8 +24,8 @@ CACHE = "ESTIMATOR_DIST_CACHE"
 # (its servers keep TensorFlow's binds, and TensorFlow's request ids may repeat).
 NO_RESTART = "ESTIMATOR_DIST_NO_RESTART"
 # Set by a task that starts its program again (own_address.restart: the process id, which
-# execve keeps); read by own_address: that process never starts again, with or without
-# the library (a setuid interpreter's loader drops LD_PRELOAD).
+# execve keeps); read by own_address.restartable: that process never starts again, with
+# or without the library (a setuid interpreter's loader drops LD_PRELOAD).
 STARTED_AGAIN = "ESTIMATOR_DIST_STARTED_AGAIN"
 
 # Set by every engine (the job's --strategy: the launcher, SLURM, Kubernetes, Spark); read

@@ -32,7 +32,6 @@ _logger = logging.getLogger(__name__)
 _SOURCES = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                          "native", "*.c")))
 _PREFIX = "estimator_dist_preload-"
-_FORMER_PREFIX = "bind_address-"  # Its name before it drew request ids (bind_address.c alone).
 _SAID = set()  # Why the library cannot be built, said once per process.
 
 
@@ -93,7 +92,7 @@ def preloaded(env):
   if path is None:
     return None
   kept = [p for p in env.get("LD_PRELOAD", "").split(":")
-          if p and not os.path.basename(p).startswith((_PREFIX, _FORMER_PREFIX))]
+          if p and not os.path.basename(p).startswith(_PREFIX)]
   return {"FI_PROVIDER": "shm", **env, "LD_PRELOAD": ":".join([path] + kept)}
 
 

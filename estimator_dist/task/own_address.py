@@ -80,6 +80,9 @@ def restartable():
     return "it is an interactive session"
   if os.environ.get(env_vars.NO_RESTART) == "1":
     return f"{env_vars.NO_RESTART}=1 keeps it from starting itself again"
+  if os.environ.get(env_vars.STARTED_AGAIN) == str(os.getpid()):
+    return ("it started again with the library, which the loader did not load (a setuid "
+            "or setcap interpreter drops LD_PRELOAD)")
   if multiprocessing.parent_process() is not None:
     return "it is a multiprocessing child"
   return None
@@ -94,23 +97,18 @@ def bind(task):
     return
   name = task.name
   chosen = os.environ.get(env_vars.BIND_ADDRESS)  # The user's (0.0.0.0), or decided before.
-  if os.environ.get(env_vars.STARTED_AGAIN) == str(os.getpid()):
-    cannot_restart = ("it started again with the library, which the loader did not load "
-                      "(a setuid or setcap interpreter drops LD_PRELOAD)")
-  else:
-    cannot_restart = restartable()
   address, why_not = (chosen, None) if chosen is not None else own_address(task)
-  if why_not or (cannot_restart and chosen is None):
+  cannot_restart = restartable()
+  if chosen is None and (why_not or cannot_restart):
     logging.warning(command_line.line("%s listens on every interface (TensorFlow binds it "
                                       "so): %s. Name this host's own address in the "
                                       "cluster, or set %s=0.0.0.0 to keep every interface "
                                       "and silence this."), name, why_not or cannot_restart,
                     env_vars.BIND_ADDRESS)
+  elif cannot_restart:
+    logging.warning(command_line.line("%s goes without the library that keeps TensorFlow's "
+                                      "request ids unique: %s."), name, cannot_restart)
   if cannot_restart:
-    if chosen is not None:
-      logging.warning(command_line.line("%s goes without the library that keeps "
-                                        "TensorFlow's request ids unique: %s."), name,
-                      cannot_restart)
     return
   env = bind_address.bound_env(os.environ, address or "0.0.0.0")
   if env is None:  # No C compiler: `preload.library` said so.
