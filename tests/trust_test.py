@@ -86,10 +86,13 @@ def host_ports():
 
 
 def is_task(process, role):
-  """Whether `process` is the program of a task of `role` (not the nsenter that starts it)."""
+  """Whether `process` is the program of a task of `role`, not one of the processes that
+  start it in the job's namespaces (`env ... nsenter ... -- env ... program`): the first
+  `env`, caught before it runs nsenter, is a child of the launcher with the task's
+  command and environment."""
   try:
     command = process.cmdline()
-    return ("tests.programs.plain_model" in command and command[0] != "nsenter" and
+    return ("tests.programs.plain_model" in command and command[0] not in ("env", "nsenter") and
             f'"type": "{role}"' in process.environ().get("TF_CONFIG", ""))
   except psutil.Error:
     return False
